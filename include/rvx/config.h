@@ -1,0 +1,169 @@
+/* rvx/config.h: every build macro, its default, and an #error for what does not fit together.
+ *
+ * Define any of these before including <rvx/rvx.h> (or with -D); one build is one configuration.
+ *
+ *   RVX_TL              transport: RVX_TL_SHM (default) or RVX_TL_RC_MLX5
+ *   RVX_RNDV            rendezvous protocol: RVX_RNDV_GET (default), RVX_RNDV_PUT, RVX_RNDV_AM,
+ *                       RVX_RNDV_PIPELINE (used by tag matching)
+ *   RVX_FABRIC          header with the fabric's cost parameters, e.g. <rvx/fabric/ib_hdr.h>;
+ *                       default <rvx/fabric/shm_local.h> for shm, <rvx/fabric/ib_edr.h> for mlx5
+ *   RVX_AM_HANDLERS(X)  X-macro list of active-message handlers: X(NAME, function) ...
+ *   RVX_AM              1: active messages compiled in (default: 1 iff RVX_AM_HANDLERS is defined)
+ *   RVX_TAG             1: tag matching compiled in (default 0)
+ *   RVX_AM_MAX_ARGS     64-bit arguments per active message (default 8, at most 15)
+ *   RVX_AM_MAX_MEDIUM   largest medium payload in bytes (default 3992, at least 512)
+ *   RVX_PUT_SHORT_MAX   puts up to this size take the short path (default: the tl's inline size)
+ *   RVX_PUT_BCOPY_MAX   puts up to this size are copied; larger ones are zero-copy where the
+ *                       transport can (default: the fabric header's RVX_FAB_PUT_BCOPY_MAX)
+ *   RVX_RNDV_THRESH     pin the eager/rendezvous switch in bytes (default: computed)
+ *   RVX_SHM_RING_SLOTS  64-byte slots per shared-memory ring (default 256, power of two, 64..1024)
+ *   RVX_DEBUG           1: argument checks on the fast path too (default 0: only on set-up calls)
+ *
+ * Run-time settings are only what cannot be known at build time (environment, read once at
+ * rvx_init): RVX_RANK, RVX_SIZE, RVX_BOOT_DIR (set by rvxrun), RVX_BOOT_TIMEOUT (seconds),
+ * RVX_DEV (adapter and port for mlx5 transports). */
+#ifndef RVX_CONFIG_H
+#define RVX_CONFIG_H
+
+#define RVX_VERSION_STRING "0.1"
+
+/* ---- transport ------------------------------------------------------------------------------ */
+#define RVX_TL_SHM      1
+#define RVX_TL_RC_MLX5  2
+#define RVX_TL_DC_MLX5  3
+
+#ifndef RVX_TL
+#define RVX_TL RVX_TL_SHM
+#endif
+
+#if RVX_TL == RVX_TL_SHM
+#define RVX_TL_NAME "shm"
+#elif RVX_TL == RVX_TL_RC_MLX5
+#error "RVX_TL=RVX_TL_RC_MLX5: the rc_mlx5 transport is not part of this release yet; build with RVX_TL=RVX_TL_SHM"
+#elif RVX_TL == RVX_TL_DC_MLX5
+#error "RVX_TL=RVX_TL_DC_MLX5: the dc_mlx5 transport is not part of this release yet; build with RVX_TL=RVX_TL_SHM"
+#else
+#error "RVX_TL has an unknown value: define it as RVX_TL_SHM or RVX_TL_RC_MLX5"
+#endif
+
+/* ---- fabric --------------------------------------------------------------------------------- */
+#ifndef RVX_FABRIC
+#if RVX_TL == RVX_TL_SHM
+#define RVX_FABRIC <rvx/fabric/shm_local.h>
+#else
+#define RVX_FABRIC <rvx/fabric/ib_edr.h>
+#endif
+#endif
+#include RVX_FABRIC
+#if !defined(RVX_FAB_NAME) || !defined(RVX_FAB_LATENCY_NS) || !defined(RVX_FAB_BW_MBS) || \
+    !defined(RVX_FAB_PUT_BCOPY_MAX) || !defined(RVX_FAB_LANES)
+#error "RVX_FABRIC: the fabric header must define RVX_FAB_NAME, RVX_FAB_LATENCY_NS, RVX_FAB_BW_MBS, RVX_FAB_PUT_BCOPY_MAX and RVX_FAB_LANES (see include/rvx/fabric/shm_local.h)"
+#endif
+#if RVX_FAB_LANES < 1
+#error "RVX_FAB_LANES must be at least 1"
+#endif
+
+/* ---- rendezvous ----------------------------------------------------------------------------- */
+#define RVX_RNDV_GET      1
+#define RVX_RNDV_PUT      2
+#define RVX_RNDV_AM       3
+#define RVX_RNDV_PIPELINE 4
+#ifndef RVX_RNDV
+#define RVX_RNDV RVX_RNDV_GET
+#endif
+#if RVX_RNDV == RVX_RNDV_GET
+#define RVX_RNDV_NAME "get"
+#elif RVX_RNDV == RVX_RNDV_PUT
+#define RVX_RNDV_NAME "put"
+#elif RVX_RNDV == RVX_RNDV_AM
+#define RVX_RNDV_NAME "am"
+#elif RVX_RNDV == RVX_RNDV_PIPELINE
+#define RVX_RNDV_NAME "pipeline"
+#else
+#error "RVX_RNDV has an unknown value: define it as RVX_RNDV_GET, RVX_RNDV_PUT, RVX_RNDV_AM or RVX_RNDV_PIPELINE"
+#endif
+#if defined(RVX_RNDV_THRESH) && (RVX_RNDV_THRESH < 1)
+#error "RVX_RNDV_THRESH must be a positive number of bytes"
+#endif
+
+/* ---- features ------------------------------------------------------------------------------- */
+#ifndef RVX_AM
+#ifdef RVX_AM_HANDLERS
+#define RVX_AM 1
+#else
+#define RVX_AM 0
+#endif
+#endif
+#if RVX_AM && !defined(RVX_AM_HANDLERS)
+#error "RVX_AM=1 needs a handler table: #define RVX_AM_HANDLERS(X) X(NAME, function) ... before including rvx.h"
+#endif
+#if !RVX_AM && defined(RVX_AM_HANDLERS)
+#error "RVX_AM_HANDLERS is defined but RVX_AM=0: remove the table or drop RVX_AM=0"
+#endif
+
+#ifndef RVX_TAG
+#define RVX_TAG 0
+#endif
+#if RVX_TAG
+#error "RVX_TAG=1: tag matching is not part of this release yet; use active messages (RVX_AM_HANDLERS)"
+#endif
+
+/* A build that can receive polls receive queues in progress; an RMA-only build never does. */
+#define RVX_CAN_RECEIVE (RVX_AM || RVX_TAG)
+
+#ifndef RVX_AM_MAX_ARGS
+#define RVX_AM_MAX_ARGS 8
+#endif
+#if RVX_AM_MAX_ARGS < 0 || RVX_AM_MAX_ARGS > 15
+#error "RVX_AM_MAX_ARGS must be between 0 and 15 (the header has a 4-bit argument count)"
+#endif
+#ifndef RVX_AM_MAX_MEDIUM
+#define RVX_AM_MAX_MEDIUM 3992
+#endif
+#if RVX_AM_MAX_MEDIUM < 512
+#error "RVX_AM_MAX_MEDIUM must be at least 512 bytes (as GASNet requires of its medium size)"
+#endif
+
+#ifndef RVX_DEBUG
+#define RVX_DEBUG 0
+#endif
+
+/* ---- transport-specific limits -------------------------------------------------------------- */
+#if RVX_TL == RVX_TL_SHM
+#ifndef RVX_SHM_RING_SLOTS
+#define RVX_SHM_RING_SLOTS 256
+#endif
+#if RVX_SHM_RING_SLOTS < 64 || RVX_SHM_RING_SLOTS > 1024 || (RVX_SHM_RING_SLOTS & (RVX_SHM_RING_SLOTS - 1))
+#error "RVX_SHM_RING_SLOTS must be a power of two between 64 and 1024"
+#endif
+/* The largest frame (header, arguments, long-AM address, medium payload) must fit in half a ring,
+ * so that a frame that would straddle the ring's end can always be placed after a skip. */
+#if 8 + 8 * RVX_AM_MAX_ARGS + 16 + RVX_AM_MAX_MEDIUM > RVX_SHM_RING_SLOTS * 32
+#error "RVX_AM_MAX_MEDIUM does not fit the shared-memory ring: raise RVX_SHM_RING_SLOTS or lower RVX_AM_MAX_MEDIUM"
+#endif
+#define RVX__TL_SHORT_MAX 64
+#endif
+
+#ifndef RVX_PUT_SHORT_MAX
+#define RVX_PUT_SHORT_MAX RVX__TL_SHORT_MAX
+#endif
+#ifndef RVX_PUT_BCOPY_MAX
+#define RVX_PUT_BCOPY_MAX RVX_FAB_PUT_BCOPY_MAX
+#endif
+#if RVX_PUT_SHORT_MAX > RVX_PUT_BCOPY_MAX
+#error "RVX_PUT_SHORT_MAX must not exceed RVX_PUT_BCOPY_MAX"
+#endif
+#if RVX_PUT_SHORT_MAX > RVX__TL_SHORT_MAX
+#error "RVX_PUT_SHORT_MAX exceeds what the transport can send inline (RVX__TL_SHORT_MAX)"
+#endif
+
+/* ---- the name of this build ----------------------------------------------------------------- */
+#define RVX__STR2(x) #x
+#define RVX__STR(x) RVX__STR2(x)
+#define RVX_CONFIG_STRING                                                                       \
+    "rvx " RVX_VERSION_STRING " tl=" RVX_TL_NAME " rndv=" RVX_RNDV_NAME " fabric=" RVX_FAB_NAME \
+    " am=" RVX__STR(RVX_AM) " tag=" RVX__STR(RVX_TAG) " am_args=" RVX__STR(RVX_AM_MAX_ARGS)     \
+    " am_medium=" RVX__STR(RVX_AM_MAX_MEDIUM) " put_short=" RVX__STR(RVX_PUT_SHORT_MAX)         \
+    " put_bcopy=" RVX__STR(RVX_PUT_BCOPY_MAX) " debug=" RVX__STR(RVX_DEBUG)
+
+#endif /* RVX_CONFIG_H */

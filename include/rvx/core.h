@@ -1,0 +1,401 @@
+/* rvx/core.h: context, worker, endpoint, memory, remote keys, flush and progress.
+ *
+ * Objects
+ *   rvx_context_t  one per process: the bootstrap (rank, size) and the transport's device state.
+ *   rvx_worker_t   one per thread. A worker and everything reached through it (its endpoints,
+ *                  requests, progress) belongs to one thread at a time: there are no locks, as in
+ *                  UCX's UCS_THREAD_MODE_SINGLE. Creating a worker is collective: every rank
+ *                  creates its k-th worker in the same order, and their addresses are exchanged.
+ *   rvx_ep_t       a connection from a worker to the same-numbered worker of one rank. Both sides
+ *                  create endpoints to each other: a worker polls only the peers it has endpoints
+ *                  to, and messages from a peer wait in its ring until the endpoint exists.
+ *   rvx_mem_t      a local memory region that peers may access through its packed rkey.
+ *   rvx_rkey_t     a peer's region, unpacked once: a put reads this struct and nothing else.
+ *
+ * Completion semantics (every transport)
+ *   local completion   the source buffer may be reused: on return for rvx_put and every AM send;
+ *                      when the request completes for rvx_put_zcopy and rvx_get(_zcopy) (and on
+ *                      return when they return RVX_OK).
+ *   remote completion  the data is visible to the target: after rvx_ep_flush (or a completed
+ *                      rvx_ep_flush_nb) on the same endpoint. On shm every put is already visible
+ *                      when it returns; code that relies on that is not portable to a NIC.
+ *   ordering           operations on one endpoint reach the target in the order issued, so a put
+ *                      followed by an AM is seen in that order by the AM's handler (shm and RC).
+ * Functions returning RVX_INPROGRESS complete later through their request: call rvx_progress()
+ * until req->status != RVX_INPROGRESS, or rvx_wait(). */
+#ifndef RVX_CORE_H
+#define RVX_CORE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RVX_RKEY_PACKED_SIZE RVX__TL_RKEY_PACKED_SIZE
+
+typedef struct rvx__region {
+    uintptr_t base;
+    size_t    len;
+} rvx__region_t;
+
+struct rvx_context {
+    rvx__boot_t    boot;
+    rvx__tl_ctx_t  tl;
+    unsigned       nworkers;
+    unsigned       nregions, cap_regions;  /* registered regions: long-AM targets are checked */
+    rvx__region_t *regions;
+};
+
+struct rvx_worker {
+    rvx__tl_iface_t    iface;       /* first: progress reads it and nothing else */
+    rvx_context_t     *ctx;
+    rvx_ep_t         **eps;         /* by rank */
+    rvx__tl_addr_t    *addrs;       /* every rank's worker address, from the bootstrap */
+    rvx_worker_stats_t stats;
+    unsigned           reported;    /* bit per stats kind already reported on stderr */
+};
+
+struct rvx_ep {
+    rvx__tl_ep_t  tl;               /* first: the fast path reads it and nothing else */
+    rvx_worker_t *worker;
+    int           rank;
+};
+
+struct rvx_mem {
+    rvx__tl_mem_t tl;
+    rvx_context_t *ctx;
+    int           allocated;
+};
+
+/* ---- context -------------------------------------------------------------------------------- */
+
+/* The name of this build: transport, protocol, fabric and limits. */
+static inline const char *rvx_config_string(void) { return RVX_CONFIG_STRING; }
+
+/* Start: read the environment (RVX_RANK, RVX_SIZE, RVX_BOOT_DIR, ...) and open the transport. */
+static inline rvx_status_t rvx_init(rvx_context_t **ctxp)
+{
+    rvx_context_t *ctx;
+    rvx_status_t st;
+    if (!ctxp) return RVX_ERR_INVALID_PARAM;
+    *ctxp = NULL;
+    ctx = (rvx_context_t *)calloc(1, sizeof(*ctx));
+    if (!ctx) return RVX_ERR_NO_MEMORY;
+    st = rvx__boot_init(&ctx->boot);
+    if (st == RVX_OK) st = rvx__tl_ctx_init(&ctx->tl);
+    if (st != RVX_OK) {
+        free(ctx);
+        return st;
+    }
+    *ctxp = ctx;
+    return RVX_OK;
+}
+
+static inline void rvx_finalize(rvx_context_t *ctx)
+{
+    if (!ctx) return;
+    rvx__tl_ctx_fini(&ctx->tl);
+    rvx__boot_fini(&ctx->boot);
+    free(ctx->regions);
+    free(ctx);
+}
+
+static inline int rvx_rank(const rvx_context_t *ctx) { return ctx->boot.rank; }
+static inline int rvx_size(const rvx_context_t *ctx) { return ctx->boot.size; }
+
+/* Out-of-band collectives over the bootstrap, for exchanging rkeys and addresses (slow). */
+static inline rvx_status_t rvx_allgather(rvx_context_t *ctx, const void *mine, size_t len, void *all)
+{
+    if (!ctx || (!mine && len) || (!all && len)) return RVX_ERR_INVALID_PARAM;
+    return rvx__boot_allgather(&ctx->boot, mine, len, all);
+}
+
+static inline rvx_status_t rvx_barrier(rvx_context_t *ctx)
+{
+    if (!ctx) return RVX_ERR_INVALID_PARAM;
+    return rvx__boot_barrier(&ctx->boot);
+}
+
+/* ---- worker --------------------------------------------------------------------------------- */
+
+/* Collective: every rank calls it. */
+static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **wp)
+{
+    rvx_worker_t *w;
+    rvx__tl_addr_t mine;
+    rvx_status_t st;
+    int n;
+    if (!ctx || !wp) return RVX_ERR_INVALID_PARAM;
+    *wp = NULL;
+    n = ctx->boot.size;
+    w = (rvx_worker_t *)calloc(1, sizeof(*w));
+    if (!w) return RVX_ERR_NO_MEMORY;
+    w->ctx = ctx;
+    w->eps = (rvx_ep_t **)calloc((size_t)n, sizeof(*w->eps));
+    w->addrs = (rvx__tl_addr_t *)calloc((size_t)n, sizeof(*w->addrs));
+    if (!w->eps || !w->addrs) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    st = rvx__tl_iface_init(&w->iface, &ctx->tl, ctx->boot.rank, n);
+    if (st != RVX_OK) goto fail;
+    rvx__tl_iface_address(&w->iface, &mine);
+    st = rvx__boot_allgather(&ctx->boot, &mine, sizeof(mine), w->addrs);
+    if (st != RVX_OK) {
+        rvx__tl_iface_fini(&w->iface);
+        goto fail;
+    }
+    ctx->nworkers++;
+    *wp = w;
+    return RVX_OK;
+fail:
+    free(w->eps);
+    free(w->addrs);
+    free(w);
+    return st;
+}
+
+static inline void rvx_ep_destroy(rvx_ep_t *ep);
+
+static inline void rvx_worker_destroy(rvx_worker_t *w)
+{
+    int r;
+    if (!w) return;
+    for (r = 0; r < w->ctx->boot.size; r++)
+        if (w->eps[r]) rvx_ep_destroy(w->eps[r]);
+    rvx__tl_iface_fini(&w->iface);
+    w->ctx->nworkers--;
+    free(w->eps);
+    free(w->addrs);
+    free(w);
+}
+
+static inline void rvx_worker_stats(const rvx_worker_t *w, rvx_worker_stats_t *out) { *out = w->stats; }
+
+/* ---- endpoints ------------------------------------------------------------------------------ */
+
+static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **epp)
+{
+    rvx_ep_t *ep;
+    rvx_status_t st;
+    if (!w || !epp) return RVX_ERR_INVALID_PARAM;
+    *epp = NULL;
+    if (rank < 0 || rank >= w->ctx->boot.size) {
+        rvx__log("ep_create: rank %d is not in this job (size %d)", rank, w->ctx->boot.size);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    if (w->eps[rank]) { *epp = w->eps[rank]; return RVX_OK; }
+    if (posix_memalign((void **)&ep, RVX_CACHELINE, sizeof(*ep))) return RVX_ERR_NO_MEMORY;
+    memset(ep, 0, sizeof(*ep));
+    st = rvx__tl_ep_connect(&w->iface, &ep->tl, rank, &w->addrs[rank]);
+    if (st != RVX_OK) {
+        free(ep);
+        return st;
+    }
+    ep->worker = w;
+    ep->rank = rank;
+    w->eps[rank] = ep;
+    *epp = ep;
+    return RVX_OK;
+}
+
+static inline void rvx_ep_destroy(rvx_ep_t *ep)
+{
+    if (!ep) return;
+    ep->worker->eps[ep->rank] = NULL;
+    rvx__tl_ep_disconnect(&ep->tl);
+    free(ep);
+}
+
+static inline int rvx_ep_rank(const rvx_ep_t *ep) { return ep->rank; }
+
+/* RVX_OK while the peer is reachable, RVX_ERR_PEER_FAILED once it is known to be gone. */
+static inline rvx_status_t rvx_ep_status(rvx_ep_t *ep)
+{
+    if (!ep) return RVX_ERR_INVALID_PARAM;
+    return rvx__tl_ep_alive(&ep->tl);
+}
+
+/* ---- memory and remote keys ----------------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__ctx_add_region(rvx_context_t *ctx, void *addr, size_t len)
+{
+    if (ctx->nregions == ctx->cap_regions) {
+        unsigned cap = ctx->cap_regions ? 2 * ctx->cap_regions : 8;
+        rvx__region_t *r = (rvx__region_t *)realloc(ctx->regions, cap * sizeof(*r));
+        if (!r) return RVX_ERR_NO_MEMORY;
+        ctx->regions = r;
+        ctx->cap_regions = cap;
+    }
+    ctx->regions[ctx->nregions].base = (uintptr_t)addr;
+    ctx->regions[ctx->nregions].len = len;
+    ctx->nregions++;
+    return RVX_OK;
+}
+
+/* Is [addr, addr+len) inside one registered region? (checks long-AM targets sent by peers) */
+RVX_COLD int rvx__ctx_owns(const rvx_context_t *ctx, uint64_t addr, uint64_t len)
+{
+    unsigned i;
+    for (i = 0; i < ctx->nregions; i++) {
+        uint64_t off = addr - ctx->regions[i].base;
+        if (off <= ctx->regions[i].len && len <= ctx->regions[i].len - off) return 1;
+    }
+    return 0;
+}
+
+RVX_COLD rvx_status_t rvx__mem_finish(rvx_context_t *ctx, rvx_mem_t *mem, rvx_status_t st,
+                                      rvx_mem_t **memp)
+{
+    if (st == RVX_OK) st = rvx__ctx_add_region(ctx, mem->tl.addr, mem->tl.len);
+    if (st != RVX_OK) {
+        free(mem);
+        return st;
+    }
+    mem->ctx = ctx;
+    *memp = mem;
+    return RVX_OK;
+}
+
+/* Memory that peers can reach by plain loads and stores on shm, and that is registered with the
+ * NIC on mlx5. Zero-filled. */
+static inline rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem_t **memp)
+{
+    rvx_mem_t *mem;
+    if (!ctx || !memp || !len) return RVX_ERR_INVALID_PARAM;
+    *memp = NULL;
+    mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
+    if (!mem) return RVX_ERR_NO_MEMORY;
+    mem->allocated = 1;
+    return rvx__mem_finish(ctx, mem, rvx__tl_mem_alloc(&ctx->tl, len, &mem->tl), memp);
+}
+
+/* Register memory the application already has. */
+static inline rvx_status_t rvx_mem_reg(rvx_context_t *ctx, void *addr, size_t len, rvx_mem_t **memp)
+{
+    rvx_mem_t *mem;
+    if (!ctx || !memp || !addr || !len) return RVX_ERR_INVALID_PARAM;
+    *memp = NULL;
+    mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
+    if (!mem) return RVX_ERR_NO_MEMORY;
+    return rvx__mem_finish(ctx, mem, rvx__tl_mem_reg(&ctx->tl, addr, len, &mem->tl), memp);
+}
+
+static inline void rvx_mem_dereg(rvx_mem_t *mem)
+{
+    rvx_context_t *ctx;
+    unsigned i;
+    if (!mem) return;
+    ctx = mem->ctx;
+    for (i = 0; i < ctx->nregions; i++) {
+        if (ctx->regions[i].base == (uintptr_t)mem->tl.addr && ctx->regions[i].len == mem->tl.len) {
+            ctx->regions[i] = ctx->regions[--ctx->nregions];
+            break;
+        }
+    }
+    rvx__tl_mem_dereg(&ctx->tl, &mem->tl);
+    free(mem);
+}
+
+static inline void *rvx_mem_addr(const rvx_mem_t *mem) { return mem->tl.addr; }
+static inline size_t rvx_mem_len(const rvx_mem_t *mem) { return mem->tl.len; }
+
+/* Write the region's remote key into buf (RVX_RKEY_PACKED_SIZE bytes) for a peer to unpack. */
+static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
+{
+    if (!mem || !buf) return RVX_ERR_INVALID_PARAM;
+    rvx__tl_rkey_pack(&mem->tl, buf);
+    return RVX_OK;
+}
+
+/* Resolve a peer's packed key once (map its memory, byte-swap keys): puts then read only *rkey.
+ * Release with rvx_rkey_release. */
+static inline rvx_status_t rvx_rkey_unpack(rvx_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
+{
+    if (!ep || !buf || !rkey) return RVX_ERR_INVALID_PARAM;
+    return rvx__tl_rkey_unpack(&ep->tl, buf, rkey);
+}
+
+static inline void rvx_rkey_release(rvx_rkey_t *rkey)
+{
+    if (rkey) rvx__tl_rkey_release(rkey);
+}
+
+/* ---- progress, flush, waiting --------------------------------------------------------------- */
+
+/* Handle what has arrived and what has completed; returns the number of events. A few
+ * instructions when there is nothing to do. Not to be called from an AM handler. */
+RVX_INLINE int rvx_progress(rvx_worker_t *w) { return rvx__tl_progress(&w->iface); }
+
+/* Remote completion of everything issued on ep: RVX_OK (done), RVX_INPROGRESS (req completes
+ * later) or an error (the failure of an earlier operation on this endpoint). */
+RVX_INLINE rvx_status_t rvx_ep_flush_nb(rvx_ep_t *ep, rvx_request_t *req)
+{
+    return rvx__tl_ep_flush(&ep->tl, req);
+}
+
+RVX_INLINE rvx_status_t rvx_worker_flush_nb(rvx_worker_t *w, rvx_request_t *req)
+{
+    return rvx__tl_iface_flush(&w->iface, req);
+}
+
+/* Wait for a request, progressing the worker; gives up when the request's peer fails. */
+static inline rvx_status_t rvx_wait(rvx_worker_t *w, rvx_request_t *req)
+{
+    unsigned spins = 0;
+    while (req->status == RVX_INPROGRESS) {
+        if (!rvx_progress(w)) rvx__backoff(&spins);
+        else spins = 0;
+    }
+    return (rvx_status_t)req->status;
+}
+
+/* Progress until *flag becomes nonzero, or the peer of ep fails (RVX_ERR_PEER_FAILED), or
+ * timeout_ms passes (RVX_ERR_TIMED_OUT; a negative timeout waits for ever). For waiting on a
+ * reply that an AM handler records. */
+static inline rvx_status_t rvx_wait_flag(rvx_worker_t *w, rvx_ep_t *ep, const volatile int *flag,
+                                         int timeout_ms)
+{
+    unsigned spins = 0, polls = 0;
+    double deadline = timeout_ms < 0 ? 0 : rvx__now_s() + timeout_ms / 1000.0;
+    while (!*flag) {
+        if (rvx_progress(w)) { spins = 0; continue; }
+        if ((++polls & 1023) == 0) {
+            if (ep && rvx__tl_ep_alive(&ep->tl) != RVX_OK) {
+                rvx_progress(w); /* the answer may have arrived just before the peer left */
+                return *flag ? RVX_OK : RVX_ERR_PEER_FAILED;
+            }
+            if (timeout_ms >= 0 && rvx__now_s() > deadline) return RVX_ERR_TIMED_OUT;
+        }
+        rvx__backoff(&spins);
+    }
+    return RVX_OK;
+}
+
+/* Blocking flush of an endpoint / of every endpoint of a worker. */
+static inline rvx_status_t rvx_ep_flush(rvx_ep_t *ep)
+{
+    rvx_request_t req;
+    rvx_status_t st;
+    req.status = RVX_INPROGRESS;
+    st = rvx_ep_flush_nb(ep, &req);
+    if (st != RVX_INPROGRESS) return st;
+    return rvx_wait(ep->worker, &req);
+}
+
+static inline rvx_status_t rvx_worker_flush(rvx_worker_t *w)
+{
+    rvx_request_t req;
+    rvx_status_t st;
+    req.status = RVX_INPROGRESS;
+    st = rvx_worker_flush_nb(w, &req);
+    if (st != RVX_INPROGRESS) return st;
+    return rvx_wait(w, &req);
+}
+
+/* Report a kind of bad input once per worker (it is always counted). */
+RVX_COLD void rvx__report_bad(rvx_worker_t *w, unsigned kind, const char *fmt, int a, int b)
+{
+    if (w->reported & (1u << kind)) return;
+    w->reported |= 1u << kind;
+    fprintf(stderr, "rvx: rank %d: ", w->ctx->boot.rank);
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, " (counted in rvx_worker_stats; reported once)\n");
+}
+
+#endif /* RVX_CORE_H */

@@ -1,0 +1,219 @@
+/* rvx/proto/am.h: GASNet-style active messages with a compile-time handler table.
+ *
+ * Define the table before including rvx.h, one X(NAME, function) per handler:
+ *
+ *     #define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong)
+ *     #include <rvx/rvx.h>
+ *     static void on_ping(rvx_am_token_t *t, const uint64_t *args, unsigned nargs,
+ *                         void *payload, size_t len) { rvx_am_reply_short(t, RVX_AM_PONG, args, 1); }
+ *
+ * Each NAME becomes the id RVX_AM_NAME. rvx.h declares the functions static, so they are defined
+ * in the same file; received messages are dispatched by a switch, so a handler call is a direct
+ * call. Kinds:
+ *   short   arguments only (up to RVX_AM_MAX_ARGS 64-bit words)
+ *   medium  arguments and a payload of up to RVX_AM_MAX_MEDIUM bytes, copied; the handler's
+ *           `payload` is valid only during the handler. Larger is RVX_ERR_EXCEEDS_LIMIT, never
+ *           a truncation.
+ *   long    arguments and a payload placed at raddr in the target's registered memory (through
+ *           rkey) before the handler runs; the handler's `payload` points there.
+ * Requests return RVX_ERR_NO_RESOURCE when the ring to the peer is full (progress and retry;
+ * rvx_am_retry does that). A request handler may reply once, with rvx_am_reply_*; replies never
+ * fail for lack of room (they wait). Handlers must not send requests or call rvx_progress.
+ * From a peer, an unknown handler id or a malformed message is counted in rvx_worker_stats,
+ * reported once on stderr, and dropped. Delivery between one pair is in order. */
+#ifndef RVX_PROTO_AM_H
+#define RVX_PROTO_AM_H
+
+typedef struct rvx_am_token {
+    rvx_ep_t *ep;         /* the sender */
+    int       is_request; /* replies are allowed only to requests */
+    int       replied;
+} rvx_am_token_t;
+
+#define RVX__AM_ENUM(NAME, fn) RVX_AM_##NAME,
+enum rvx_am_id { RVX_AM_HANDLERS(RVX__AM_ENUM) RVX_AM_NHANDLERS };
+#define RVX__AM_PROTO(NAME, fn) \
+    static void fn(rvx_am_token_t *, const uint64_t *, unsigned, void *, size_t);
+RVX_AM_HANDLERS(RVX__AM_PROTO)
+RVX_STATIC_ASSERT(RVX_AM_NHANDLERS <= 256, "at most 256 AM handlers (8-bit id)");
+
+/* The 16-bit info word of a frame: id | kind << 8 | nargs << 10; bits 14-15 (class) are 0 for
+ * active messages, leaving room for other protocols. */
+#define RVX__AM_SHORT  1u
+#define RVX__AM_MEDIUM 2u
+#define RVX__AM_LONG   3u
+#define RVX__AM_INFO(id, kind, nargs) ((unsigned)(id) | (kind) << 8 | (unsigned)(nargs) << 10)
+
+RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
+{
+    return rvx__tl_ep_alive(&ep->tl) == RVX_OK ? RVX_ERR_NO_RESOURCE : RVX_ERR_PEER_FAILED;
+}
+
+/* All kinds, both channels: with constant arguments the checks and copies fold away. */
+RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned kind,
+                                     const uint64_t *args, unsigned nargs, const void *payload,
+                                     size_t plen, uint64_t raddr)
+{
+    size_t hlen = 8 * (size_t)nargs;
+    size_t len = hlen + (kind == RVX__AM_LONG ? 16 : kind == RVX__AM_MEDIUM ? plen : 0);
+    uint8_t *body;
+
+    if (RVX_UNLIKELY(id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS || (nargs && !args) ||
+                     (plen && !payload)))
+        return RVX_ERR_INVALID_PARAM;
+    if (kind == RVX__AM_MEDIUM && RVX_UNLIKELY(plen > RVX_AM_MAX_MEDIUM)) return RVX_ERR_EXCEEDS_LIMIT;
+#if RVX_DEBUG
+    if (!ep) return RVX_ERR_INVALID_PARAM;
+#endif
+    body = (uint8_t *)rvx__tl_am_claim(&ep->tl, chan, len);
+    if (RVX_UNLIKELY(!body)) {
+        if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
+        body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl, chan, len);
+        if (!body) return RVX_ERR_PEER_FAILED;
+    }
+    memcpy(body, args, hlen);
+    if (kind == RVX__AM_MEDIUM) {
+        memcpy(body + hlen, payload, plen);
+    } else if (kind == RVX__AM_LONG) {
+        uint64_t l = plen;
+        memcpy(body + hlen, &raddr, 8);
+        memcpy(body + hlen + 8, &l, 8);
+    }
+    rvx__tl_am_publish(&ep->tl, chan, body, len, RVX__AM_INFO(id, kind, nargs));
+    return RVX_OK;
+}
+
+/* Long: the payload goes first, as a put through rkey (bounds-checked); the header follows on
+ * the same ordered endpoint, so the handler sees the payload in place. */
+RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned id,
+                                          const uint64_t *args, unsigned nargs,
+                                          const void *payload, size_t plen, uint64_t raddr,
+                                          const rvx_rkey_t *rkey)
+{
+    rvx_status_t st;
+    if (RVX_UNLIKELY(!rkey || id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS))
+        return RVX_ERR_INVALID_PARAM;
+    if (chan == RVX__CHAN_REQUEST &&
+        RVX_UNLIKELY(!rvx__tl_am_claim(&ep->tl, chan, 8 * (size_t)nargs + 16)))
+        return rvx__am_no_room(ep); /* check room first: a failed send moves no payload */
+    st = rvx_put(ep, payload, plen, raddr, rkey);
+    if (st < 0) return st;
+    return rvx__am_send(ep, chan, id, RVX__AM_LONG, args, nargs, payload, plen, raddr);
+}
+
+RVX_INLINE rvx_status_t rvx_am_short(rvx_ep_t *ep, unsigned id, const uint64_t *args, unsigned nargs)
+{
+    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0);
+}
+
+RVX_INLINE rvx_status_t rvx_am_medium(rvx_ep_t *ep, unsigned id, const uint64_t *args,
+                                      unsigned nargs, const void *payload, size_t len)
+{
+    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_MEDIUM, args, nargs, payload, len, 0);
+}
+
+RVX_INLINE rvx_status_t rvx_am_long(rvx_ep_t *ep, unsigned id, const uint64_t *args,
+                                    unsigned nargs, const void *payload, size_t len,
+                                    uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    return rvx__am_send_long(ep, RVX__CHAN_REQUEST, id, args, nargs, payload, len, raddr, rkey);
+}
+
+RVX_COLD rvx_status_t rvx__am_bad_reply(const rvx_am_token_t *t)
+{
+    rvx__log("am reply: %s", t && t->replied ? "a request handler may reply only once"
+                                             : "replies are allowed only in request handlers");
+    return RVX_ERR_INVALID_PARAM;
+}
+
+#define RVX__AM_REPLY_CHECK(t) \
+    if (RVX_UNLIKELY(!(t) || !(t)->is_request || (t)->replied)) return rvx__am_bad_reply(t)
+
+RVX_INLINE rvx_status_t rvx_am_reply_short(rvx_am_token_t *t, unsigned id, const uint64_t *args,
+                                           unsigned nargs)
+{
+    RVX__AM_REPLY_CHECK(t);
+    t->replied = 1;
+    return rvx__am_send(t->ep, RVX__CHAN_REPLY, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0);
+}
+
+RVX_INLINE rvx_status_t rvx_am_reply_medium(rvx_am_token_t *t, unsigned id, const uint64_t *args,
+                                            unsigned nargs, const void *payload, size_t len)
+{
+    RVX__AM_REPLY_CHECK(t);
+    t->replied = 1;
+    return rvx__am_send(t->ep, RVX__CHAN_REPLY, id, RVX__AM_MEDIUM, args, nargs, payload, len, 0);
+}
+
+RVX_INLINE rvx_status_t rvx_am_reply_long(rvx_am_token_t *t, unsigned id, const uint64_t *args,
+                                          unsigned nargs, const void *payload, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    RVX__AM_REPLY_CHECK(t);
+    t->replied = 1;
+    return rvx__am_send_long(t->ep, RVX__CHAN_REPLY, id, args, nargs, payload, len, raddr, rkey);
+}
+
+/* Retry a request while the ring is full, progressing the worker in between; the final status
+ * goes to `st`:   rvx_status_t st; rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, a, 1)); */
+#define rvx_am_retry(worker, st, call)                                                        \
+    do {                                                                                      \
+        unsigned rvx__spins_ = 0;                                                             \
+        while (((st) = (call)) == RVX_ERR_NO_RESOURCE)                                        \
+            if (!rvx_progress(worker)) rvx__backoff(&rvx__spins_);                            \
+    } while (0)
+
+/* ---- receive side --------------------------------------------------------------------------- */
+
+enum { RVX__BAD_UNKNOWN_ID, RVX__BAD_FRAME, RVX__BAD_LONG_TARGET };
+
+#define RVX__AM_CASE(NAME, fn) \
+    case RVX_AM_##NAME: fn(&tok, args, nargs, payload, plen); break;
+
+static void rvx__rx_deliver(struct rvx__tl_ep *tlep, unsigned chan, unsigned info, void *body,
+                            size_t len)
+{
+    rvx_ep_t *ep = RVX_CONTAINER_OF(tlep, rvx_ep_t, tl);
+    rvx_worker_t *w = ep->worker;
+    unsigned id = info & 0xff, kind = (info >> 8) & 3, nargs = (info >> 10) & 15;
+    size_t hlen = 8 * (size_t)nargs, plen = 0;
+    const uint64_t *args = (const uint64_t *)body;
+    void *payload = NULL;
+    rvx_am_token_t tok;
+
+    if ((info >> 14) || !kind || nargs > RVX_AM_MAX_ARGS || len < hlen ||
+        (kind == RVX__AM_SHORT && len != hlen) || (kind == RVX__AM_LONG && len != hlen + 16) ||
+        (kind == RVX__AM_MEDIUM && len - hlen > RVX_AM_MAX_MEDIUM)) {
+        w->stats.am_bad_frame++;
+        rvx__report_bad(w, RVX__BAD_FRAME, "dropped a malformed AM frame from rank %d (info %#x)",
+                        ep->rank, (int)info);
+        return;
+    }
+    if (kind == RVX__AM_MEDIUM) {
+        plen = len - hlen;
+        payload = plen ? (uint8_t *)body + hlen : NULL;
+    } else if (kind == RVX__AM_LONG) {
+        uint64_t raddr;
+        memcpy(&raddr, (uint8_t *)body + hlen, 8);
+        memcpy(&plen, (uint8_t *)body + hlen + 8, 8);
+        if (!rvx__ctx_owns(w->ctx, raddr, plen)) {
+            w->stats.am_bad_long_target++;
+            rvx__report_bad(w, RVX__BAD_LONG_TARGET, "dropped a long AM from rank %d whose "
+                            "payload is not in a registered region (handler %d)", ep->rank, (int)id);
+            return;
+        }
+        payload = (void *)(uintptr_t)raddr;
+    }
+    tok.ep = ep;
+    tok.is_request = chan == RVX__CHAN_REQUEST;
+    tok.replied = 0;
+    switch (id) {
+        RVX_AM_HANDLERS(RVX__AM_CASE)
+    default:
+        w->stats.am_unknown_id++;
+        rvx__report_bad(w, RVX__BAD_UNKNOWN_ID, "dropped an AM from rank %d for unknown handler "
+                        "id %d", ep->rank, (int)id);
+    }
+}
+
+#endif /* RVX_PROTO_AM_H */

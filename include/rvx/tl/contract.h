@@ -1,0 +1,78 @@
+/* rvx/tl/contract.h: what every transport (tl) header provides.
+ *
+ * The protocols (the proto headers) and the core (core.h) are written once against the names below;
+ * exactly one tl header is compiled into a build, so every call is direct and inlinable.
+ * tests/t_tl_contract.c checks at compile time that the selected tl defines all of them.
+ *
+ * Types
+ *   rvx__tl_ctx_t     per-process device state (shm: none; mlx5: device context, PD)
+ *   rvx__tl_iface_t   per-worker interface (shm: the mailbox of rings; mlx5: CQs)
+ *                     fields every tl has: unsigned nlive (live endpoints),
+ *                     unsigned outstanding (operations whose completion is not yet known)
+ *   rvx__tl_ep_t      per-peer endpoint state (shm: ring cursors; mlx5: the QP)
+ *   rvx__tl_mem_t     a local memory region
+ *   rvx__tl_addr_t    fixed-size address of an iface, exchanged through the bootstrap
+ *   rvx_rkey_t        an unpacked remote key: everything a put needs, resolved once
+ *   RVX__TL_RKEY_PACKED_SIZE  bytes of a packed rkey
+ *   RVX__TL_AM_CHANNELS       message channels per endpoint (request, reply)
+ *
+ * Set-up (cold)
+ *   rvx__tl_ctx_init(ctx) / rvx__tl_ctx_fini(ctx)
+ *   rvx__tl_iface_init(ifc, ctx, rank, nranks) / rvx__tl_iface_fini(ifc)
+ *   rvx__tl_iface_address(ifc, addr)
+ *   rvx__tl_ep_connect(ifc, ep, rank, addr) / rvx__tl_ep_disconnect(ep)
+ *   rvx__tl_ep_alive(ep)                         -> RVX_OK or RVX_ERR_PEER_FAILED
+ *   rvx__tl_mem_alloc(ctx, len, mem) / rvx__tl_mem_reg(ctx, addr, len, mem) / rvx__tl_mem_dereg
+ *   rvx__tl_rkey_pack(mem, buf) / rvx__tl_rkey_unpack(ep, buf, rkey) / rvx__tl_rkey_release
+ *
+ * Fast path (always inline; no call, no indirect branch on the success path)
+ *   rvx__tl_put_short(ep, src, len, raddr, rkey)          len <= RVX_PUT_SHORT_MAX
+ *   rvx__tl_put_bcopy(ep, src, len, raddr, rkey)          local completion on return
+ *   rvx__tl_put_zcopy(ep, src, len, lmem, raddr, rkey, req)
+ *   rvx__tl_get_bcopy(ep, dst, len, raddr, rkey, req)
+ *   rvx__tl_get_zcopy(ep, dst, len, lmem, raddr, rkey, req)
+ *   rvx__tl_atomic64(ep, op, operand, compare, raddr, rkey, fetch, req)   (and rvx__tl_atomic32)
+ *   rvx__tl_am_claim(ep, chan, len) -> body pointer or NULL (no room: RVX_ERR_NO_RESOURCE)
+ *   rvx__tl_am_publish(ep, chan, body, len, info)         sends what was written at body
+ *   rvx__tl_am_wait_room(ep, chan, len) -> body or NULL   (cold: used by replies, which may not fail)
+ *   rvx__tl_ep_flush(ep, req) / rvx__tl_iface_flush(ifc, req)
+ *   rvx__tl_progress(ifc) -> events handled; polls RX only in builds that can receive, TX only
+ *                            while operations are outstanding, nothing without live endpoints
+ *
+ * Upcall (defined by the protocols, declared here): a received message is handed to
+ *   rvx__rx_deliver(ep, chan, info, body, len)
+ * `info` is 16 bits the protocols gave rvx__tl_am_publish; 0xffff is reserved for the tl. */
+#ifndef RVX_TL_CONTRACT_H
+#define RVX_TL_CONTRACT_H
+
+/* Atomic operations of rvx_atomic32/64. Fetching forms return the value before the operation. */
+typedef enum rvx_amo_op {
+    RVX_AMO_SET,  /* *p = v */
+    RVX_AMO_GET,  /* fetch only */
+    RVX_AMO_SWAP, /* *p = v, fetch old */
+    RVX_AMO_CAS,  /* if (*p == compare) *p = v; fetch old */
+    RVX_AMO_ADD,
+    RVX_AMO_SUB,
+    RVX_AMO_INC,  /* v ignored */
+    RVX_AMO_DEC,  /* v ignored */
+    RVX_AMO_AND,
+    RVX_AMO_OR,
+    RVX_AMO_XOR,
+    RVX_AMO_MULT, /* wrapping multiply */
+    RVX_AMO_MIN,  /* signed */
+    RVX_AMO_MAX,  /* signed */
+    RVX_AMO_UMIN, /* unsigned */
+    RVX_AMO_UMAX  /* unsigned */
+} rvx_amo_op_t;
+
+#define RVX__TL_AM_CHANNELS 2
+#define RVX__CHAN_REQUEST   0
+#define RVX__CHAN_REPLY     1
+
+#if RVX_CAN_RECEIVE
+struct rvx__tl_ep;
+static void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
+                            size_t len);
+#endif
+
+#endif /* RVX_TL_CONTRACT_H */

@@ -1,0 +1,679 @@
+/* rvx/tl/shm.h: the shared-memory transport, for processes of one user on one machine.
+ *
+ * Memory. rvx_mem_alloc memory lives in a memfd (never named in a file system, mode 0600); a peer
+ * maps it once, when it unpacks the rkey, through /proc/<pid>/fd/<fd>, so a put or a get is a plain
+ * copy into or out of that mapping and an atomic is a CPU atomic on it. Memory registered with
+ * rvx_mem_reg is ordinary process memory; peers reach it through cross-memory attach
+ * (process_vm_writev/readv), which the kernel allows only where ptrace would be allowed. The rkey
+ * carries the region's bounds: an access outside fails with RVX_ERR_REMOTE_ACCESS and touches
+ * nothing, as a NIC would refuse it.
+ *
+ * Messages. Each worker owns a mailbox (one memfd): for every possible sender rank, two
+ * single-producer/single-consumer rings of 64-byte slots, one for requests and one for replies.
+ * A frame is an 8-byte header {stamp:32, len:16, info:16} followed by `len` bytes, padded to whole
+ * slots. The sender writes the body, then the header with one release store; the stamp is the
+ * ring position + 1, so a slot left from an earlier lap never looks new. The receiver reads the
+ * header with an acquire load, hands the body to the protocol, and publishes its position in the
+ * ring's control line, which the sender reads only when its cached copy says the ring is full. No
+ * locks and no system calls on this path. A frame never wraps: if it would cross the end of the
+ * ring, a skip frame fills the rest and the frame starts at slot 0. */
+#ifndef RVX_TL_SHM_H
+#define RVX_TL_SHM_H
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "contract.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U
+#endif
+
+#define RVX__SHM_SLOT        64
+#define RVX__SHM_NSLOTS      RVX_SHM_RING_SLOTS
+#define RVX__SHM_RING_BYTES  (RVX__SHM_SLOT + RVX__SHM_NSLOTS * RVX__SHM_SLOT)
+#define RVX__SHM_SKIP        0xffffu
+#define RVX__SHM_MAGIC       0x7276785348u /* "rvxSH" */
+#define RVX__SHM_RX_BATCH    16
+
+/* ---- types ---------------------------------------------------------------------------------- */
+
+typedef struct rvx__tl_ctx {
+    size_t page;
+} rvx__tl_ctx_t;
+
+typedef struct rvx__tl_mem {
+    void  *addr;
+    size_t len;
+    int    fd;   /* memfd of rvx_mem_alloc memory; -1 for registered user memory */
+} rvx__tl_mem_t;
+
+/* What a put reads: the first three fields, nothing else. `maplen` is the length of the local
+ * mapping, 0 for memory reached by cross-memory attach, which sends every access to the slow path
+ * (where `len` is the region's real length). */
+typedef struct rvx_rkey {
+    uint64_t rbase;   /* region start in the owner's address space */
+    uint64_t maplen;
+    uint8_t *lbase;   /* region start in this process (mapping), or NULL */
+    uint64_t len;
+    int32_t  pid;
+    int32_t  self;    /* region of this very process: nothing to unmap */
+} rvx_rkey_t;
+
+typedef struct rvx__shm_packed_rkey {
+    uint64_t magic;
+    uint64_t base;
+    uint64_t len;
+    int32_t  pid;
+    int32_t  fd;      /* -1: cross-memory attach */
+} rvx__shm_packed_rkey_t;
+#define RVX__TL_RKEY_PACKED_SIZE sizeof(rvx__shm_packed_rkey_t)
+
+typedef struct rvx__tl_addr {
+    uint64_t magic;
+    uint64_t mbox_len;
+    int32_t  pid;
+    int32_t  fd;
+    int32_t  nranks;
+    int32_t  pad;
+} rvx__tl_addr_t;
+
+typedef struct rvx__shm_tx {
+    uint8_t                *slots;
+    const volatile uint64_t *peer_head; /* the consumer's position, in the peer's mailbox */
+    uint64_t                tail;       /* next position to write */
+    uint64_t                head_cache; /* last consumer position seen */
+} rvx__shm_tx_t;
+
+typedef struct rvx__shm_rx {
+    uint8_t  *slots;
+    uint64_t *head_pub;                 /* published consumer position, read by the sender */
+    uint64_t  head;
+} rvx__shm_rx_t;
+
+struct rvx__tl_iface;
+
+typedef struct rvx__tl_ep {
+    rvx__shm_rx_t         rx[RVX__TL_AM_CHANNELS];
+    rvx__shm_tx_t         tx[RVX__TL_AM_CHANNELS];
+    struct rvx__tl_iface *ifc;
+    uint8_t              *peer_mbox;
+    size_t                peer_mbox_len;
+    int                   rank;
+    int                   pid;
+    int                   pidfd;
+    int                   failed;
+} rvx__tl_ep_t;
+
+typedef struct rvx__tl_iface {
+    unsigned       nrx;          /* endpoints whose rings progress polls */
+    unsigned       nlive;
+    unsigned       outstanding;  /* always 0: every shm operation completes before it returns */
+    unsigned       rx_cap;
+    rvx__tl_ep_t **rx;
+    uint8_t       *mbox;
+    size_t         mbox_len;
+    int            mbox_fd;
+    int            rank;
+    int            nranks;
+} rvx__tl_iface_t;
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+RVX_INLINE uint8_t *rvx__shm_ring(uint8_t *mbox, int sender, unsigned chan)
+{
+    return mbox + RVX__SHM_SLOT + ((size_t)sender * RVX__TL_AM_CHANNELS + chan) * RVX__SHM_RING_BYTES;
+}
+
+RVX_INLINE uint64_t rvx__shm_header(uint64_t pos, size_t len, unsigned info)
+{
+    return (uint32_t)(pos + 1) | ((uint64_t)len << 32) | ((uint64_t)info << 48);
+}
+
+RVX_COLD int rvx__shm_memfd(const char *name, size_t len)
+{
+    int fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    /* Only this user may open it through /proc; peers of other users cannot. */
+    if (fchmod(fd, 0600) || ftruncate(fd, (off_t)len)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Map a peer's memfd through /proc/<pid>/fd/<fd>; NULL (and a line saying why) if refused. */
+RVX_COLD void *rvx__shm_map_peer(int pid, int fd, size_t len, const char *what)
+{
+    char path[64];
+    void *p;
+    int lfd;
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+    lfd = open(path, O_RDWR | O_CLOEXEC);
+    if (lfd < 0) {
+        rvx__log("cannot open %s of process %d (%s): %s; shared memory needs processes of one "
+                 "user on one machine", what, pid, path, strerror(errno));
+        return NULL;
+    }
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+    close(lfd);
+    if (p == MAP_FAILED) {
+        rvx__log("cannot map %s of process %d: %s", what, pid, strerror(errno));
+        return NULL;
+    }
+    return p;
+}
+
+/* ---- context, iface, endpoint (cold) -------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx)
+{
+    ctx->page = (size_t)sysconf(_SC_PAGESIZE);
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx) { (void)ctx; }
+
+RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                         int nranks)
+{
+    (void)ctx;
+    memset(ifc, 0, sizeof(*ifc));
+    ifc->rank = rank;
+    ifc->nranks = nranks;
+    ifc->mbox_len = RVX__SHM_SLOT + (size_t)nranks * RVX__TL_AM_CHANNELS * RVX__SHM_RING_BYTES;
+    ifc->mbox_fd = rvx__shm_memfd("rvx-mailbox", ifc->mbox_len);
+    if (ifc->mbox_fd < 0) {
+        rvx__log("cannot create the shared-memory mailbox (%zu bytes): %s", ifc->mbox_len,
+                 strerror(errno));
+        return RVX_ERR_NO_MEMORY;
+    }
+    ifc->mbox = (uint8_t *)mmap(NULL, ifc->mbox_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                ifc->mbox_fd, 0);
+    if (ifc->mbox == MAP_FAILED) {
+        close(ifc->mbox_fd);
+        return RVX_ERR_NO_MEMORY;
+    }
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
+{
+    free(ifc->rx);
+    munmap(ifc->mbox, ifc->mbox_len);
+    close(ifc->mbox_fd);
+    memset(ifc, 0, sizeof(*ifc));
+}
+
+RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
+{
+    memset(addr, 0, sizeof(*addr));
+    addr->magic = RVX__SHM_MAGIC;
+    addr->mbox_len = ifc->mbox_len;
+    addr->pid = (int32_t)getpid();
+    addr->fd = ifc->mbox_fd;
+    addr->nranks = ifc->nranks;
+}
+
+RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
+                                         const rvx__tl_addr_t *addr)
+{
+    unsigned c;
+    memset(ep, 0, sizeof(*ep));
+    if (addr->magic != RVX__SHM_MAGIC || addr->nranks != ifc->nranks) {
+        rvx__log("address of rank %d is not a shm address of this job (different build?)", rank);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    ep->ifc = ifc;
+    ep->rank = rank;
+    ep->pid = addr->pid;
+    if (addr->pid == getpid()) {
+        ep->peer_mbox = ifc->mbox;           /* loopback: our own mailbox */
+        ep->pidfd = -1;
+    } else {
+        ep->peer_mbox = (uint8_t *)rvx__shm_map_peer(addr->pid, addr->fd, addr->mbox_len,
+                                                     "the mailbox");
+        if (!ep->peer_mbox) return RVX_ERR_PEER_FAILED;
+        ep->peer_mbox_len = addr->mbox_len;
+        /* A pidfd becomes readable when the peer exits: the liveness check is one poll(). */
+        ep->pidfd = (int)syscall(SYS_pidfd_open, addr->pid, 0);
+    }
+    for (c = 0; c < RVX__TL_AM_CHANNELS; c++) {
+        uint8_t *txr = rvx__shm_ring(ep->peer_mbox, ifc->rank, c);
+        uint8_t *rxr = rvx__shm_ring(ifc->mbox, rank, c);
+        ep->tx[c].slots = txr + RVX__SHM_SLOT;
+        ep->tx[c].peer_head = (const volatile uint64_t *)txr;
+        ep->tx[c].tail = ep->tx[c].head_cache = rvx_load_acquire_u64((uint64_t *)txr);
+        ep->rx[c].slots = rxr + RVX__SHM_SLOT;
+        ep->rx[c].head_pub = (uint64_t *)rxr;
+        ep->rx[c].head = *ep->rx[c].head_pub;
+    }
+#if RVX_CAN_RECEIVE
+    if (ifc->nrx == ifc->rx_cap) {
+        unsigned cap = ifc->rx_cap ? 2 * ifc->rx_cap : 8;
+        rvx__tl_ep_t **n = (rvx__tl_ep_t **)realloc(ifc->rx, cap * sizeof(*n));
+        if (!n) return RVX_ERR_NO_MEMORY;
+        ifc->rx = n;
+        ifc->rx_cap = cap;
+    }
+    ifc->rx[ifc->nrx++] = ep;
+#endif
+    ifc->nlive++;
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+    unsigned i;
+    for (i = 0; i < ifc->nrx; i++) {
+        if (ifc->rx[i] == ep) {
+            ifc->rx[i] = ifc->rx[--ifc->nrx];
+            break;
+        }
+    }
+    ifc->nlive--;
+    if (ep->peer_mbox && ep->peer_mbox != ifc->mbox) munmap(ep->peer_mbox, ep->peer_mbox_len);
+    if (ep->pidfd >= 0) close(ep->pidfd);
+    ep->peer_mbox = NULL;
+}
+
+RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
+{
+    if (ep->failed) return RVX_ERR_PEER_FAILED;
+    if (ep->pid == getpid()) return RVX_OK;
+    if (ep->pidfd >= 0) {
+        struct pollfd pfd;
+        pfd.fd = ep->pidfd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN)) ep->failed = 1;
+    } else if (kill(ep->pid, 0) && errno == ESRCH) {
+        ep->failed = 1;
+    }
+    return ep->failed ? RVX_ERR_PEER_FAILED : RVX_OK;
+}
+
+/* ---- memory and keys (cold) ----------------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_mem_t *mem)
+{
+    size_t maplen = (len + ctx->page - 1) & ~(ctx->page - 1);
+    mem->fd = rvx__shm_memfd("rvx-mem", maplen);
+    if (mem->fd < 0) return RVX_ERR_NO_MEMORY;
+    mem->addr = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, mem->fd, 0);
+    if (mem->addr == MAP_FAILED) {
+        close(mem->fd);
+        return RVX_ERR_NO_MEMORY;
+    }
+    mem->len = len;
+    return RVX_OK;
+}
+
+RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len,
+                                      rvx__tl_mem_t *mem)
+{
+    (void)ctx;
+    mem->addr = addr;
+    mem->len = len;
+    mem->fd = -1;
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
+{
+    if (mem->fd >= 0) {
+        munmap(mem->addr, (mem->len + ctx->page - 1) & ~(ctx->page - 1));
+        close(mem->fd);
+    }
+}
+
+RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
+{
+    rvx__shm_packed_rkey_t p;
+    memset(&p, 0, sizeof(p));
+    p.magic = RVX__SHM_MAGIC;
+    p.base = (uint64_t)(uintptr_t)mem->addr;
+    p.len = mem->len;
+    p.pid = (int32_t)getpid();
+    p.fd = mem->fd;
+    memcpy(buf, &p, sizeof(p));
+}
+
+RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
+{
+    rvx__shm_packed_rkey_t p;
+    memcpy(&p, buf, sizeof(p));
+    memset(rkey, 0, sizeof(*rkey));
+    if (p.magic != RVX__SHM_MAGIC || p.pid != ep->pid || p.base + p.len < p.base) {
+        rvx__log("rkey_unpack: not an rkey of rank %d's process (corrupt or from another peer)",
+                 ep->rank);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    rkey->rbase = p.base;
+    rkey->len = p.len;
+    rkey->pid = p.pid;
+    if (p.pid == getpid()) {
+        rkey->self = 1;
+        rkey->lbase = (uint8_t *)(uintptr_t)p.base;
+        rkey->maplen = p.len;
+    } else if (p.fd >= 0 && p.len) {
+        rkey->lbase = (uint8_t *)rvx__shm_map_peer(p.pid, p.fd, p.len, "a memory region");
+        if (!rkey->lbase) return RVX_ERR_PEER_FAILED;
+        rkey->maplen = p.len;
+    }
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_rkey_release(rvx_rkey_t *rkey)
+{
+    if (rkey->lbase && !rkey->self) munmap(rkey->lbase, rkey->maplen);
+    memset(rkey, 0, sizeof(*rkey));
+}
+
+/* ---- RMA ------------------------------------------------------------------------------------ */
+
+/* Not in the mapping: cross-memory attach into registered memory, or an error. The bounds are
+ * checked against the region's real length before any byte moves. */
+RVX_COLD rvx_status_t rvx__shm_rma_slow(rvx__tl_ep_t *ep, void *local, size_t len, uint64_t raddr,
+                                        const rvx_rkey_t *rkey, int is_put)
+{
+    uint64_t off = raddr - rkey->rbase;
+    size_t done = 0;
+    if (off > rkey->len || len > rkey->len - off) return RVX_ERR_REMOTE_ACCESS;
+    if (rkey->lbase) { /* inside the mapping after all (callers only come here on a miss) */
+        if (is_put) memcpy(rkey->lbase + off, local, len);
+        else memcpy(local, rkey->lbase + off, len);
+        return RVX_OK;
+    }
+    while (done < len) {
+        struct iovec l, r;
+        ssize_t n;
+        l.iov_base = (char *)local + done;
+        l.iov_len = len - done;
+        r.iov_base = (void *)(uintptr_t)(raddr + done);
+        r.iov_len = len - done;
+        n = syscall(is_put ? SYS_process_vm_writev : SYS_process_vm_readv, rkey->pid, &l, 1UL,
+                    &r, 1UL, 0UL);
+        if (n <= 0) {
+            int e = n < 0 ? errno : EFAULT;
+            if (e == ESRCH) { ep->failed = 1; return RVX_ERR_PEER_FAILED; }
+            if (e == EPERM) {
+                rvx__log("the kernel forbids cross-memory attach to process %d (ptrace policy); "
+                         "allocate shared regions with rvx_mem_alloc instead", rkey->pid);
+                return RVX_ERR_UNSUPPORTED;
+            }
+            if (e == EFAULT) return RVX_ERR_REMOTE_ACCESS; /* region no longer mapped there */
+            return RVX_ERR_IO;
+        }
+        done += (size_t)n;
+    }
+    return RVX_OK;
+}
+
+/* The mapping check: one subtraction and two compares (the second catches a wrapped offset). */
+#define RVX__SHM_IN_MAP(rkey, raddr, len, off)                                                  \
+    ((off) = (raddr) - (rkey)->rbase,                                                           \
+     RVX_LIKELY((off) + (len) <= (rkey)->maplen && (off) + (len) >= (len)))
+
+RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    uint64_t off;
+    if (RVX__SHM_IN_MAP(rkey, raddr, len, off)) {
+        memcpy(rkey->lbase + off, src, len);
+        return RVX_OK;
+    }
+    return rvx__shm_rma_slow(ep, (void *)(uintptr_t)src, len, raddr, rkey, 1);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    return rvx__tl_put_short(ep, src, len, raddr, rkey);
+}
+
+/* shm has no registration: zero-copy is the same single copy, completed before return. */
+RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    (void)lmem;
+    (void)req;
+    return rvx__tl_put_short(ep, src, len, raddr, rkey);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    uint64_t off;
+    (void)req;
+    if (RVX__SHM_IN_MAP(rkey, raddr, len, off)) {
+        memcpy(dst, rkey->lbase + off, len);
+        return RVX_OK;
+    }
+    return rvx__shm_rma_slow(ep, dst, len, raddr, rkey, 0);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    (void)lmem;
+    return rvx__tl_get_bcopy(ep, dst, len, raddr, rkey, req);
+}
+
+/* ---- atomics: CPU atomics on the mapping ---------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__shm_amo_slow(const rvx_rkey_t *rkey, uint64_t raddr, size_t size)
+{
+    uint64_t off = raddr - rkey->rbase;
+    if (off > rkey->len || size > rkey->len - off) return RVX_ERR_REMOTE_ACCESS;
+    if (raddr & (size - 1)) return RVX_ERR_INVALID_PARAM; /* must be naturally aligned */
+    rvx__log("atomics over shm need memory from rvx_mem_alloc (this region was registered "
+             "with rvx_mem_reg and is reached by cross-memory attach, which is not atomic)");
+    return RVX_ERR_UNSUPPORTED;
+}
+
+/* One body for both widths: T is the integer type, S its signed twin. Operations the CPU has
+ * are one instruction; MULT, MIN and MAX are a compare-and-swap loop. */
+#define RVX__SHM_AMO_DEFINE(BITS, T, S)                                                         \
+    RVX_INLINE T rvx__shm_amo##BITS(T *p, rvx_amo_op_t op, T v, T cmp)                         \
+    {                                                                                           \
+        T old, nv;                                                                              \
+        switch (op) {                                                                           \
+        case RVX_AMO_SET:  __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;                 \
+        case RVX_AMO_GET:  return __atomic_load_n(p, __ATOMIC_SEQ_CST);                         \
+        case RVX_AMO_SWAP: return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                  \
+        case RVX_AMO_CAS:                                                                       \
+            __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);     \
+            return cmp;                                                                         \
+        case RVX_AMO_ADD:  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                   \
+        case RVX_AMO_SUB:  return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST);                   \
+        case RVX_AMO_INC:  return __atomic_fetch_add(p, (T)1, __ATOMIC_SEQ_CST);                \
+        case RVX_AMO_DEC:  return __atomic_fetch_sub(p, (T)1, __ATOMIC_SEQ_CST);                \
+        case RVX_AMO_AND:  return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);                   \
+        case RVX_AMO_OR:   return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                    \
+        case RVX_AMO_XOR:  return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);                   \
+        default: break;                                                                         \
+        }                                                                                       \
+        old = __atomic_load_n(p, __ATOMIC_RELAXED);                                             \
+        do {                                                                                    \
+            switch (op) {                                                                       \
+            case RVX_AMO_MULT: nv = (T)(old * v); break;                                        \
+            case RVX_AMO_MIN:  nv = (S)old < (S)v ? old : v; break;                             \
+            case RVX_AMO_MAX:  nv = (S)old > (S)v ? old : v; break;                             \
+            case RVX_AMO_UMIN: nv = old < v ? old : v; break;                                   \
+            default:           nv = old > v ? old : v; break; /* UMAX */                        \
+            }                                                                                   \
+        } while (!__atomic_compare_exchange_n(p, &old, nv, 1, __ATOMIC_SEQ_CST,                 \
+                                              __ATOMIC_RELAXED));                               \
+        return old;                                                                             \
+    }                                                                                           \
+                                                                                                \
+    RVX_INLINE rvx_status_t rvx__tl_atomic##BITS(rvx__tl_ep_t *ep, rvx_amo_op_t op, T v, T cmp, \
+                                                 uint64_t raddr, const rvx_rkey_t *rkey,        \
+                                                 T *fetch, rvx_request_t *req)                  \
+    {                                                                                           \
+        uint64_t off;                                                                           \
+        T old;                                                                                  \
+        (void)ep;                                                                               \
+        (void)req;                                                                              \
+        if (RVX_UNLIKELY(!RVX__SHM_IN_MAP(rkey, raddr, sizeof(T), off) ||                       \
+                         (raddr & (sizeof(T) - 1))))                                            \
+            return rvx__shm_amo_slow(rkey, raddr, sizeof(T));                                   \
+        old = rvx__shm_amo##BITS((T *)(void *)(rkey->lbase + off), op, v, cmp);                 \
+        if (fetch) *fetch = old;                                                                \
+        return RVX_OK;                                                                          \
+    }
+
+RVX__SHM_AMO_DEFINE(32, uint32_t, int32_t)
+RVX__SHM_AMO_DEFINE(64, uint64_t, int64_t)
+
+/* ---- messages ------------------------------------------------------------------------------- */
+
+RVX_INLINE size_t rvx__shm_nslots(size_t len) { return (8 + len + RVX__SHM_SLOT - 1) / RVX__SHM_SLOT; }
+
+/* Room for a frame with `len` body bytes; returns where to write the body, or NULL when full.
+ * A frame that would cross the ring's end is preceded by a skip frame. */
+RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    rvx__shm_tx_t *tx = &ep->tx[chan];
+    uint64_t pos = tx->tail;
+    size_t nslots = rvx__shm_nslots(len);
+    size_t idx = (size_t)pos & (RVX__SHM_NSLOTS - 1);
+    size_t skip = (nslots > 1 && idx + nslots > RVX__SHM_NSLOTS) ? RVX__SHM_NSLOTS - idx : 0;
+
+    if (RVX_UNLIKELY(pos + skip + nslots - tx->head_cache > RVX__SHM_NSLOTS)) {
+        tx->head_cache = rvx_load_acquire_u64(tx->peer_head);
+        if (pos + skip + nslots - tx->head_cache > RVX__SHM_NSLOTS) return NULL;
+    }
+    if (skip) {
+        rvx_store_release_u64((uint64_t *)(void *)(tx->slots + idx * RVX__SHM_SLOT),
+                              rvx__shm_header(pos, skip * RVX__SHM_SLOT - 8, RVX__SHM_SKIP));
+        tx->tail = pos += skip;
+        idx = 0;
+    }
+    return tx->slots + idx * RVX__SHM_SLOT + 8;
+}
+
+/* Make the frame visible: one release store of its header, after the body. */
+RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                   unsigned info)
+{
+    rvx__shm_tx_t *tx = &ep->tx[chan];
+    rvx_store_release_u64((uint64_t *)(void *)((uint8_t *)body - 8),
+                          rvx__shm_header(tx->tail, len, info));
+    tx->tail += rvx__shm_nslots(len);
+}
+
+#if RVX_CAN_RECEIVE
+/* Hand over up to a batch of frames from one ring. Out of line: an empty poll stays short. */
+RVX_COLD int rvx__shm_consume(rvx__tl_ep_t *ep, unsigned chan)
+{
+    rvx__shm_rx_t *rx = &ep->rx[chan];
+    int n = 0;
+    while (n < RVX__SHM_RX_BATCH) {
+        uint64_t head = rx->head;
+        uint8_t *slot = rx->slots + ((size_t)head & (RVX__SHM_NSLOTS - 1)) * RVX__SHM_SLOT;
+        uint64_t hdr = rvx_load_acquire_u64((uint64_t *)(void *)slot);
+        size_t len = (size_t)(hdr >> 32) & 0xffff, nslots, i;
+        unsigned info = (unsigned)(hdr >> 48);
+        if ((uint32_t)hdr != (uint32_t)(head + 1)) break;
+        nslots = rvx__shm_nslots(len);
+        if (RVX_UNLIKELY(((size_t)head & (RVX__SHM_NSLOTS - 1)) + nslots > RVX__SHM_NSLOTS)) {
+            /* a frame may not wrap: the peer is broken; drop the rest of this lap */
+            nslots = RVX__SHM_NSLOTS - ((size_t)head & (RVX__SHM_NSLOTS - 1));
+            info = RVX__SHM_SKIP;
+            rvx__log("shm: rank %d sent a frame that crosses the ring end; dropped", ep->rank);
+        }
+        if (info != RVX__SHM_SKIP) rvx__rx_deliver(ep, chan, info, slot + 8, len);
+        /* Continuation slots may hold payload that, a lap later, would be read as a header:
+         * stamp each with its own (now stale) position. */
+        for (i = 1; i < nslots; i++)
+            *(uint64_t *)(void *)(slot + i * RVX__SHM_SLOT) = (uint32_t)(head + i + 1);
+        rx->head = head + nslots;
+        rvx_store_release_u64(rx->head_pub, rx->head);
+        n++;
+    }
+    return n;
+}
+
+RVX_INLINE int rvx__shm_poll(rvx__tl_ep_t *ep, unsigned chan)
+{
+    const rvx__shm_rx_t *rx = &ep->rx[chan];
+    const uint64_t *slot = (const uint64_t *)(const void *)
+        (rx->slots + ((size_t)rx->head & (RVX__SHM_NSLOTS - 1)) * RVX__SHM_SLOT);
+    if (RVX_LIKELY((uint32_t)__atomic_load_n(slot, __ATOMIC_RELAXED) != (uint32_t)(rx->head + 1)))
+        return 0;
+    return rvx__shm_consume(ep, chan);
+}
+#endif
+
+/* Progress: nothing without live endpoints; shm has no TX completions to poll (outstanding is
+ * always 0); RX rings only in builds that can receive, replies first. */
+RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+{
+#if RVX_CAN_RECEIVE
+    unsigned i, n = ifc->nrx;
+    int done = 0;
+    for (i = 0; i < n; i++) {
+        rvx__tl_ep_t *ep = ifc->rx[i];
+        done += rvx__shm_poll(ep, RVX__CHAN_REPLY);
+        done += rvx__shm_poll(ep, RVX__CHAN_REQUEST);
+    }
+    return done;
+#else
+    (void)ifc;
+    return 0;
+#endif
+}
+
+/* A reply must not fail for lack of room: wait, draining incoming replies (whose handlers cannot
+ * send) so two peers replying to each other cannot deadlock; give up if the peer is gone. */
+RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    unsigned spins = 0;
+    void *body;
+    while (!(body = rvx__tl_am_claim(ep, chan, len))) {
+#if RVX_CAN_RECEIVE
+        unsigned i;
+        for (i = 0; i < ep->ifc->nrx; i++) rvx__shm_poll(ep->ifc->rx[i], RVX__CHAN_REPLY);
+#endif
+        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+        spins++;
+        if (spins > 4096) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return body;
+}
+
+/* Every shm operation is complete (visible to the peer) when it returns; a flush only orders
+ * earlier stores before later ones and reports a peer already known to have failed. */
+RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+{
+    (void)req;
+    rvx_release_fence();
+    return RVX_UNLIKELY(ep->failed) ? RVX_ERR_PEER_FAILED : RVX_OK;
+}
+
+RVX_INLINE rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
+{
+    (void)ifc;
+    (void)req;
+    rvx_release_fence();
+    return RVX_OK;
+}
+
+#endif /* RVX_TL_SHM_H */

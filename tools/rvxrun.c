@@ -1,0 +1,152 @@
+/* rvxrun: start N processes of an rvx program on this machine.
+ *
+ *   rvxrun -n N [-t SECONDS] [-g SECONDS] [-q] [--] program [args...]
+ *
+ * Each process gets RVX_RANK, RVX_SIZE and RVX_BOOT_DIR (a fresh private directory, removed at the
+ * end). rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
+ * (non-zero exit or a signal), the others get -g seconds (default 10) to finish on their own, then
+ * SIGTERM, then SIGKILL. -t bounds the whole job: after that many seconds everything is killed and
+ * rvxrun exits with 124. SIGINT and SIGTERM are passed on to the ranks. */
+#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static pid_t *pids;
+static int nranks;
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) { got_signal = sig; }
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static void kill_all(int sig)
+{
+    for (int r = 0; r < nranks; r++)
+        if (pids[r] > 0) kill(pids[r], sig);
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+    if (!d) return;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: rvxrun -n N [-t timeout_s] [-g grace_s] [-q] [--] program [args...]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    double timeout = 0, grace = 10, deadline = 0, fail_at = 0;
+    int opt, quiet = 0, status_out = 0, left, termed = 0;
+    char dir[] = "/tmp/rvx-boot-XXXXXX", num[32];
+    const char *tmp = getenv("TMPDIR");
+    char dirbuf[4096];
+    struct sigaction sa;
+
+    while ((opt = getopt(argc, argv, "+n:t:g:qh")) != -1) {
+        char *end;
+        switch (opt) {
+        case 'n': nranks = (int)strtol(optarg, &end, 10); if (*end || nranks < 1) usage(); break;
+        case 't': timeout = strtod(optarg, &end); if (*end || timeout < 0) usage(); break;
+        case 'g': grace = strtod(optarg, &end); if (*end || grace < 0) usage(); break;
+        case 'q': quiet = 1; break;
+        default: usage();
+        }
+    }
+    if (!nranks || optind >= argc) usage();
+
+    if (tmp && *tmp && strlen(tmp) < 4000) snprintf(dirbuf, sizeof(dirbuf), "%s/rvx-boot-XXXXXX", tmp);
+    else snprintf(dirbuf, sizeof(dirbuf), "%s", dir);
+    if (!mkdtemp(dirbuf)) { perror("rvxrun: mkdtemp"); return 1; }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    pids = calloc((size_t)nranks, sizeof(*pids));
+    snprintf(num, sizeof(num), "%d", nranks);
+    setenv("RVX_SIZE", num, 1);
+    setenv("RVX_BOOT_DIR", dirbuf, 1);
+    for (int r = 0; r < nranks; r++) {
+        pid_t pid = fork();
+        if (pid < 0) { perror("rvxrun: fork"); kill_all(SIGKILL); return 1; }
+        if (pid == 0) {
+            snprintf(num, sizeof(num), "%d", r);
+            setenv("RVX_RANK", num, 1);
+            execvp(argv[optind], argv + optind);
+            fprintf(stderr, "rvxrun: cannot run %s: %s\n", argv[optind], strerror(errno));
+            _exit(127);
+        }
+        pids[r] = pid;
+    }
+
+    if (timeout > 0) deadline = now() + timeout;
+    left = nranks;
+    while (left > 0) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid > 0) {
+            int r;
+            for (r = 0; r < nranks && pids[r] != pid; r++) {}
+            if (r == nranks) continue;
+            pids[r] = 0;
+            left--;
+            if (WIFEXITED(st) && WEXITSTATUS(st)) {
+                if (!quiet) fprintf(stderr, "rvxrun: rank %d exited with status %d\n", r, WEXITSTATUS(st));
+                if (!status_out) status_out = WEXITSTATUS(st);
+            } else if (WIFSIGNALED(st)) {
+                if (!quiet) fprintf(stderr, "rvxrun: rank %d killed by signal %d (%s)\n", r,
+                                    WTERMSIG(st), strsignal(WTERMSIG(st)));
+                if (!status_out) status_out = 128 + WTERMSIG(st);
+            }
+            if (status_out && !fail_at) fail_at = now();
+            continue;
+        }
+        if (got_signal) { kill_all(got_signal); got_signal = 0; }
+        if (deadline && now() > deadline) {
+            fprintf(stderr, "rvxrun: job exceeded %.0f s; killing %d remaining rank(s)\n", timeout, left);
+            kill_all(SIGKILL);
+            while (waitpid(-1, NULL, 0) > 0) {}
+            remove_dir(dirbuf);
+            return 124;
+        }
+        if (fail_at && now() > fail_at + grace) {
+            if (!termed) {
+                if (!quiet) fprintf(stderr, "rvxrun: a rank failed; stopping %d remaining rank(s)\n", left);
+                kill_all(SIGTERM);
+                termed = 1;
+            } else if (now() > fail_at + grace + 2) {
+                kill_all(SIGKILL);
+            }
+        }
+        usleep(2000);
+    }
+    remove_dir(dirbuf);
+    return status_out;
+}
