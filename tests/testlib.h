@@ -1,0 +1,122 @@
+/* tests/testlib.h: what every rvx test shares. Include after <rvx/rvx.h>.
+ *
+ * A test exits 0 (pass), 1 (fail) or 77 (skip, with a reason on stdout). Multi-process tests call
+ * t_spawn(argc, argv, n): run directly, the test re-starts itself under rvxrun with n ranks and a
+ * time limit, so it never hangs; under rvxrun it returns and the ranks run the body. */
+#ifndef RVX_TESTLIB_H
+#define RVX_TESTLIB_H
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int t_failures;
+static int t_rank = -1;
+
+#define T_CHECK(cond, ...)                                                                  \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            t_failures++;                                                                   \
+            if (t_failures <= 20) {                                                         \
+                fprintf(stderr, "FAIL %s:%d (rank %d): %s: ", __FILE__, __LINE__, t_rank, #cond); \
+                fprintf(stderr, __VA_ARGS__);                                               \
+                fputc('\n', stderr);                                                        \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+/* Expect a status; on mismatch print both names. */
+#define T_STATUS(call, want)                                                                \
+    do {                                                                                    \
+        rvx_status_t t_st_ = (call);                                                        \
+        T_CHECK(t_st_ == (want), "%s returned %d (%s), expected %s", #call, (int)t_st_,     \
+                rvx_status_str(t_st_), rvx_status_str(want));                               \
+    } while (0)
+
+#define T_OK(call) T_STATUS(call, RVX_OK)
+
+static inline int t_exit(void)
+{
+    if (t_failures) fprintf(stderr, "rank %d: %d check(s) failed\n", t_rank, t_failures);
+    return t_failures ? 1 : 0;
+}
+
+/* Re-run this program as n ranks under rvxrun (found beside the test: ../bin/rvxrun). */
+static inline void t_spawn(int argc, char **argv, int n, int timeout_s)
+{
+    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16], nbuf[16], tbuf[16];
+    char **args;
+    ssize_t len;
+    int i;
+    if (getenv("RVX_SIZE")) return;
+    len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len <= 0) { perror("readlink"); exit(1); }
+    exe[len] = 0;
+    strcpy(dir, exe);
+    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
+    snprintf(nbuf, sizeof(nbuf), "%d", n);
+    snprintf(tbuf, sizeof(tbuf), "%d", timeout_s);
+    args = (char **)calloc((size_t)argc + 8, sizeof(char *));
+    args[0] = run;
+    args[1] = (char *)"-n";
+    args[2] = nbuf;
+    args[3] = (char *)"-t";
+    args[4] = tbuf;
+    args[5] = (char *)"-g";
+    args[6] = (char *)"5";
+    args[7] = exe;
+    for (i = 1; i < argc; i++) args[7 + i] = argv[i];
+    execv(run, args);
+    fprintf(stderr, "cannot run %s: build it first (make)\n", run);
+    exit(1);
+}
+
+/* Deterministic bytes: position i of stream `seed`. */
+static inline unsigned char t_byte(uint64_t seed, uint64_t i)
+{
+    uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ull + i * 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 31;
+    x *= 0x94d049bb133111ebull;
+    return (unsigned char)(x >> 56);
+}
+
+static inline void t_fill(void *p, size_t len, uint64_t seed)
+{
+    size_t i;
+    for (i = 0; i < len; i++) ((unsigned char *)p)[i] = t_byte(seed, i);
+}
+
+/* Index of the first byte that differs from the stream, or -1. */
+static inline long t_verify(const void *p, size_t len, uint64_t seed)
+{
+    size_t i;
+    for (i = 0; i < len; i++)
+        if (((const unsigned char *)p)[i] != t_byte(seed, i)) return (long)i;
+    return -1;
+}
+
+/* Each rank's packed rkey and region address, gathered; returns this rank's view of rank r. */
+typedef struct t_remote {
+    unsigned char packed[RVX_RKEY_PACKED_SIZE];
+    uint64_t      addr;
+} t_remote_t;
+
+static inline t_remote_t *t_exchange(rvx_context_t *ctx, rvx_mem_t *mem)
+{
+    t_remote_t mine, *all = (t_remote_t *)calloc((size_t)rvx_size(ctx), sizeof(*all));
+    memset(&mine, 0, sizeof(mine));
+    if (mem) {
+        rvx_rkey_pack(mem, mine.packed);
+        mine.addr = (uint64_t)(uintptr_t)rvx_mem_addr(mem);
+    }
+    if (rvx_allgather(ctx, &mine, sizeof(mine), all) != RVX_OK) {
+        fprintf(stderr, "allgather failed\n");
+        exit(1);
+    }
+    return all;
+}
+
+#endif /* RVX_TESTLIB_H */
