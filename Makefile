@@ -26,11 +26,10 @@ RVXRUN := $(B)/bin/rvxrun
 .PHONY: all deps run test bench icount compare install clean examples tests
 .DEFAULT_GOAL := all
 
-all: $(RVXRUN) $(EXAMPLE_BINS) $(TEST_BINS) $(BENCH_BINS) sim
+all: $(RVXRUN) $(EXAMPLE_BINS) $(TEST_BINS) $(BENCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
 
 # The rvxsim model (its own makefile fragment; it shares no code with include/).
 -include sim/sim.mk
-sim:: ;
 
 deps:
 	@tools/deps.sh

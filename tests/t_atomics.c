@@ -159,5 +159,6 @@ int main(int argc, char **argv)
     rvx_worker_destroy(w);
     if (mem) rvx_mem_dereg(mem);
     rvx_finalize(ctx);
+    free(rm);
     return t_exit();
 }

@@ -128,5 +128,10 @@ int main(int argc, char **argv)
     rvx_mem_dereg(mapped);
     rvx_mem_dereg(reg);
     rvx_finalize(ctx);
+    free(rm);
+    free(rr);
+    free(user);
+    free(src);
+    free(back);
     return t_exit();
 }

@@ -71,9 +71,9 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
         body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl, chan, len);
         if (!body) return RVX_ERR_PEER_FAILED;
     }
-    memcpy(body, args, hlen);
+    if (hlen) memcpy(body, args, hlen);
     if (kind == RVX__AM_MEDIUM) {
-        memcpy(body + hlen, payload, plen);
+        if (plen) memcpy(body + hlen, payload, plen);
     } else if (kind == RVX__AM_LONG) {
         uint64_t l = plen;
         memcpy(body + hlen, &raddr, 8);

@@ -391,8 +391,8 @@ RVX_COLD rvx_status_t rvx__shm_rma_slow(rvx__tl_ep_t *ep, void *local, size_t le
     size_t done = 0;
     if (off > rkey->len || len > rkey->len - off) return RVX_ERR_REMOTE_ACCESS;
     if (rkey->lbase) { /* inside the mapping after all (callers only come here on a miss) */
-        if (is_put) memcpy(rkey->lbase + off, local, len);
-        else memcpy(local, rkey->lbase + off, len);
+        if (len && is_put) memcpy(rkey->lbase + off, local, len);
+        else if (len) memcpy(local, rkey->lbase + off, len);
         return RVX_OK;
     }
     while (done < len) {
@@ -430,7 +430,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
 {
     uint64_t off;
     if (RVX__SHM_IN_MAP(rkey, raddr, len, off)) {
-        memcpy(rkey->lbase + off, src, len);
+        if (len) memcpy(rkey->lbase + off, src, len);
         return RVX_OK;
     }
     return rvx__shm_rma_slow(ep, (void *)(uintptr_t)src, len, raddr, rkey, 1);
@@ -458,7 +458,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     uint64_t off;
     (void)req;
     if (RVX__SHM_IN_MAP(rkey, raddr, len, off)) {
-        memcpy(dst, rkey->lbase + off, len);
+        if (len) memcpy(dst, rkey->lbase + off, len);
         return RVX_OK;
     }
     return rvx__shm_rma_slow(ep, dst, len, raddr, rkey, 0);
