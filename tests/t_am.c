@@ -139,8 +139,12 @@ int main(int argc, char **argv)
                 } else {
                     /* a long AM overwrites the slice: wait for the previous one's ack first */
                     rvx_status_t ws = RVX_OK;
-                    while (ack_from[r] < sent[r] && ws == RVX_OK)
-                        if (!rvx_progress(w)) ws = rvx_ep_status(eps[r]);
+                    unsigned idle = 0;
+                    while (ack_from[r] < sent[r] && ws == RVX_OK) {
+                        if (rvx_progress(w)) continue;
+                        if ((++idle & 4095) == 0) ws = rvx_ep_status(eps[r]);
+                        rvx__backoff(&idle);
+                    }
                     rvx_am_retry(w, st, rvx_am_long(eps[r], RVX_AM_REQ_LONG, a, nargs, payload, len,
                                                     rm[r].addr + (uint64_t)me * (REGION / NR), &rks[r]));
                 }
@@ -151,7 +155,11 @@ int main(int argc, char **argv)
         rvx_progress(w);
     }
     /* all acks back, then tell everyone we are done and wait for their word */
-    while (acks < NR * N_MSG) rvx_progress(w);
+    {
+        unsigned idle = 0;
+        while (acks < NR * N_MSG)
+            if (!rvx_progress(w)) rvx__backoff(&idle);
+    }
     for (r = 0; r < NR; r++) rvx_am_retry(w, st, rvx_am_short(eps[r], RVX_AM_DONE, NULL, 0));
     while (done < NR) rvx_progress(w);
     for (r = 0; r < NR; r++) {

@@ -95,6 +95,8 @@ typedef struct rvx__shm_tx {
 } rvx__shm_tx_t;
 
 typedef struct rvx__shm_rx {
+    const uint32_t *next;               /* stamp word of the slot at `head`: all an empty poll reads */
+    uint32_t  expect;                   /* the stamp a new frame there will carry: head + 1 */
     uint8_t  *slots;
     uint64_t *head_pub;                 /* published consumer position, read by the sender */
     uint64_t  head;
@@ -137,6 +139,14 @@ RVX_INLINE uint8_t *rvx__shm_ring(uint8_t *mbox, int sender, unsigned chan)
 RVX_INLINE uint64_t rvx__shm_header(uint64_t pos, size_t len, unsigned info)
 {
     return (uint32_t)(pos + 1) | ((uint64_t)len << 32) | ((uint64_t)info << 48);
+}
+
+/* Point the receive cursor at the slot of `head`. */
+RVX_INLINE void rvx__shm_rx_at(rvx__shm_rx_t *rx)
+{
+    rx->next = (const uint32_t *)(const void *)
+        (rx->slots + ((size_t)rx->head & (RVX__SHM_NSLOTS - 1)) * RVX__SHM_SLOT);
+    rx->expect = (uint32_t)(rx->head + 1);
 }
 
 RVX_COLD int rvx__shm_memfd(const char *name, size_t len)
@@ -256,6 +266,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
         ep->rx[c].slots = rxr + RVX__SHM_SLOT;
         ep->rx[c].head_pub = (uint64_t *)rxr;
         ep->rx[c].head = *ep->rx[c].head_pub;
+        rvx__shm_rx_at(&ep->rx[c]);
     }
 #if RVX_CAN_RECEIVE
     if (ifc->nrx == ifc->rx_cap) {
@@ -577,18 +588,23 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
 }
 
 #if RVX_CAN_RECEIVE
-/* Hand over up to a batch of frames from one ring. Out of line: an empty poll stays short. */
+RVX_INLINE int rvx__shm_ready(const rvx__tl_ep_t *ep, unsigned chan)
+{
+    return __atomic_load_n(ep->rx[chan].next, __ATOMIC_RELAXED) == ep->rx[chan].expect;
+}
+
+/* Hand over up to a batch of frames from one ring. */
 RVX_COLD int rvx__shm_consume(rvx__tl_ep_t *ep, unsigned chan)
 {
     rvx__shm_rx_t *rx = &ep->rx[chan];
     int n = 0;
     while (n < RVX__SHM_RX_BATCH) {
         uint64_t head = rx->head;
-        uint8_t *slot = rx->slots + ((size_t)head & (RVX__SHM_NSLOTS - 1)) * RVX__SHM_SLOT;
+        uint8_t *slot = (uint8_t *)(uintptr_t)rx->next;
         uint64_t hdr = rvx_load_acquire_u64((uint64_t *)(void *)slot);
         size_t len = (size_t)(hdr >> 32) & 0xffff, nslots, i;
         unsigned info = (unsigned)(hdr >> 48);
-        if ((uint32_t)hdr != (uint32_t)(head + 1)) break;
+        if ((uint32_t)hdr != rx->expect) break;
         nslots = rvx__shm_nslots(len);
         if (RVX_UNLIKELY(((size_t)head & (RVX__SHM_NSLOTS - 1)) + nslots > RVX__SHM_NSLOTS)) {
             /* a frame may not wrap: the peer is broken; drop the rest of this lap */
@@ -602,36 +618,40 @@ RVX_COLD int rvx__shm_consume(rvx__tl_ep_t *ep, unsigned chan)
         for (i = 1; i < nslots; i++)
             *(uint64_t *)(void *)(slot + i * RVX__SHM_SLOT) = (uint32_t)(head + i + 1);
         rx->head = head + nslots;
+        rvx__shm_rx_at(rx);
         rvx_store_release_u64(rx->head_pub, rx->head);
         n++;
     }
     return n;
 }
 
-RVX_INLINE int rvx__shm_poll(rvx__tl_ep_t *ep, unsigned chan)
+/* Something has arrived on endpoint `first` (or later ones): deliver it all. Out of line, so
+ * that the empty poll needs no saved registers. */
+RVX_COLD int rvx__shm_progress_from(rvx__tl_iface_t *ifc, unsigned first)
 {
-    const rvx__shm_rx_t *rx = &ep->rx[chan];
-    const uint64_t *slot = (const uint64_t *)(const void *)
-        (rx->slots + ((size_t)rx->head & (RVX__SHM_NSLOTS - 1)) * RVX__SHM_SLOT);
-    if (RVX_LIKELY((uint32_t)__atomic_load_n(slot, __ATOMIC_RELAXED) != (uint32_t)(rx->head + 1)))
-        return 0;
-    return rvx__shm_consume(ep, chan);
+    unsigned i;
+    int done = 0;
+    for (i = first; i < ifc->nrx; i++) {
+        rvx__tl_ep_t *ep = ifc->rx[i];
+        if (rvx__shm_ready(ep, RVX__CHAN_REPLY)) done += rvx__shm_consume(ep, RVX__CHAN_REPLY);
+        if (rvx__shm_ready(ep, RVX__CHAN_REQUEST)) done += rvx__shm_consume(ep, RVX__CHAN_REQUEST);
+    }
+    return done;
 }
 #endif
 
 /* Progress: nothing without live endpoints; shm has no TX completions to poll (outstanding is
- * always 0); RX rings only in builds that can receive, replies first. */
+ * always 0); RX rings only in builds that can receive: two loads and a compare per ring. */
 RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     unsigned i, n = ifc->nrx;
-    int done = 0;
     for (i = 0; i < n; i++) {
-        rvx__tl_ep_t *ep = ifc->rx[i];
-        done += rvx__shm_poll(ep, RVX__CHAN_REPLY);
-        done += rvx__shm_poll(ep, RVX__CHAN_REQUEST);
+        const rvx__tl_ep_t *ep = ifc->rx[i];
+        if (RVX_UNLIKELY(rvx__shm_ready(ep, RVX__CHAN_REPLY) || rvx__shm_ready(ep, RVX__CHAN_REQUEST)))
+            return rvx__shm_progress_from(ifc, i);
     }
-    return done;
+    return 0;
 #else
     (void)ifc;
     return 0;
@@ -647,7 +667,9 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     while (!(body = rvx__tl_am_claim(ep, chan, len))) {
 #if RVX_CAN_RECEIVE
         unsigned i;
-        for (i = 0; i < ep->ifc->nrx; i++) rvx__shm_poll(ep->ifc->rx[i], RVX__CHAN_REPLY);
+        for (i = 0; i < ep->ifc->nrx; i++)
+            if (rvx__shm_ready(ep->ifc->rx[i], RVX__CHAN_REPLY))
+                rvx__shm_consume(ep->ifc->rx[i], RVX__CHAN_REPLY);
 #endif
         if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
         spins++;

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# compare.sh - one-run comparison of rvx against the cache-line floor and UCX.
+#
+# In one go, ROUNDS rounds (default 3), each running back to back, so all
+# three see the same machine state:
+#   build/bench/floor_pingpong   cache-line ping-pong floor
+#   build/bench/rvx_lat          rvx 8-byte AM one-way latency and put rate
+#   bench/ucx_perftest.sh        UCX: am_lat (UCT), tag_lat, ucp_put_lat,
+#                                ucp_put_bw, tag_bw (UCP) over shared memory
+# then the median of every number over the rounds, and the ratios.
+#
+# Output (machine readable, one "key value" per line; "#" lines are notes):
+#   round <r> <tool line>               every result of every round
+#   floor oneway_ns <x>                 medians, same keys as the tools print:
+#   rvx am_lat_ns <x>                   (floor also one_line/two_lines and
+#   rvx put_rate_mops <x>                rt_p50_ns/rt_p99_ns, ucx also
+#   ucx <test> lat_us|rate_mops <x>      lat_p50_us)
+#   ratio am_lat_vs_floor <x>           rvx AM one-way / floor one-way
+#   ratio am_lat_vs_ucx_uct_am <x>      rvx AM one-way / UCX UCT am_lat one-way
+#   ratio put_rate_vs_ucx <x>           rvx put rate / UCX ucp_put_bw rate
+#   ratio tag_lat_ucx_vs_floor <x>      UCX UCP tag_lat / floor (informational)
+#   ratio am_lat_ucx_vs_floor <x>       UCX UCT am_lat / floor (informational)
+#   ratio am_lat_vs_floor_two_lines <x> rvx AM / one-line-per-direction floor
+# A ratio whose inputs are missing is printed as "ratio <name> n/a (...)".
+# "# warning: <key> varied a..b over the rounds" flags a machine-state change.
+# A tool that fails prints "round <r> <tool> error ..." and the rest goes on.
+#
+# Usage (from anywhere; paths are relative to the repo root):
+#   bench/compare.sh
+# Environment: ROUNDS (3), RVX_LAT (path of the rvx binary, default
+#   build/bench/rvx_lat), RVX_LAT_ARGS and FLOOR_ARGS (extra arguments),
+#   UCX_LOG (raw ucx_perftest output, default build/bench/ucx_perftest.log).
+set -u
+
+cd "$(dirname "$0")/.." || exit 1   # repo root, so relative paths hold
+
+ROUNDS="${ROUNDS:-3}"
+FLOOR_BIN=build/bench/floor_pingpong
+RVX_BIN="${RVX_LAT:-build/bench/rvx_lat}"
+UCX_SH=bench/ucx_perftest.sh
+export UCX_LOG="${UCX_LOG:-build/bench/ucx_perftest.log}"
+RUN_TIMEOUT=60   # seconds, bound for one floor or rvx_lat run
+
+mkdir -p build/bench
+
+# Build the floor if it is not there yet (same command as documented).
+if [ ! -x "$FLOOR_BIN" ]; then
+    echo "# building $FLOOR_BIN"
+    gcc -O2 -o "$FLOOR_BIN" bench/floor_pingpong.c || echo "# could not build $FLOOR_BIN"
+fi
+HAVE_FLOOR=0; [ -x "$FLOOR_BIN" ] && HAVE_FLOOR=1
+HAVE_RVX=0;   [ -x "$RVX_BIN" ] && HAVE_RVX=1
+[ "$HAVE_RVX" = 1 ] || echo "# $RVX_BIN is missing (build it first): skipping the rvx lines"
+
+# value KEY... < text : print the field after the key words on the first
+# line that starts with them (e.g. `value floor oneway_ns`).
+value() {
+    awk -v k="$*" 'index($0, k " ") == 1 { n = split(k, w, " "); print $(n + 1); exit }'
+}
+
+# ratio NAME NUM DEN [SCALE] : print NUM*SCALE/DEN, or n/a if an input is missing.
+ratio() {
+    local name="$1" num="$2" den="$3" scale="${4:-1}"
+    if [ -z "$num" ] || [ -z "$den" ]; then
+        echo "ratio $name n/a (missing input)"
+        return
+    fi
+    awk -v n="$num" -v d="$den" -v s="$scale" -v name="$name" \
+        'BEGIN { if (d + 0 == 0) print "ratio " name " n/a (zero denominator)";
+                 else printf "ratio %s %.3f\n", name, n * s / d }'
+}
+
+RESULTS="$(mktemp)"            # every numeric result line of every round
+trap 'rm -f "$RESULTS"' EXIT
+: > "$UCX_LOG"                  # the UCX runs below append to a fresh log
+
+# keep ROUND < text : echo the tool's result lines as "round <r> ...", and
+# store those ending in a number for the medians.
+keep() {
+    grep -E '^(floor|rvx|ucx) ' | while IFS= read -r line; do
+        echo "round $1 $line"
+        # last field a plain number (e.g. 12, 0.125, 1e-3)?
+        if echo "${line##* }" | grep -qE '^-?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$'; then
+            echo "$line" >> "$RESULTS"
+        fi
+    done
+}
+
+echo "# $ROUNDS rounds of floor_pingpong, rvx_lat, ucx_perftest.sh, back to back"
+for r in $(seq 1 "$ROUNDS"); do
+    if [ "$HAVE_FLOOR" = 1 ]; then
+        # shellcheck disable=SC2086  # FLOOR_ARGS is a word list on purpose
+        out="$(timeout -k 2 "$RUN_TIMEOUT" "$FLOOR_BIN" ${FLOOR_ARGS:-})" ||
+            echo "round $r floor error exit code $?"
+        # pinning/params are the same every round: show them once, as comments
+        [ "$r" = 1 ] && echo "$out" | grep -E '^floor (pinning|warning|params|timer )' | sed 's/^/# /'
+        echo "$out" | grep -vE '^floor (pinning|warning|params|timer )' | keep "$r"
+    fi
+    if [ "$HAVE_RVX" = 1 ]; then
+        # shellcheck disable=SC2086
+        out="$(timeout -k 2 "$RUN_TIMEOUT" "$RVX_BIN" ${RVX_LAT_ARGS:-})" ||
+            echo "round $r rvx error exit code $?"
+        echo "$out" | keep "$r"
+    fi
+    UCX_LOG_APPEND=1 "$UCX_SH" | keep "$r"
+done
+
+# Median per key ("key words" = all fields but the last, numeric one).
+# mawk has no sort function, so sort(1) groups the keys and orders values.
+echo "# results: medians over $ROUNDS rounds (raw UCX output: $UCX_LOG)"
+MEDIANS="$(awk '{ v = $NF; sub(/ [^ ]+$/, ""); print $0 "\t" v }' "$RESULTS" |
+    LC_ALL=C sort -t "$(printf '\t')" -k1,1 -k2,2g |
+    awk -F '\t' 'function flush() { if (n) print key, (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+                 $1 != key { flush(); key = $1; n = 0 }
+                 { a[++n] = $2 }
+                 END { flush() }')"
+echo "$MEDIANS"
+
+# The host can move the two vCPUs/cores between "near" and "far" placements
+# within seconds (floor 25-30 ns vs ~160 ns seen on a 2-vCPU VM). Warn when
+# the rounds of a latency key disagree by more than 1.5x.
+for key in "floor oneway_ns" "rvx am_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
+    awk -v k="$key" 'index($0, k " ") == 1 && NF == split(k, w, " ") + 1 {
+            v = $NF + 0; if (n == 0 || v < lo) lo = v; if (n == 0 || v > hi) hi = v; n++ }
+         END { if (n > 1 && lo > 0 && hi > 1.5 * lo)
+                   printf "# warning: %s varied %g..%g over the rounds (machine state change or odd run: rerun)\n", k, lo, hi }' "$RESULTS"
+done
+
+FLOOR="$(echo "$MEDIANS" | value floor oneway_ns)"
+FLOOR2="$(echo "$MEDIANS" | value floor two_lines oneway_ns)"
+AM="$(echo "$MEDIANS" | value rvx am_lat_ns)"
+PUT="$(echo "$MEDIANS" | value rvx put_rate_mops)"
+UAM="$(echo "$MEDIANS" | value ucx am_lat lat_us)"
+UTAG="$(echo "$MEDIANS" | value ucx tag_lat lat_us)"
+UPUT="$(echo "$MEDIANS" | value ucx ucp_put_bw rate_mops)"
+
+# Latencies: rvx and floor in ns, UCX in us (scaled by 1000 where mixed).
+ratio am_lat_vs_floor      "$AM"   "$FLOOR"
+ratio am_lat_vs_ucx_uct_am "$AM"   "$UAM"   0.001
+ratio put_rate_vs_ucx      "$PUT"  "$UPUT"
+ratio tag_lat_ucx_vs_floor "$UTAG" "$FLOOR" 1000
+ratio am_lat_ucx_vs_floor  "$UAM"  "$FLOOR" 1000
+ratio am_lat_vs_floor_two_lines "$AM" "$FLOOR2"
+exit 0

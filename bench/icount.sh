@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Instructions per operation, by callgrind: each operation's noinline wrapper is the only function
+# counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
+# cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
+# Usage: bench/icount.sh [N]     (binary: build/bench/icount_shm)
+set -u
+cd "$(dirname "$0")/.."
+N=${1:-20000}
+bin=build/bench/icount_shm
+tl=shm
+command -v valgrind >/dev/null || { echo "icount: valgrind is not installed (make deps)"; exit 1; }
+[ -x $bin ] || { echo "icount: build $bin first (make)"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+count() { # op, wrapper function, iterations -> instructions inside the wrapper
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" --toggle-collect="$2" \
+    "$bin" "$1" "$3" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; echo 0; return; }
+  awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg"
+}
+
+ops=(put8:bench_put8 ref_put8:ref_put8 get8:bench_get8 flush_idle:bench_flush_idle
+     progress_idle:bench_progress_idle progress_live_empty:bench_progress_live_empty
+     am_short8:bench_am_short8 amo_add8:bench_amo_add8)
+for entry in "${ops[@]}"; do
+  op=${entry%%:*}; fn=${entry#*:}
+  a=$(count "$op" "$fn" "$N")
+  b=$(count "$op" "$fn" $((2 * N)))
+  awk -v op="$op" -v a="$a" -v b="$b" -v n="$N" -v tl="$tl" \
+    'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+done

@@ -1,0 +1,330 @@
+/* rvxsim: the fabric between engines.
+ *
+ * Each opened device owns an inbox: a shared-memory file "lid-XXXX" in the fabric directory
+ * (mode 0600). Its name is the device's LID, so creating the file with O_EXCL is also how LIDs are
+ * allocated machine-wide; a file whose owner has died is reclaimed. An inbox holds two rings of
+ * fixed-size packet slots: requests and responses. Responses never wait for anything, so an engine
+ * can always drain its response ring, which keeps two engines that answer each other free of
+ * deadlock. The rings are bounded multi-producer queues with a per-slot sequence number; the
+ * consumer is the owning engine alone. A futex word lets a producer wake a sleeping engine. */
+#include "internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
+
+#define INBOX_MAGIC  0x7276787369620003ull   /* "rvxsib" + layout version */
+#define RING_SLOTS   256
+#define SLOT_SIZE    ALIGN_UP(PKT_HDR + SIM_MTU, 64)
+
+struct slot {
+	_Atomic uint64_t seq;
+	uint64_t pad[7];
+	uint8_t data[SLOT_SIZE];
+};
+
+struct ring {
+	_Alignas(64) _Atomic uint64_t tail;   /* producers */
+	_Alignas(64) uint64_t head;           /* the owning engine */
+	_Alignas(64) struct slot slots[RING_SLOTS];
+};
+
+struct fabric_inbox {
+	_Atomic uint64_t magic;
+	int32_t pid;
+	uint32_t lid;
+	_Alignas(64) _Atomic uint32_t sleeping;   /* futex: 1 while the engine sleeps */
+	_Alignas(64) struct ring ring[2];         /* [0] requests, [1] responses */
+};
+
+struct remote_cache {
+	uint16_t lid;
+	struct fabric_inbox *ib;
+	struct remote_cache *next;
+};
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+static void inbox_path(char *buf, size_t n, uint16_t lid)
+{
+	snprintf(buf, n, "%s/lid-%04x", sim_env.fabric_dir, lid);
+}
+
+static struct fabric_inbox *map_inbox(int fd)
+{
+	void *p = mmap(NULL, sizeof(struct fabric_inbox), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* An inbox whose owner process is gone can be reused. */
+static bool inbox_stale(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	bool stale = false;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size == sizeof(struct fabric_inbox)) {
+		struct fabric_inbox *ib = map_inbox(fd);
+		if (ib) {
+			if (atomic_load(&ib->magic) == INBOX_MAGIC && ib->pid > 0 &&
+			    kill(ib->pid, 0) < 0 && errno == ESRCH)
+				stale = true;
+			munmap(ib, sizeof(*ib));
+		}
+	} else if (fstat(fd, &st) == 0 && time(NULL) - st.st_mtime > 10) {
+		stale = true;   /* a creator died before initialising it */
+	}
+	close(fd);
+	return stale;
+}
+
+int fabric_open(struct sim_ctx *sc)
+{
+	char path[320];
+	uint32_t start, i;
+
+	if (mkdir(sim_env.fabric_dir, 0700) < 0 && errno != EEXIST) {
+		sim_log("rvxsim: cannot create fabric directory %s: %s", sim_env.fabric_dir,
+			strerror(errno));
+		return -1;
+	}
+	start = ((uint32_t)getpid() * 2654435761u + sc->index * 977u) % 0xBFFE;
+	for (i = 0; i < 0xBFFE; i++) {
+		uint16_t lid = (uint16_t)((start + i) % 0xBFFE + 1);
+		int fd;
+
+		inbox_path(path, sizeof(path), lid);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST && inbox_stale(path)) {
+			unlink(path);
+			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		}
+		if (fd < 0) {
+			if (errno == EEXIST)
+				continue;
+			sim_log("rvxsim: cannot create inbox %s: %s", path, strerror(errno));
+			return -1;
+		}
+		if (ftruncate(fd, sizeof(struct fabric_inbox)) < 0) {
+			close(fd);
+			unlink(path);
+			return -1;
+		}
+		sc->inbox = map_inbox(fd);
+		close(fd);
+		if (!sc->inbox) {
+			unlink(path);
+			return -1;
+		}
+		for (int r = 0; r < 2; r++)
+			for (uint64_t s = 0; s < RING_SLOTS; s++)
+				atomic_store_explicit(&sc->inbox->ring[r].slots[s].seq, s,
+						      memory_order_relaxed);
+		sc->inbox->pid = getpid();
+		sc->inbox->lid = lid;
+		atomic_store(&sc->inbox->magic, INBOX_MAGIC);
+		sc->lid = lid;
+		snprintf(sc->inbox_path, sizeof(sc->inbox_path), "%s", path);
+		return 0;
+	}
+	sim_log("rvxsim: no free LID in %s", sim_env.fabric_dir);
+	return -1;
+}
+
+void fabric_close(struct sim_ctx *sc)
+{
+	struct remote_cache *r = sc->remotes, *n;
+
+	for (; r; r = n) {
+		n = r->next;
+		if (r->ib && r->ib != sc->inbox)
+			munmap(r->ib, sizeof(*r->ib));
+		free(r);
+	}
+	sc->remotes = NULL;
+	if (sc->inbox) {
+		unlink(sc->inbox_path);
+		munmap(sc->inbox, sizeof(*sc->inbox));
+		sc->inbox = NULL;
+	}
+}
+
+static struct fabric_inbox *remote(struct sim_ctx *sc, uint16_t lid)
+{
+	struct remote_cache *r;
+	char path[320];
+	struct stat st;
+	int fd;
+
+	if (lid == sc->lid)
+		return sc->inbox;
+	for (r = sc->remotes; r; r = r->next)
+		if (r->lid == lid)
+			return r->ib;
+	inbox_path(path, sizeof(path), lid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size != sizeof(struct fabric_inbox)) {
+		close(fd);
+		return NULL;
+	}
+	struct fabric_inbox *ib = map_inbox(fd);
+	close(fd);
+	if (!ib)
+		return NULL;
+	if (atomic_load(&ib->magic) != INBOX_MAGIC) {
+		munmap(ib, sizeof(*ib));
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		munmap(ib, sizeof(*ib));
+		return NULL;
+	}
+	r->lid = lid;
+	r->ib = ib;
+	r->next = sc->remotes;
+	sc->remotes = r;
+	return ib;
+}
+
+/* Drop a cached mapping, e.g. when a QP is connected again: the LID may have a new owner. */
+void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid)
+{
+	struct remote_cache **pp = &sc->remotes, *r;
+
+	while ((r = *pp)) {
+		if (r->lid == lid) {
+			*pp = r->next;
+			munmap(r->ib, sizeof(*r->ib));
+			free(r);
+			return;
+		}
+		pp = &r->next;
+	}
+}
+
+bool fabric_peer_alive(struct sim_ctx *sc, uint16_t lid)
+{
+	struct fabric_inbox *ib = remote(sc, lid);
+	if (!ib)
+		return false;
+	return !(kill(ib->pid, 0) < 0 && errno == ESRCH);
+}
+
+static bool ring_push(struct ring *r, const struct pkt *p)
+{
+	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	for (;;) {
+		struct slot *s = &r->slots[pos % RING_SLOTS];
+		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		int64_t dif = (int64_t)(seq - pos);
+
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				memcpy(s->data, p, PKT_HDR + p->len);
+				atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+				return true;
+			}
+		} else if (dif < 0) {
+			return false;   /* full */
+		} else {
+			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		}
+	}
+}
+
+bool fabric_send(struct sim_ctx *sc, uint16_t lid, const struct pkt *p)
+{
+	struct fabric_inbox *ib;
+	bool response = p->type >= PKT_ACK;
+
+	if (sc->peer_lost && lid != sc->lid)
+		return true;    /* injected link loss: the packet vanishes */
+	ib = remote(sc, lid);
+	if (!ib)
+		return true;    /* nobody at that LID: lost on the wire */
+	if (!ring_push(&ib->ring[response], p))
+		return false;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&ib->sleeping, memory_order_relaxed)) {
+		atomic_store(&ib->sleeping, 0);
+		futex(&ib->sleeping, FUTEX_WAKE, 1, NULL);
+	}
+	return true;
+}
+
+bool fabric_has_room(struct sim_ctx *sc, uint16_t lid, bool response)
+{
+	struct fabric_inbox *ib = remote(sc, lid);
+	struct ring *r;
+	uint64_t pos;
+
+	if (!ib)
+		return true;
+	r = &ib->ring[response];
+	pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	return atomic_load_explicit(&r->slots[pos % RING_SLOTS].seq, memory_order_acquire) == pos;
+}
+
+struct pkt *fabric_peek(struct sim_ctx *sc, bool response)
+{
+	struct ring *r = &sc->inbox->ring[response];
+	struct slot *s = &r->slots[r->head % RING_SLOTS];
+
+	if (atomic_load_explicit(&s->seq, memory_order_acquire) != r->head + 1)
+		return NULL;
+	return (struct pkt *)s->data;
+}
+
+void fabric_pop(struct sim_ctx *sc, bool response)
+{
+	struct ring *r = &sc->inbox->ring[response];
+	struct slot *s = &r->slots[r->head % RING_SLOTS];
+
+	atomic_store_explicit(&s->seq, r->head + RING_SLOTS, memory_order_release);
+	r->head++;
+}
+
+bool fabric_pending(struct sim_ctx *sc)
+{
+	return fabric_peek(sc, false) || fabric_peek(sc, true);
+}
+
+/* Sleep until a producer or a local verb wakes us, or ns pass. */
+void fabric_sleep(struct sim_ctx *sc, long ns)
+{
+	struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+
+	atomic_store(&sc->inbox->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!fabric_pending(sc) && !atomic_load(&sc->stop))
+		futex(&sc->inbox->sleeping, FUTEX_WAIT, 1, &ts);
+	atomic_store(&sc->inbox->sleeping, 0);
+}
+
+void fabric_wake_self(struct sim_ctx *sc)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (sc->inbox && atomic_load_explicit(&sc->inbox->sleeping, memory_order_relaxed)) {
+		atomic_store(&sc->inbox->sleeping, 0);
+		futex(&sc->inbox->sleeping, FUTEX_WAKE, 1, NULL);
+	}
+}

@@ -1,0 +1,336 @@
+/* rvxsim: a software model of an mlx5 (ConnectX) RDMA adapter behind rdma-core's API.
+ * Private declarations shared by the model's sources. */
+#ifndef RVXSIM_INTERNAL_H
+#define RVXSIM_INTERNAL_H
+
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <endian.h>
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+#define SIM_PRIV   __attribute__((visibility("default")))
+
+/* Model constants: what a ConnectX-6 reports (or what libmlx5 derives from it). */
+#define SIM_VENDOR_ID       0x02c9
+#define SIM_PART_ID         4123
+#define SIM_HW_VER          0
+#define SIM_MAX_QP_WR       32768
+#define SIM_MAX_SGE         30
+#define SIM_MAX_CQE         4194303
+#define SIM_MAX_SRQ_WR      32767
+#define SIM_MAX_WQE_SIZE    1024     /* max_sq_desc_sz assumed by the model */
+#define SIM_RC_SQ_OVERHEAD  192      /* libmlx5 sizes RC WQEs for a UMR WQE */
+#define SIM_BF_SIZE         256      /* one half of a 512-byte bfreg */
+#define SIM_MTU             4096     /* payload bytes per fabric packet */
+#define SIM_MAX_RD_ATOMIC   16
+#define SIM_MAX_OUTSTANDING 256      /* messages in flight per QP */
+#define SIM_MAX_DEVICES     2
+
+/* ---- logging, tracing, environment (trace.c) ---- */
+struct sim_env {
+	int trace;
+	int num_devices;
+	int link_eth;
+	long kill_peer_after;    /* <0: off */
+	long delay_us;
+	long reg_cost_ns_per_page;
+	long force_rnr;
+	long retry_timeout_ms;   /* cap of the transport retry timer */
+	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
+	long spin_us;
+	char fabric_dir[256];
+};
+extern struct sim_env sim_env;
+void sim_env_init(void);
+void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
+void sim_unsupported(const char *verb);
+uint64_t sim_now_ns(void);
+
+/* ---- objects ---- */
+struct sim_ctx;
+
+struct sim_mr {
+	struct ibv_mr mr;
+	uint64_t iova;
+	uintptr_t addr;
+	size_t length;
+	int access;
+	struct sim_mr *next;
+};
+
+struct sim_pd {
+	struct ibv_pd pd;
+};
+
+struct sim_ah {
+	struct ibv_ah ah;
+	struct ibv_ah_attr attr;
+	uint8_t av[48];
+};
+
+struct sim_channel {
+	struct ibv_comp_channel ch;
+	int wfd;                     /* write end of the event pipe */
+	pthread_mutex_t lock;
+	struct ibv_cq **queue;       /* pending events (CQs), FIFO */
+	unsigned qhead, qtail, qcap;
+};
+
+struct sim_cq {
+	union {                      /* ibv_cq_ex begins with the fields of ibv_cq */
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx;
+	};
+	struct ibv_wc cur;           /* the entry ibv_start_poll/ibv_next_poll stand on */
+	uint32_t cqn;
+	uint8_t *buf;
+	__be32 *dbrec;
+	uint32_t cqe_cnt, cqe_size;
+	void *uar;                   /* per-CQ 4 KiB "UAR page"; arm doorbell at +0x20 */
+	void *uar_ptr;               /* what the MLX5_1.0 init_obj points at */
+	bool ignore_overrun;
+	/* engine side */
+	uint32_t pi;                 /* CQEs produced */
+	bool err;                    /* overrun happened */
+	bool armed, arm_sol;
+	uint32_t arm_sn;             /* last sn seen in an arm doorbell */
+	/* software (ibv_poll_cq) side */
+	uint32_t cons_index;
+	uint32_t sw_arm_sn;
+	uint32_t empty_polls;
+	pthread_spinlock_t poll_lock;
+	struct sim_cq *next;
+};
+
+struct sim_srq {
+	struct ibv_srq srq;
+	uint32_t srqn;
+	uint8_t *buf;
+	__be32 *dbrec;
+	uint32_t stride, wqe_cnt, max_gs;
+	uint32_t limit;
+	/* software side */
+	uint32_t head, tail;
+	uint16_t counter;
+	uint64_t *wrid;
+	pthread_spinlock_t lock;
+	/* engine side */
+	uint32_t hw_head;            /* next WQE the engine consumes */
+	uint16_t hw_count;           /* WQEs consumed, compared with *dbrec */
+	struct sim_srq *next;
+};
+
+/* One message in flight on the requester side. */
+struct sq_rec {
+	uint16_t idx;                /* ctrl WQE index */
+	uint32_t pc;                 /* WQEBB counter of the WQE */
+	uint8_t opcode, opmod;
+	uint8_t signaled, done, syndrome, fm;
+	uint32_t seq;
+	uint32_t byte_cnt;
+	uint64_t sent_ns;
+	uint64_t ready_ns;           /* RVXSIM_DELAY_US */
+	/* READ / atomic results land here */
+	uint32_t nsge;
+	struct { uint64_t addr; uint32_t len; } sge[SIM_MAX_SGE];
+};
+
+enum { TX_IDLE = 0, TX_ACTIVE };
+
+struct sim_qp {
+	struct ibv_qp qp;
+	struct sim_ctx *sc;
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	bool sq_sig_all;
+	uint8_t *buf;
+	size_t buf_size;
+	__be32 *dbrec;
+	uint8_t *uar;                /* 4 KiB page */
+	uint8_t *bf;                 /* uar + 0x800: 2 * SIM_BF_SIZE bytes */
+	uint32_t sq_wqe_cnt, rq_wqe_cnt, rq_stride;
+	uint8_t *sq_buf, *rq_buf;
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	struct sim_cq *scq, *rcq;
+	struct sim_srq *srq;
+	int bad;                     /* the QP was faulted; further faults are not reported */
+	bool poisoned;               /* a faulty doorbell named WQE poison_idx */
+	uint16_t poison_idx;
+
+	/* attributes (modify/query) */
+	struct ibv_qp_attr attr;
+	int state;
+
+	/* software post/poll state (ibv_post_send, ibv_poll_cq) */
+	pthread_spinlock_t sq_lock, rq_lock;
+	uint32_t sw_sq_pi, sw_sq_tail;   /* WQEBB counters */
+	uint32_t sw_bf_off;
+	uint64_t *sq_wrid;               /* per WQEBB slot */
+	uint16_t *sq_bbs;                /* WQEBBs of the WQE starting at a slot */
+	uint32_t sw_rq_head, sw_rq_tail;
+	uint64_t *rq_wrid;
+
+	/* engine: send side */
+	uint32_t sq_pc;              /* next WQE (WQEBB counter) to start */
+	uint32_t sq_db_seen;         /* dbrec value last accepted */
+	uint32_t sq_db_covered;      /* WQEBB counter covered by a seen MMIO doorbell */
+	uint64_t sq_db_pending_since;
+	uint8_t bf_shadow[2][SIM_BF_SIZE];
+	uint64_t bf_last[2];
+	bool bf_pend[2];             /* a BlueFlame copy to re-check (see bf_recheck) */
+	uint64_t bf_pend_v[2], bf_pend_since[2];
+	uint32_t bf_pend_idx[2], bf_pend_len[2];
+	struct sq_rec *out;          /* ring of SIM_MAX_OUTSTANDING */
+	uint32_t out_head, out_tail; /* records [tail, head) in flight */
+	uint32_t next_seq;           /* next message sequence number */
+	int rnr_left;
+	uint64_t rnr_wait_until;
+	uint32_t rnr_seq;
+	bool rnr_waiting;
+	/* current message being packetised */
+	int tx_state;
+	uint8_t *tx_data;
+	uint32_t tx_len, tx_off;
+	uint32_t tx_rec;             /* index into out ring */
+	uint8_t tx_hdr[128];         /* request header template */
+
+	/* engine: receive side (responder) */
+	uint32_t rq_ci;              /* receive WQEs consumed */
+	uint32_t exp_seq;            /* next request sequence expected */
+	uint32_t ack_pending;        /* 0 or seq+1 of last message to acknowledge */
+	/* current multi-packet SEND / WRITE_IMM being received */
+	bool rx_active;
+	uint32_t rx_wqe;             /* RQ index or SRQ slot */
+	uint32_t rx_off;
+	int rx_synd;                 /* responder error latched for the message */
+	uint32_t rx_seq;
+	bool rx_has_wqe;
+	/* READ response in progress */
+	uint32_t rd_seq, rd_off;
+	bool rd_active;
+
+	struct sim_qp *next;
+};
+
+struct sim_dev {
+	struct ibv_device dev;
+	int index;
+};
+
+struct fabric_inbox;
+
+struct sim_ctx {
+	struct ibv_context ctx;
+	struct sim_dev *dev;
+	int index;
+	uint16_t lid;
+	uint64_t guid;
+	union ibv_gid gid;
+	pthread_mutex_t lock;        /* object lists; held by the engine while it works */
+	struct sim_qp *qps;
+	struct sim_cq *cqs;
+	struct sim_srq *srqs;
+	struct sim_mr *mrs;
+	struct sim_mr **mr_tab;      /* index = key >> 8 */
+	uint32_t mr_tab_size;
+	uint32_t next_qpn, next_cqn, next_srqn, next_mkey;
+	int async_wfd;
+	/* engine */
+	pthread_t thread;
+	atomic_int stop;
+	struct fabric_inbox *inbox;
+	char inbox_path[320];
+	uint64_t wqes_executed;
+	bool peer_lost;              /* RVXSIM_KILL_PEER_AFTER fired */
+	long forced_rnr;
+	struct remote_cache *remotes;
+};
+
+static inline struct sim_ctx *to_sctx(struct ibv_context *c) { return (struct sim_ctx *)c; }
+static inline struct sim_qp *to_sqp(struct ibv_qp *q) { return (struct sim_qp *)q; }
+static inline struct sim_cq *to_scq(struct ibv_cq *c) { return (struct sim_cq *)c; }
+static inline struct sim_srq *to_ssrq(struct ibv_srq *s) { return (struct sim_srq *)s; }
+
+/* ---- engine (engine.c) ---- */
+int engine_start(struct sim_ctx *sc);
+void engine_stop(struct sim_ctx *sc);
+void engine_kick(struct sim_ctx *sc);
+void engine_qp_reset(struct sim_qp *qp);
+void engine_qp_to_err(struct sim_qp *qp);
+void engine_write_cqe(struct sim_cq *cq, const uint8_t cqe[64], bool se);
+struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key);
+struct sim_qp *sim_qp_lookup(struct sim_ctx *sc, uint32_t qpn);
+void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj);
+
+/* ---- fabric (fabric.c) ---- */
+enum pkt_type {
+	PKT_WRITE = 1, PKT_SEND, PKT_READ_REQ, PKT_ATOMIC,   /* requests */
+	PKT_ACK = 16, PKT_NAK, PKT_READ_RESP, PKT_ATOMIC_RESP, /* responses */
+};
+#define PKT_F_FIRST 1
+#define PKT_F_LAST  2
+#define PKT_F_IMM   4
+#define PKT_F_SE    8
+
+struct pkt {
+	uint8_t type, flags, syndrome, opmod;
+	uint16_t src_lid, dst_lid;
+	uint32_t src_qpn, dst_qpn;
+	uint32_t seq;
+	uint32_t len;                /* payload bytes in this packet */
+	uint32_t total;              /* message length */
+	uint32_t off;                /* payload offset within the message */
+	uint32_t rkey;
+	uint32_t imm;                /* network order, as in the WQE */
+	uint32_t rnr_timer;
+	uint64_t raddr;
+	uint64_t op[4];              /* atomic operands, host order: swap/add, compare, swap_mask, compare_mask */
+	uint8_t data[];
+};
+#define PKT_HDR ((uint32_t)sizeof(struct pkt))
+
+int fabric_open(struct sim_ctx *sc);
+void fabric_close(struct sim_ctx *sc);
+/* Queue one packet to lid's inbox; false when its ring is full (retry later). */
+bool fabric_send(struct sim_ctx *sc, uint16_t lid, const struct pkt *p);
+bool fabric_has_room(struct sim_ctx *sc, uint16_t lid, bool response);
+/* Peek at the next incoming packet (requests or responses ring); NULL when empty. */
+struct pkt *fabric_peek(struct sim_ctx *sc, bool response);
+void fabric_pop(struct sim_ctx *sc, bool response);
+bool fabric_peer_alive(struct sim_ctx *sc, uint16_t lid);
+void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid);
+/* Engine sleep/wake through the inbox futex. */
+void fabric_sleep(struct sim_ctx *sc, long ns);
+void fabric_wake_self(struct sim_ctx *sc);
+bool fabric_pending(struct sim_ctx *sc);
+
+/* ---- helpers ---- */
+static inline uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+#define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Private entry points for libmlx5.so.1 (exported at RVXSIM_PRIVATE). */
+SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+					     uint32_t create_flags);
+SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
+					     struct ibv_comp_channel *ch, int vec,
+					     uint32_t cqe_size, bool ignore_overrun);
+SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
+SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
+
+#endif

@@ -1,0 +1,236 @@
+/* rvxsim: the libmlx5.so.1 surface (direct verbs). It reports the objects' geometry exactly as
+ * libmlx5 does on a ConnectX, so a direct-verbs program drives the model's queues itself. All
+ * state lives in libibverbs.so.1; this library reaches it through rvxsim_priv_* calls. */
+#include "internal.h"
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+
+SIM_EXPORT bool mlx5dv_is_supported(struct ibv_device *device)
+{
+	return device && !strncmp(device->name, "mlx5_", 5);
+}
+
+SIM_EXPORT struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
+						  struct mlx5dv_context_attr *attr)
+{
+	if (attr && (attr->flags || attr->comp_mask)) {
+		rvxsim_priv_unsupported("mlx5dv_open_device(DEVX or other flags)");
+		return NULL;
+	}
+	return ibv_open_device(device);
+}
+
+SIM_EXPORT int mlx5dv_query_device(struct ibv_context *ctx, struct mlx5dv_context *attrs)
+{
+	uint64_t want = attrs->comp_mask;
+
+	if (!rvxsim_priv_is_sim(ctx))
+		return EOPNOTSUPP;
+	memset(attrs, 0, sizeof(*attrs));
+	attrs->version = 0;          /* CQE version 0: srqn_uidx carries the SRQ number */
+	attrs->flags = MLX5DV_CONTEXT_FLAGS_MPW_ALLOWED | MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW;
+	if (want & MLX5DV_CONTEXT_MASK_CQE_COMPRESION) {
+		attrs->cqe_comp_caps.max_num = 0;   /* the model never compresses CQEs */
+		attrs->cqe_comp_caps.supported_format = 0;
+		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_CQE_COMPRESION;
+	}
+	if (want & MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS) {
+		attrs->num_lag_ports = 1;
+		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS;
+	}
+	if (want & MLX5DV_CONTEXT_MASK_DYN_BFREGS) {
+		attrs->max_dynamic_bfregs = 0;
+		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_DYN_BFREGS;
+	}
+	return 0;
+}
+
+static int init_qp(struct ibv_qp *ibqp, struct mlx5dv_qp *out)
+{
+	struct sim_qp *qp = to_sqp(ibqp);
+	uint64_t want = out->comp_mask;
+
+	out->dbrec = qp->dbrec;
+	out->sq.buf = qp->sq_buf;
+	out->sq.wqe_cnt = qp->sq_wqe_cnt;
+	out->sq.stride = 64;
+	out->rq.buf = qp->rq_buf;
+	out->rq.wqe_cnt = qp->rq_wqe_cnt;
+	out->rq.stride = qp->rq_stride;
+	out->bf.reg = qp->bf;
+	out->bf.size = SIM_BF_SIZE;
+	out->comp_mask = 0;
+	if (want & MLX5DV_QP_MASK_UAR_MMAP_OFFSET) {
+		out->uar_mmap_offset = 0;
+		out->comp_mask |= MLX5DV_QP_MASK_UAR_MMAP_OFFSET;
+	}
+	return 0;
+}
+
+static int init_cq(struct ibv_cq *ibcq, struct mlx5dv_cq *out, bool compat)
+{
+	struct sim_cq *cq = to_scq(ibcq);
+
+	out->buf = cq->buf;
+	out->dbrec = cq->dbrec;
+	out->cqe_cnt = cq->cqe_cnt;
+	out->cqe_size = cq->cqe_size;
+	/* the MLX5_1.0 ABI handed out a pointer to the UAR pointer */
+	out->cq_uar = compat ? (void *)&cq->uar_ptr : cq->uar;
+	out->cqn = cq->cqn;
+	out->comp_mask = 0;
+	return 0;
+}
+
+static int init_srq(struct ibv_srq *ibsrq, struct mlx5dv_srq *out)
+{
+	struct sim_srq *s = to_ssrq(ibsrq);
+	uint64_t want = out->comp_mask;
+
+	out->buf = s->buf;
+	out->dbrec = s->dbrec;
+	out->stride = s->stride;
+	out->head = s->head;
+	out->tail = s->tail;
+	out->comp_mask = 0;
+	if (want & MLX5DV_SRQ_MASK_SRQN) {
+		out->srqn = s->srqn;
+		out->comp_mask |= MLX5DV_SRQ_MASK_SRQN;
+	}
+	return 0;
+}
+
+static int init_obj(struct mlx5dv_obj *obj, uint64_t type, bool compat)
+{
+	if (type & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH |
+			       MLX5DV_OBJ_PD)) {
+		rvxsim_priv_unsupported("mlx5dv_init_obj(RWQ/DM)");
+		return EOPNOTSUPP;
+	}
+	if ((type & MLX5DV_OBJ_QP) && (!rvxsim_priv_is_sim(obj->qp.in->context) ||
+				       init_qp(obj->qp.in, obj->qp.out)))
+		return EINVAL;
+	if ((type & MLX5DV_OBJ_CQ) && (!rvxsim_priv_is_sim(obj->cq.in->context) ||
+				       init_cq(obj->cq.in, obj->cq.out, compat)))
+		return EINVAL;
+	if ((type & MLX5DV_OBJ_SRQ) && (!rvxsim_priv_is_sim(obj->srq.in->context) ||
+					init_srq(obj->srq.in, obj->srq.out)))
+		return EINVAL;
+	if (type & MLX5DV_OBJ_AH) {
+		obj->ah.out->av = (struct mlx5_wqe_av *)((struct sim_ah *)obj->ah.in)->av;
+		obj->ah.out->comp_mask = 0;
+	}
+	if (type & MLX5DV_OBJ_PD) {
+		obj->pd.out->pdn = obj->pd.in->handle;
+		obj->pd.out->comp_mask = 0;
+	}
+	return 0;
+}
+
+__asm__(".symver mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
+__asm__(".symver mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
+
+SIM_EXPORT int mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t type)
+{
+	return init_obj(obj, type, false);
+}
+
+SIM_EXPORT int mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t type)
+{
+	return init_obj(obj, type, true);
+}
+
+SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
+					   struct mlx5dv_qp_init_attr *m)
+{
+	uint32_t flags = 0;
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD)) {
+		rvxsim_priv_unsupported("mlx5dv_create_qp(ibv_qp_init_attr_ex comp_mask beyond PD)");
+		return NULL;
+	}
+	if (m) {
+		if (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) {
+			rvxsim_priv_unsupported("mlx5dv_create_qp(DC)");
+			return NULL;
+		}
+		if (m->comp_mask & ~(uint64_t)MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) {
+			rvxsim_priv_unsupported("mlx5dv_create_qp(mlx5dv comp_mask)");
+			return NULL;
+		}
+		if (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) {
+			flags = m->create_flags;
+			if (flags & ~(uint32_t)(MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+						MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE)) {
+				rvxsim_priv_unsupported("mlx5dv_create_qp(create_flags)");
+				return NULL;
+			}
+		}
+	}
+	/* ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr */
+	return rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, flags);
+}
+
+SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a,
+					      struct mlx5dv_cq_init_attr *m)
+{
+	uint32_t size = 64;
+	struct ibv_cq *cq;
+
+	if (a->wc_flags & ~(uint64_t)(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+				      IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+				      IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+				      IBV_WC_EX_WITH_DLID_PATH_BITS)) {
+		rvxsim_priv_unsupported("mlx5dv_create_cq(wc_flags)");
+		return NULL;
+	}
+	if (a->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) {
+		rvxsim_priv_unsupported("mlx5dv_create_cq(comp_mask)");
+		return NULL;
+	}
+	if (m) {
+		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
+			rvxsim_priv_unsupported("mlx5dv_create_cq(compressed CQE)");
+			return NULL;
+		}
+		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+			if (m->cqe_size != 64 && m->cqe_size != 128) {
+				errno = EINVAL;
+				return NULL;
+			}
+			size = m->cqe_size;
+		}
+	}
+	cq = rvxsim_priv_create_cq(ctx, a->cqe, a->channel, a->comp_vector, size,
+				   (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+				   (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN));
+	if (cq)
+		cq->cq_context = a->cq_context;
+	return (struct ibv_cq_ex *)cq;
+}
+
+SIM_EXPORT int mlx5dv_set_context_attr(struct ibv_context *ctx, enum mlx5dv_set_ctx_attr_type type,
+				       void *attr)
+{
+	(void)ctx; (void)type; (void)attr;
+	return 0;   /* the model has no buffer allocators to replace */
+}
+
+SIM_EXPORT int mlx5dv_get_clock_info(struct ibv_context *ctx, struct mlx5dv_clock_info *ci)
+{
+	(void)ctx; (void)ci;
+	rvxsim_priv_unsupported("mlx5dv_get_clock_info");
+	return EOPNOTSUPP;
+}
+
+SIM_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
+{
+	(void)qp;
+	rvxsim_priv_unsupported("mlx5dv_qp_ex_from_ibv_qp_ex");
+	return NULL;
+}

@@ -1,0 +1,246 @@
+/*
+ * t_abi: an ordinarily linked program loads the model's libibverbs.so.1 and
+ * libmlx5.so.1, sees mlx5 devices, and gets the attributes a ConnectX reports.
+ */
+#include "simtest.h"
+#include <link.h>
+
+struct libs {
+	char verbs[512], mlx5[512];
+	int provider_plugin;     /* a real rdma-core provider (libmlx5-rdmav*.so) */
+};
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct libs *l = data;
+	const char *n = info->dlpi_name;
+	const char *base;
+
+	(void)size;
+	if (!n || !*n)
+		return 0;
+	base = strrchr(n, '/');
+	base = base ? base + 1 : n;
+	if (!strcmp(base, "libibverbs.so.1"))
+		snprintf(l->verbs, sizeof(l->verbs), "%s", n);
+	else if (!strcmp(base, "libmlx5.so.1"))
+		snprintf(l->mlx5, sizeof(l->mlx5), "%s", n);
+	else if (!strncmp(base, "libmlx5-rdmav", 13))
+		l->provider_plugin = 1;
+	return 0;
+}
+
+static int from_build_sim(const char *path)
+{
+	char real[4096];
+
+	if (!*path || !realpath(path, real))
+		return 0;
+	return strstr(real, "/build/sim/") != NULL;
+}
+
+static int reexec(char **argv, const char *name, const char *val)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		setenv(name, val, 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	return st_wait_pid(pid, 15000);
+}
+
+int main(int argc, char **argv)
+{
+	struct libs l;
+	uint64_t guids[2] = { 0, 0 };
+	uint16_t lids[2] = { 0, 0 };
+	union ibv_gid gids[2];
+	struct ibv_device **list;
+	int n = -1, i;
+
+	st_init("t_abi", 20);
+
+	list = ibv_get_device_list(&n);
+	if (!list || n <= 0)
+		st_skip(ST_SKIP_NODEV);
+
+	memset(&l, 0, sizeof(l));
+	dl_iterate_phdr(phdr_cb, &l);
+	CHECKF(from_build_sim(l.verbs), "libibverbs.so.1 loaded from '%s', not build/sim", l.verbs);
+	CHECKF(from_build_sim(l.mlx5), "libmlx5.so.1 loaded from '%s', not build/sim", l.mlx5);
+	CHECK(!l.provider_plugin);
+
+	/* Device list: mlx5_0 first, names "mlx5_<i>", NULL-terminated. */
+	CHECK(n >= 1);
+	CHECK(list[n] == NULL);
+	for (i = 0; i < n; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "mlx5_%d", i);
+		CHECKF(!strcmp(ibv_get_device_name(list[i]), want), "device %d is '%s'", i,
+		       ibv_get_device_name(list[i]));
+		CHECK(mlx5dv_is_supported(list[i]));
+		CHECK(list[i]->transport_type == IBV_TRANSPORT_IB);
+		CHECK(list[i]->node_type == IBV_NODE_CA);
+	}
+	{
+		const char *nd = getenv("RVXSIM_NUM_DEVICES");
+		if (nd && atoi(nd) > 0)
+			CHECK_EQ(n, atoi(nd));
+	}
+
+	/* Open, query, close. */
+	for (i = 0; i < n && i < 2; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_device_attr da;
+		struct ibv_port_attr pa;
+		union ibv_gid gid;
+		__be16 pkey = 0;
+		struct mlx5dv_context mc;
+		const char *link = getenv("RVXSIM_LINK");
+		int eth_wanted = link && !strcmp(link, "eth");
+
+		REQUIRE(ctx != NULL);
+		CHECK(ctx->device == list[i]);
+		CHECK(ctx->ops.post_send != NULL);
+		CHECK(ctx->ops.post_recv != NULL);
+		CHECK(ctx->ops.poll_cq != NULL);
+		CHECK(ctx->ops.req_notify_cq != NULL);
+		CHECK(ctx->ops.post_srq_recv != NULL);
+
+		memset(&da, 0, sizeof(da));
+		REQUIRE(ibv_query_device(ctx, &da) == 0);
+		CHECK_EQ(da.vendor_id, 0x02c9);            /* Mellanox */
+		CHECK(da.phys_port_cnt >= 1);
+		CHECK(da.atomic_cap == IBV_ATOMIC_HCA || da.atomic_cap == IBV_ATOMIC_GLOB);
+		CHECK(da.max_qp > 0 && da.max_cq > 0 && da.max_mr > 0 && da.max_pd > 0);
+		CHECK(da.max_qp_wr >= 1024);
+		CHECK(da.max_cqe >= 1024);
+		CHECK(da.max_sge >= 4);
+		CHECK(da.max_srq > 0 && da.max_srq_wr > 0);
+		CHECK(da.max_qp_rd_atom >= 1 && da.max_qp_init_rd_atom >= 1);
+		CHECK(da.node_guid != 0);
+		guids[i] = da.node_guid;
+		CHECK(da.fw_ver[0] != 0);
+
+		memset(&pa, 0, sizeof(pa));
+		REQUIRE(ibv_query_port(ctx, 1, &pa) == 0);
+		CHECK_EQ(pa.state, IBV_PORT_ACTIVE);
+		CHECK(pa.active_mtu >= IBV_MTU_1024 && pa.active_mtu <= pa.max_mtu);
+		CHECK(pa.gid_tbl_len >= 1);
+		CHECK(pa.pkey_tbl_len >= 1);
+		if (eth_wanted) {
+			CHECK_EQ(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+		} else {
+			CHECK_EQ(pa.link_layer, IBV_LINK_LAYER_INFINIBAND);
+			CHECK(pa.lid != 0 && pa.lid < 0xc000);   /* unicast LID */
+			CHECK(pa.sm_lid != 0);
+		}
+		{
+			struct ibv_port_attr p2;
+			CHECK(ibv_query_port(ctx, 2, &p2) != 0 || da.phys_port_cnt >= 2);
+		}
+
+		lids[i] = pa.lid;
+		REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+		gids[i] = gid;
+		if (!eth_wanted) {
+			/* Default GID: link-local subnet prefix fe80::/64 + port GUID. */
+			CHECK(gid.raw[0] == 0xfe && gid.raw[1] == 0x80);
+			CHECK(gid.global.interface_id != 0);
+		} else {
+			CHECK(gid.global.interface_id != 0 || gid.global.subnet_prefix != 0);
+		}
+		CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0);
+		CHECK_EQ(be16toh(pkey), 0xffff);            /* default full-member pkey */
+
+		memset(&mc, 0, sizeof(mc));
+		mc.comp_mask = 0;
+		CHECK(mlx5dv_query_device(ctx, &mc) == 0);
+		CHECK_EQ(mc.comp_mask, 0);   /* nothing requested, nothing reported */
+
+		/* QP capabilities through create: the libmlx5 RC sizing (facts section 1). */
+		{
+			struct ibv_pd *pd = ibv_alloc_pd(ctx);
+			struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+			struct ibv_qp_init_attr ia;
+			struct ibv_qp *qp;
+			struct mlx5dv_qp dq;
+			struct mlx5dv_cq dc;
+			struct mlx5dv_obj obj;
+
+			REQUIRE(pd && cq);
+			memset(&ia, 0, sizeof(ia));
+			ia.send_cq = ia.recv_cq = cq;
+			ia.qp_type = IBV_QPT_RC;
+			ia.cap.max_send_wr = 16;
+			ia.cap.max_recv_wr = 16;
+			ia.cap.max_send_sge = 1;
+			ia.cap.max_recv_sge = 1;
+			ia.cap.max_inline_data = 0;
+			qp = ibv_create_qp(pd, &ia);
+			REQUIRE(qp != NULL);
+			CHECK_EQ(ia.cap.max_inline_data, 60);
+			CHECK_EQ(ia.cap.max_send_wr, 16);
+			CHECK(qp->qp_num != 0 && qp->qp_num <= 0xffffff);
+			CHECK_EQ(qp->state, IBV_QPS_RESET);
+			CHECK(qp->context == ctx && qp->pd == pd);
+
+			memset(&obj, 0, sizeof(obj));
+			memset(&dq, 0, sizeof(dq));
+			memset(&dc, 0, sizeof(dc));
+			obj.qp.in = qp;
+			obj.qp.out = &dq;
+			obj.cq.in = cq;
+			obj.cq.out = &dc;
+			CHECK(mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ) == 0);
+			CHECK_EQ(dq.bf.size, 256);
+			CHECK(dq.bf.reg != NULL);
+			CHECKF((((uintptr_t)dq.bf.reg & 0xfff) >= 0x800) &&
+			       ((((uintptr_t)dq.bf.reg & 0xfff) - 0x800) % 512) == 0,
+			       "bf.reg %p is not at UAR + 0x800 + k * 512", dq.bf.reg);
+			CHECK_EQ(dc.cqe_size, 64);
+			CHECK(dc.cq_uar != NULL);
+
+			CHECK(ibv_destroy_qp(qp) == 0);
+			CHECK(ibv_destroy_cq(cq) == 0);
+			CHECK(ibv_dealloc_pd(pd) == 0);
+		}
+		CHECK(ibv_close_device(ctx) == 0);
+	}
+
+	/* Two devices are two adapters: their own GUID, LID and GID. */
+	if (n >= 2) {
+		CHECK(guids[0] != guids[1]);
+		CHECK(memcmp(gids[0].raw, gids[1].raw, 16) != 0);
+		if (!getenv("RVXSIM_LINK"))
+			CHECK(lids[0] != lids[1]);
+	}
+
+	/* A device can be opened twice; each context is independent. */
+	{
+		struct ibv_context *c1 = ibv_open_device(list[0]);
+		struct ibv_context *c2 = ibv_open_device(list[0]);
+		CHECK(c1 && c2 && c1 != c2);
+		if (c1)
+			CHECK(ibv_close_device(c1) == 0);
+		if (c2)
+			CHECK(ibv_close_device(c2) == 0);
+	}
+
+	ibv_free_device_list(list);
+
+	/* The model's configurations: two devices, and RoCE. */
+	if (argc < 2 && !getenv("RVXSIM_NUM_DEVICES") && !getenv("RVXSIM_LINK")) {
+		char *args[] = { argv[0], (char *)"sub", NULL };
+		int rc = reexec(args, "RVXSIM_NUM_DEVICES", "2");
+		CHECKF(rc == 0, "run with RVXSIM_NUM_DEVICES=2 exited with %d", rc);
+		rc = reexec(args, "RVXSIM_LINK", "eth");
+		CHECKF(rc == 0, "run with RVXSIM_LINK=eth exited with %d", rc);
+	}
+	st_exit();
+	return 0;
+}

@@ -1,0 +1,1037 @@
+/*
+ * t_faults: each fault yields what the hardware gives (an error CQE with the
+ * facts-sheet syndrome, later WQEs flushed, or a failed verb with EINVAL) and
+ * one stderr line starting with "rvxsim: ". Each case runs in its own process
+ * with stderr captured.
+ *
+ *   ./t_faults            run every case
+ *   ./t_faults NAME...    run the named cases
+ */
+#include "simtest.h"
+
+static struct st_pair P;
+static struct st_mr L, R;
+
+#define S_LEN    MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR
+#define S_QPOP   MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR
+#define S_PROT   MLX5_CQE_SYNDROME_LOCAL_PROT_ERR
+#define S_FLUSH  MLX5_CQE_SYNDROME_WR_FLUSH_ERR
+#define S_RACC   MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR
+
+/* Child setup: capture stderr first so the model's lines land in the capture. */
+static void setup(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 2,
+				.max_recv_sge = 2, .max_inline = 64 };
+	st_capture_begin();
+	st_pair_open_ex(&P, &a, 64, 7);
+	st_mr_alloc(&P.d, &L, 65536, ST_ACCESS_ALL);
+	st_mr_alloc(&P.d, &R, 65536, ST_ACCESS_ALL);
+}
+
+static int finish(void)
+{
+	if (st_failures)
+		st_capture_dump("failed case");
+	/* Tear down without insisting: the QP is in ERR on purpose. */
+	return st_failures ? 1 : 0;
+}
+
+/* A healthy WQE works first, so a failure below is about the fault. */
+static void sanity(void)
+{
+	struct mlx5_cqe64 c;
+	uint16_t idx = st_post_nop(&P.a, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+
+	REQUIRE(st_cq_poll(P.a.scq, &c, 3000));
+	REQUIRE(st_cqe_opcode(&c) == MLX5_CQE_REQ && st_cqe_wqe_counter(&c) == idx);
+}
+
+static int synd_in(uint8_t s, const uint8_t *set, int n)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		if (set[i] == s)
+			return 1;
+	return 0;
+}
+
+/* Expects an error CQE for WQE idx (idx < 0: do not check the counter). */
+#define EXPECT_ERR(q, idx, ...) do {                                               \
+	static const uint8_t _set[] = { __VA_ARGS__ };                                \
+	expect_err(__LINE__, (q), (idx), _set, (int)sizeof(_set));                    \
+} while (0)
+
+static void expect_err(int line, struct st_qp *q, long idx, const uint8_t *set, int n)
+{
+	struct mlx5_cqe64 c;
+	struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)&c;
+	char s[200];
+
+	if (!st_cq_poll(q->scq, &c, 3000)) {
+		st_fail_at(__FILE__, line, "no error CQE within 3 s");
+		return;
+	}
+	if (st_cqe_opcode(&c) != MLX5_CQE_REQ_ERR) {
+		st_fail_at(__FILE__, line, "want REQ_ERR CQE, got %s", st_cqe_str(&c, s, sizeof(s)));
+		return;
+	}
+	if (!synd_in(e->syndrome, set, n))
+		st_fail_at(__FILE__, line, "syndrome 0x%02x, expected 0x%02x%s", e->syndrome, set[0],
+			   n > 1 ? " (or an alternative)" : "");
+	if ((be32toh(e->s_wqe_opcode_qpn) & 0xffffff) != q->qpn)
+		st_fail_at(__FILE__, line, "error CQE QPN 0x%x, expected 0x%x",
+			   be32toh(e->s_wqe_opcode_qpn) & 0xffffff, q->qpn);
+	if (idx >= 0 && be16toh(e->wqe_counter) != (uint16_t)idx)
+		st_fail_at(__FILE__, line, "error CQE wqe_counter %u, expected %ld",
+			   be16toh(e->wqe_counter), idx);
+}
+
+/* A new "rvxsim: " line names the fault (the doorbell-record check may take the
+ * model's grace period, about a second). A failed verb prints it before returning. */
+#define EXPECT_LINE(before) expect_line(__LINE__, (before), 2500)
+#define EXPECT_VERB_LINE(before) expect_line(__LINE__, (before), 100)
+
+static void expect_line(int line, int before, unsigned ms)
+{
+	int n;
+
+	if (!st_capture_wait(before, ms)) {
+		st_fail_at(__FILE__, line, "no stderr line starting 'rvxsim: '");
+		return;
+	}
+	st_sleep_ms(30);
+	n = st_capture_count() - before;
+	if (n != 1)
+		st_note("note: %s:%d: %d 'rvxsim: ' lines for one fault", __FILE__, line, n);
+}
+
+/* After an error the QP is in ERR: a new WQE completes with WR_FLUSH_ERR. */
+static void expect_flushed(struct st_qp *q)
+{
+	struct ibv_qp_attr at;
+	struct ibv_qp_init_attr ia;
+	uint16_t idx = st_post_nop(q, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+
+	EXPECT_ERR(q, idx, S_FLUSH);
+	memset(&at, 0, sizeof(at));
+	if (CHECK(ibv_query_qp(q->qp, &at, IBV_QP_STATE, &ia) == 0))
+		CHECK_EQ(at.qp_state, IBV_QPS_ERR);
+}
+
+/* An RDMA WRITE of 8 inline bytes to R, staged (not yet written to the SQ). */
+static void stage_write8(struct st_wqe *w, uint64_t off)
+{
+	static const uint8_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	st_wqe_begin(w);
+	st_wqe_raddr(w, (uintptr_t)R.buf + off, R.mr->rkey);
+	st_wqe_inline(w, v, 8);
+}
+
+static void write_ctrl_raw(struct st_wqe *w, uint16_t idx, uint8_t opcode,
+			   uint32_t qpn, uint8_t ds, uint8_t fm_ce_se)
+{
+	struct mlx5_wqe_ctrl_seg *c = (struct mlx5_wqe_ctrl_seg *)w->b;
+	mlx5dv_set_ctrl_seg(c, idx, opcode, 0, qpn, fm_ce_se, ds, 0, 0);
+	c->dci_stream_channel_id = 0;
+}
+
+/* ---------------------------------------------------------------- cases */
+
+static int c_wqe_index(void)
+{
+	struct st_wqe w;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	write_ctrl_raw(&w, (uint16_t)(P.a.pi + 5), MLX5_OPCODE_RDMA_WRITE, P.a.qpn,
+		       (uint8_t)(w.len / 16), MLX5_WQE_CTRL_CQ_UPDATE);
+	st_wqe_write_raw(&P.a, &w, 1);
+	st_ring(&P.a, ST_RING_DB);
+	EXPECT_ERR(&P.a, -1, S_QPOP);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+static int c_qpn(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	idx = (uint16_t)P.a.pi;
+	write_ctrl_raw(&w, idx, MLX5_OPCODE_RDMA_WRITE, P.b.qpn, (uint8_t)(w.len / 16),
+		       MLX5_WQE_CTRL_CQ_UPDATE);
+	st_wqe_write_raw(&P.a, &w, 1);
+	st_ring(&P.a, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_QPOP);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+static int c_ds_zero(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	idx = (uint16_t)P.a.pi;
+	write_ctrl_raw(&w, idx, MLX5_OPCODE_RDMA_WRITE, P.a.qpn, 0, MLX5_WQE_CTRL_CQ_UPDATE);
+	st_wqe_write_raw(&P.a, &w, 1);
+	st_ring(&P.a, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_QPOP);
+	EXPECT_LINE(before);
+	expect_flushed(&P.a);
+	return finish();
+}
+
+static int c_ds_too_large(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+	/* max WQE of this QP: align(192 + align(4+64,16), 64) = 320 bytes = 20 DS */
+	uint8_t ds = 40;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	idx = (uint16_t)P.a.pi;
+	write_ctrl_raw(&w, idx, MLX5_OPCODE_RDMA_WRITE, P.a.qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE);
+	w.len = ds * 16;     /* the rest of the staged bytes are zero */
+	st_wqe_write_raw(&P.a, &w, (ds * 16 + 63) / 64);
+	st_ring(&P.a, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_QPOP);
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int c_inline_over_max(void)
+{
+	struct st_wqe w;
+	uint8_t src[512];
+	uint32_t len;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	len = P.a.cap.max_inline_data + 1;
+	memset(src, 0x42, sizeof(src));
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_inline(&w, src, len);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_LEN, S_QPOP);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	expect_flushed(&P.a);
+	return finish();
+}
+
+static int c_inline_beyond_ds(void)
+{
+	struct st_wqe w;
+	uint8_t src[64];
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	memset(src, 0x42, sizeof(src));
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_inline(&w, src, 12);
+	/* byte_count claims 60 bytes while DS covers only 12 */
+	((struct mlx5_wqe_inl_data_seg *)(w.b + 32))->byte_count = htobe32(60 | MLX5_INLINE_SEG);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_QPOP, S_LEN);
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int c_inline_bit_missing(void)
+{
+	struct st_wqe w;
+	uint8_t src[12] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8 };
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_inline(&w, src, 12);
+	((struct mlx5_wqe_inl_data_seg *)(w.b + 32))->byte_count = htobe32(12);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	/* read as a data segment with lkey 0xdeadbeef */
+	EXPECT_ERR(&P.a, idx, S_PROT, S_QPOP);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+static int c_unknown_opcode(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	idx = st_post(&P.a, &w, 0x07, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_QPOP);
+	EXPECT_LINE(before);
+	expect_flushed(&P.a);
+	return finish();
+}
+
+static int c_bad_lkey(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_data(&w, 64, L.mr->lkey ^ 0x5500, L.buf);
+	/* unsignaled: an error completes anyway */
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, 0, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_PROT);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	expect_flushed(&P.a);
+	return finish();
+}
+
+static int c_outside_mr(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	memset(L.buf, 0x11, L.len);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_data(&w, 64, L.mr->lkey, (uint8_t *)L.buf + L.len - 32);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_PROT);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+static int c_dbrec_no_doorbell(void)
+{
+	struct st_wqe w;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	st_wqe_write(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_sq_dbrec(&P.a, P.a.pi);   /* record moves; no doorbell, no BlueFlame */
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int c_bf_differs(void)
+{
+	struct st_wqe w;
+	volatile uint64_t *dst;
+	uint64_t chunk[8];
+	int before, k;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	st_wqe_write(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_sq_dbrec(&P.a, P.a.pi);
+	memcpy(chunk, st_sq_slot(&P.a, P.a.last_ctrl_idx), 64);
+	((uint8_t *)chunk)[36] ^= 0xff;           /* one payload byte differs */
+	dst = st_bf_ptr(&P.a);
+	st_wc_flush();
+	for (k = 0; k < 8; k++)
+		dst[k] = chunk[k];
+	st_wc_flush();
+	st_bf_toggle(&P.a);
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int c_db_value(void)
+{
+	struct st_wqe w;
+	uint64_t v;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	st_wqe_write(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_sq_dbrec(&P.a, P.a.pi);
+	memcpy(&v, st_sq_slot(&P.a, P.a.last_ctrl_idx), 8);
+	v ^= 0x0000000000030000ull;   /* WQE index bits differ from the ctrl in memory */
+	st_db_write(&P.a, v);
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int c_dbrec_backwards(void)
+{
+	uint64_t v;
+	int before;
+
+	setup();
+	sanity();
+	sanity();
+	before = st_capture_count();
+	/* counter goes back by one WQEBB, with a doorbell naming the last ctrl */
+	st_sq_dbrec(&P.a, P.a.pi - 1);
+	memcpy(&v, st_sq_slot(&P.a, P.a.last_ctrl_idx), 8);
+	st_db_write(&P.a, v);
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int c_dbrec_past_ring(void)
+{
+	struct st_wqe w;
+	uint64_t v;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	st_wqe_write(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	/* claims more WQEBBs than the ring holds */
+	st_sq_dbrec(&P.a, P.a.pi + P.a.dv.sq.wqe_cnt + 1);
+	memcpy(&v, st_sq_slot(&P.a, P.a.last_ctrl_idx), 8);
+	st_db_write(&P.a, v);
+	EXPECT_LINE(before);
+	return finish();
+}
+
+static int stale_common(int which)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	stage_write8(&w, 0);
+	idx = (uint16_t)P.a.pi;
+	st_wqe_ctrl(&w, idx, MLX5_OPCODE_RDMA_WRITE, 0, P.a.qpn, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	if (which == 8)
+		w.b[8] = 0x5a;                /* signature, not enabled on this QP */
+	else if (which == 9)
+		w.b[9] = 0x01;                /* dci_stream_channel_id */
+	else if (which == 10)
+		w.b[10] = 0x80;
+	else
+		((struct mlx5_wqe_raddr_seg *)(w.b + 16))->reserved = htobe32(0xdead);
+	st_wqe_write_raw(&P.a, &w, 1);
+	st_ring(&P.a, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_QPOP);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+static int c_stale_ctrl8(void) { return stale_common(8); }
+static int c_stale_ctrl9(void) { return stale_common(9); }
+static int c_stale_ctrl10(void) { return stale_common(10); }
+static int c_stale_raddr(void) { return stale_common(12); }
+
+static int c_rkey(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before, i, clean = 1;
+
+	setup();
+	sanity();
+	memset(R.buf, 0x33, 4096);
+	before = st_capture_count();
+	stage_write8(&w, 128);
+	((struct mlx5_wqe_raddr_seg *)(w.b + 16))->rkey = htobe32(R.mr->rkey ^ 0x7700);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	for (i = 0; i < 4096; i++)
+		clean &= ((uint8_t *)R.buf)[i] == 0x33;
+	CHECKF(clean, "target memory was touched");
+	expect_flushed(&P.a);
+	return finish();
+}
+
+static int c_raddr_bounds(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	/* 8 bytes ending exactly at the end of the region are fine */
+	{
+		struct mlx5_cqe64 c;
+		stage_write8(&w, R.len - 8);
+		idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+		if (CHECK(st_cq_poll(P.a.scq, &c, 3000)))
+			CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ, "a WRITE ending at the region end failed");
+		CHECK_EQ(((uint8_t *)R.buf)[R.len - 1], 8);
+		memset((uint8_t *)R.buf + R.len - 8, 0, 8);
+	}
+	before = st_capture_count();
+	/* 8 bytes starting 4 bytes before the end of the region */
+	stage_write8(&w, R.len - 4);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[R.len - 4] == 0);
+	return finish();
+}
+
+static int c_remote_perm(void)
+{
+	struct st_mr ro;
+	struct st_wqe w;
+	uint64_t *res;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	/* registered for remote read only: an atomic must fail */
+	st_mr_alloc(&P.d, &ro, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)ro.buf, ro.mr->rkey);
+	res = (uint64_t *)L.buf;
+	st_wqe_atomic(&w, 5, 0);
+	st_wqe_data(&w, 8, L.mr->lkey, res);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_FA, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	CHECK_EQ(*(uint64_t *)ro.buf, 0);
+	return finish();
+}
+
+static int c_remote_write_ro(void)
+{
+	struct st_mr ro;
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	/* no REMOTE_WRITE: an RDMA WRITE must fail and leave the memory alone */
+	st_mr_alloc(&P.d, &ro, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)ro.buf, ro.mr->rkey);
+	st_wqe_inline(&w, "forbidden", 9);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)ro.buf)[0] == 0);
+	return finish();
+}
+
+static int c_remote_read_noperm(void)
+{
+	struct st_mr wo;
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	/* no REMOTE_READ */
+	st_mr_alloc(&P.d, &wo, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	memset(wo.buf, 0x77, 64);
+	memset(L.buf, 0, 64);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)wo.buf, wo.mr->rkey);
+	st_wqe_data(&w, 64, L.mr->lkey, L.buf);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_READ, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)L.buf)[0] == 0);
+	return finish();
+}
+
+/* A SEND longer than the posted receive: the responder completes the receive with
+ * LOCAL_LENGTH_ERR and the requester gets REMOTE_INVAL_REQ_ERR. */
+static int c_recv_too_small(void)
+{
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+	uint16_t idx;
+	int before;
+	char b[200];
+
+	setup();
+	sanity();
+	memset(R.buf, 0, 256);
+	st_post_recv1(&P.b, R.buf, 16, R.mr->lkey);
+	before = st_capture_count();
+	memset(L.buf, 0x5c, 100);
+	st_wqe_begin(&w);
+	st_wqe_data(&w, 100, L.mr->lkey, L.buf);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+	if (CHECKF(st_cq_poll(P.b.rcq, &c, 3000), "no responder CQE")) {
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_RESP_ERR &&
+		       st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
+		       "responder: %s, expected RESP_ERR with LOCAL_LENGTH_ERR", st_cqe_str(&c, b, sizeof(b)));
+		CHECK_EQ(be32toh(((struct mlx5_err_cqe *)&c)->s_wqe_opcode_qpn) & 0xffffff, P.b.qpn);
+	}
+	CHECK(st_capture_wait(before, 2500));
+	/* nothing beyond the receive buffer was written */
+	CHECK(((uint8_t *)R.buf)[16] == 0);
+	return finish();
+}
+
+/* Atomics need an 8-byte aligned remote address: Invalid Request at the responder. */
+static int c_atomic_misaligned(void)
+{
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf + 4, R.mr->rkey);
+	st_wqe_atomic(&w, 1, 0);
+	st_wqe_data(&w, 8, L.mr->lkey, L.buf);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_FA, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, S_RACC);
+	EXPECT_LINE(before);
+	CHECK_EQ(((uint64_t *)R.buf)[0], 0);
+	CHECK_EQ(((uint64_t *)R.buf)[1], 0);
+	return finish();
+}
+
+/* A READ into memory registered without LOCAL_WRITE. */
+static int c_local_write_perm(void)
+{
+	struct st_mr ro;
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	st_mr_alloc(&P.d, &ro, 4096, IBV_ACCESS_REMOTE_READ);
+	memset(R.buf, 0x61, 64);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_data(&w, 64, ro.mr->lkey, ro.buf);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_READ, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_PROT, MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)ro.buf)[0] == 0);
+	return finish();
+}
+
+/* Keys of a memory region in another protection domain are not valid on this QP. */
+static int c_pd_mismatch_local(void)
+{
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;
+	static uint8_t buf[4096] __attribute__((aligned(4096)));
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	pd2 = ibv_alloc_pd(P.d.ctx);
+	REQUIRE(pd2 != NULL);
+	mr2 = ibv_reg_mr(pd2, buf, sizeof(buf), ST_ACCESS_ALL);
+	REQUIRE(mr2 != NULL);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_data(&w, 64, mr2->lkey, buf);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_PROT);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+static int c_pd_mismatch_remote(void)
+{
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;
+	static uint8_t buf[4096] __attribute__((aligned(4096)));
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	pd2 = ibv_alloc_pd(P.d.ctx);
+	REQUIRE(pd2 != NULL);
+	mr2 = ibv_reg_mr(pd2, buf, sizeof(buf), ST_ACCESS_ALL);
+	REQUIRE(mr2 != NULL);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)buf, mr2->rkey);
+	st_wqe_inline(&w, "other pd", 8);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	CHECK(buf[0] == 0);
+	return finish();
+}
+
+/* An lkey after ibv_dereg_mr is no longer valid. */
+static int c_dereg_then_use(void)
+{
+	struct st_mr x;
+	struct st_wqe w;
+	uint32_t lkey;
+	void *addr;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	st_mr_alloc(&P.d, &x, 4096, ST_ACCESS_ALL);
+	lkey = x.mr->lkey;
+	addr = x.buf;
+	CHECK(ibv_dereg_mr(x.mr) == 0);
+	x.mr = NULL;
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_data(&w, 64, lkey, addr);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_PROT);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	free(x.buf);
+	return finish();
+}
+
+static int c_cq_overrun(void)
+{
+	struct st_dev *d;
+	struct st_cq small;
+	struct st_qp q;
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1,
+				.max_recv_sge = 1 };
+	struct st_addr me;
+	uint32_t i;
+	int before;
+
+	setup();
+	d = &P.d;
+	st_cq_create(d, &small, 3);
+	REQUIRE(small.dv.cqe_cnt == 4);
+	st_qp_create(d, &q, &small, &small, &a);
+	/* loop this QP to itself */
+	st_addr_of(d, &q, &me);
+	st_qp_connect(d, &q, &me);
+	before = st_capture_count();
+	for (i = 0; i < 6; i++) {
+		st_post_nop(&q, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+		st_sleep_ms(20);
+	}
+	EXPECT_LINE(before);
+	/* The four CQEs written before the overrun are still intact. */
+	for (i = 0; i < 4; i++) {
+		struct mlx5_cqe64 *c = st_cqe_at(&small, i);
+		CHECKF((c->op_own >> 4) == MLX5_CQE_REQ && (c->op_own & 1) == 0 &&
+		       be16toh(c->wqe_counter) == i,
+		       "CQE %u overwritten or missing (op_own 0x%02x, wqe_counter %u)", i, c->op_own,
+		       be16toh(c->wqe_counter));
+	}
+	return finish();
+}
+
+/* ---- verbs-level faults */
+
+static int query_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr at;
+	struct ibv_qp_init_attr ia;
+	memset(&at, 0, sizeof(at));
+	if (ibv_query_qp(qp, &at, IBV_QP_STATE, &ia))
+		return -1;
+	return at.qp_state;
+}
+
+static int c_modify_mask(void)
+{
+	struct st_dev *d;
+	struct st_qp q;
+	struct st_qp_attr a = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 };
+	struct ibv_qp_attr at;
+	struct st_addr me;
+	int before, rc;
+
+	setup();
+	d = &P.d;
+	st_qp_create(d, &q, &P.acq, &P.arcq, &a);
+	st_addr_of(d, &q, &me);
+
+	/* RESET->INIT without PORT */
+	before = st_capture_count();
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	rc = ibv_modify_qp(q.qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RESET);
+
+	/* RESET->INIT with an attribute not allowed there (DEST_QPN) */
+	before = st_capture_count();
+	at.dest_qp_num = me.qpn;
+	rc = ibv_modify_qp(q.qp, &at, ST_INIT_MASK | IBV_QP_DEST_QPN);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RESET);
+
+	CHECK_EQ(st_qp_to_init(d, &q), 0);
+
+	/* INIT->RTR without DEST_QPN */
+	before = st_capture_count();
+	st_rtr_attr(d, &me, &at);
+	rc = ibv_modify_qp(q.qp, &at, ST_RTR_MASK & ~IBV_QP_DEST_QPN);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_INIT);
+
+	/* INIT->RTR without AV */
+	before = st_capture_count();
+	rc = ibv_modify_qp(q.qp, &at, ST_RTR_MASK & ~IBV_QP_AV);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+
+	CHECK_EQ(st_qp_to_rtr(d, &q, &me), 0);
+
+	/* RTR->RTS without SQ_PSN, then with an RTR-only attribute (RQ_PSN) */
+	before = st_capture_count();
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.max_rd_atomic = 1;
+	rc = ibv_modify_qp(q.qp, &at, ST_RTS_MASK & ~IBV_QP_SQ_PSN);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RTR);
+	before = st_capture_count();
+	rc = ibv_modify_qp(q.qp, &at, ST_RTS_MASK | IBV_QP_RQ_PSN);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+
+	CHECK_EQ(st_qp_to_rts(&q, 7, 7, 14), 0);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RTS);
+	st_qp_destroy(&q);
+	return finish();
+}
+
+static int c_transition(void)
+{
+	struct st_dev *d;
+	struct st_qp q;
+	struct st_qp_attr a = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 };
+	struct ibv_qp_attr at;
+	struct st_addr me;
+	int before, rc;
+
+	setup();
+	d = &P.d;
+	st_qp_create(d, &q, &P.acq, &P.arcq, &a);
+	st_addr_of(d, &q, &me);
+
+	/* RESET->RTR (skipping INIT), with the full RTR mask */
+	before = st_capture_count();
+	rc = st_qp_to_rtr(d, &q, &me);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RESET);
+
+	/* RESET->RTS */
+	before = st_capture_count();
+	rc = st_qp_to_rts(&q, 7, 7, 14);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+
+	CHECK_EQ(st_qp_to_init(d, &q), 0);
+
+	/* INIT->RTS (skipping RTR) */
+	before = st_capture_count();
+	rc = st_qp_to_rts(&q, 7, 7, 14);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_INIT);
+
+	CHECK_EQ(st_qp_to_rtr(d, &q, &me), 0);
+	CHECK_EQ(st_qp_to_rts(&q, 7, 7, 14), 0);
+	{
+		/* one NOP so the send record is nonzero before the RESET below */
+		struct mlx5_cqe64 c;
+		uint16_t idx = st_post_nop(&q, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+		if (CHECK(st_cq_poll(&P.acq, &c, 3000)))
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+		CHECK_EQ(be32toh(q.dv.dbrec[1]), 1);
+	}
+
+	/* RTS->INIT is not a transition */
+	before = st_capture_count();
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	rc = ibv_modify_qp(q.qp, &at, ST_INIT_MASK);
+	CHECK_EQ(rc, EINVAL);
+	EXPECT_VERB_LINE(before);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RTS);
+
+	/* Any state -> ERR and -> RESET are allowed; RESET zeroes the doorbell record. */
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_ERR;
+	CHECK_EQ(ibv_modify_qp(q.qp, &at, IBV_QP_STATE), 0);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_ERR);
+	at.qp_state = IBV_QPS_RESET;
+	CHECK_EQ(ibv_modify_qp(q.qp, &at, IBV_QP_STATE), 0);
+	CHECK_EQ(query_state(q.qp), IBV_QPS_RESET);
+	CHECK_EQ(q.dv.dbrec[0], 0);
+	CHECK_EQ(q.dv.dbrec[1], 0);
+	st_qp_destroy(&q);
+	return finish();
+}
+
+/* ---------------------------------------------------------------- driver */
+
+struct fcase {
+	const char *name;
+	int (*fn)(void);
+};
+
+static const struct fcase cases[] = {
+	{ "wqe_index", c_wqe_index },
+	{ "qpn", c_qpn },
+	{ "ds_zero", c_ds_zero },
+	{ "ds_too_large", c_ds_too_large },
+	{ "inline_over_max", c_inline_over_max },
+	{ "inline_beyond_ds", c_inline_beyond_ds },
+	{ "inline_bit_missing", c_inline_bit_missing },
+	{ "unknown_opcode", c_unknown_opcode },
+	{ "bad_lkey", c_bad_lkey },
+	{ "outside_mr", c_outside_mr },
+	{ "dbrec_no_doorbell", c_dbrec_no_doorbell },
+	{ "bf_differs", c_bf_differs },
+	{ "db_value", c_db_value },
+	{ "dbrec_backwards", c_dbrec_backwards },
+	{ "dbrec_past_ring", c_dbrec_past_ring },
+	{ "stale_ctrl_signature", c_stale_ctrl8 },
+	{ "stale_ctrl_byte9", c_stale_ctrl9 },
+	{ "stale_ctrl_byte10", c_stale_ctrl10 },
+	{ "stale_raddr_reserved", c_stale_raddr },
+	{ "rkey", c_rkey },
+	{ "raddr_bounds", c_raddr_bounds },
+	{ "remote_perm", c_remote_perm },
+	{ "remote_write_ro", c_remote_write_ro },
+	{ "remote_read_noperm", c_remote_read_noperm },
+	{ "recv_too_small", c_recv_too_small },
+	{ "atomic_misaligned", c_atomic_misaligned },
+	{ "local_write_perm", c_local_write_perm },
+	{ "pd_mismatch_local", c_pd_mismatch_local },
+	{ "pd_mismatch_remote", c_pd_mismatch_remote },
+	{ "dereg_then_use", c_dereg_then_use },
+	{ "cq_overrun", c_cq_overrun },
+	{ "modify_mask", c_modify_mask },
+	{ "transition", c_transition },
+};
+
+static int run_case(void *arg)
+{
+	const struct fcase *c = arg;
+	char ctx[64];
+	snprintf(ctx, sizeof(ctx), "%s", c->name);
+	st_ctx = ctx;
+	return c->fn();
+}
+
+int main(int argc, char **argv)
+{
+	unsigned i, ran = 0, skipped = 0;
+	int j;
+
+	st_init("t_faults", 200);
+	{
+		/* only list devices here: children open them after fork */
+		int n = 0;
+		struct ibv_device **l = ibv_get_device_list(&n);
+		if (l)
+			ibv_free_device_list(l);
+		if (n <= 0)
+			st_skip(ST_SKIP_NODEV);
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc, want = argc < 2;
+		for (j = 1; j < argc; j++)
+			want |= !strcmp(argv[j], cases[i].name);
+		if (!want)
+			continue;
+		rc = st_run_child(run_case, (void *)&cases[i], 10);
+		ran++;
+		if (rc == 77) {
+			skipped++;
+			continue;
+		}
+		if (rc != 0)
+			st_fail_at(__FILE__, __LINE__, "case %s failed (exit %d%s)", cases[i].name, rc,
+				   rc == -1 ? ", timed out" : "");
+	}
+	if (ran && skipped == ran)
+		st_skip(ST_SKIP_NODEV);
+	st_exit();
+	return 0;
+}

@@ -1,0 +1,200 @@
+/*
+ * t_peer_death: when the peer process of an RC QP dies, work pending on the
+ * QP completes with TRANSPORT_RETRY_EXC_ERR (0x15) within a bounded time and
+ * the WQEs after it with WR_FLUSH_ERR (0x05); nothing hangs, and the
+ * survivor's other QPs keep working.
+ */
+#include "simtest.h"
+
+#define BUFSZ 65536
+#define BOUND_MS 10000
+
+static struct st_dev D;
+static struct st_mr M;
+
+/* The peer: connect, post nothing, wait to be killed. */
+static int child(int sock)
+{
+	struct st_dev d;
+	struct st_cq scq, rcq;
+	struct st_qp q;
+	struct st_mr m;
+	struct st_addr me, peer;
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1 };
+	char c;
+
+	st_name = "t_peer_death(child)";
+	st_dev_open(&d, 0);
+	st_cq_create(&d, &scq, 32);
+	st_cq_create(&d, &rcq, 32);
+	st_qp_create(&d, &q, &scq, &rcq, &a);
+	st_mr_alloc(&d, &m, BUFSZ, ST_ACCESS_ALL);
+	st_addr_of(&d, &q, &me);
+	me.addr = (uintptr_t)m.buf;
+	me.rkey = m.mr->rkey;
+	if (st_send_all(sock, &me, sizeof(me)) || st_recv_all(sock, &peer, sizeof(peer)))
+		return 1;
+	st_qp_connect(&d, &q, &peer);
+	c = 'r';
+	if (st_send_all(sock, &c, 1))
+		return 1;
+	/* no receive is ever posted: the parent's SEND waits in RNR retries */
+	for (;;)
+		pause();
+	return 0;
+}
+
+static void poll_err(struct st_cq *cq, uint16_t idx, uint8_t synd, uint64_t t0, const char *what)
+{
+	struct mlx5_cqe64 c;
+	char b[200];
+
+	if (!CHECKF(st_cq_poll(cq, &c, BOUND_MS), "%s: no CQE within %u ms", what, BOUND_MS))
+		return;
+	CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ_ERR && st_cqe_syndrome(&c) == synd,
+	       "%s: %s, expected REQ_ERR syndrome 0x%02x", what, st_cqe_str(&c, b, sizeof(b)), synd);
+	CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+	CHECK((st_now_ns() - t0) / 1000000 <= BOUND_MS);
+}
+
+int main(void)
+{
+	int sv[2], rc;
+	pid_t pid;
+	struct st_cq scq, rcq;
+	struct st_qp q;
+	struct st_addr me, peer;
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_pair lp;           /* survivor's unrelated loopback QPs */
+	struct mlx5_cqe64 c;
+	struct st_wqe w;
+	uint16_t i_send, i_w1, i_w2, i_read;
+	uint64_t t0;
+	char ch;
+	int n = 0;
+	struct ibv_device **l;
+
+	st_init("t_peer_death", 40);
+	/* a short transport timeout if the model offers one; hardware-like otherwise */
+	setenv("RVXSIM_RETRY_TIMEOUT_MS", "500", 0);
+	l = ibv_get_device_list(&n);
+	if (l)
+		ibv_free_device_list(l);
+	if (n <= 0)
+		st_skip(ST_SKIP_NODEV);
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		alarm(60);
+		_exit(child(sv[1]));
+	}
+	close(sv[1]);
+
+	st_dev_open(&D, 0);
+	st_cq_create(&D, &scq, 32);
+	st_cq_create(&D, &rcq, 32);
+	st_qp_create(&D, &q, &scq, &rcq, &a);
+	st_mr_alloc(&D, &M, BUFSZ, ST_ACCESS_ALL);
+	st_addr_of(&D, &q, &me);
+	me.addr = (uintptr_t)M.buf;
+	me.rkey = M.mr->rkey;
+	REQUIRE(st_send_all(sv[0], &me, sizeof(me)) == 0);
+	REQUIRE(st_recv_all(sv[0], &peer, sizeof(peer)) == 0);
+	/* retry_cnt 7, rnr_retry 7 (infinite), timeout 14 */
+	st_qp_connect(&D, &q, &peer);
+	REQUIRE(st_recv_all(sv[0], &ch, 1) == 0);
+
+	/* The connection works while the peer lives. */
+	st_ctx = "alive";
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, peer.addr, peer.rkey);
+	st_wqe_inline(&w, "hello", 6);
+	i_w1 = st_post(&q, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+	if (ST_POLL(&scq, &c, 3000)) {
+		CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_REQ);
+		CHECK_EQ(st_cqe_wqe_counter(&c), i_w1);
+	}
+
+	/* Pending work: a SEND waiting for a receive that never comes. */
+	st_ctx = "pending";
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "ping", 4);
+	i_send = st_post(&q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	/* two more behind it, one unsignaled: errors complete anyway */
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, peer.addr + 64, peer.rkey);
+	st_wqe_inline(&w, "x", 1);
+	i_w2 = st_wqe_write(&q, &w, MLX5_OPCODE_RDMA_WRITE, 0, 0, 0);
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, peer.addr + 128, peer.rkey);
+	st_wqe_data(&w, 16, M.mr->lkey, M.buf);
+	i_read = st_wqe_write(&q, &w, MLX5_OPCODE_RDMA_READ, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_ring(&q, ST_RING_DB);
+	CHECK(st_cq_empty_for(&scq, 200));     /* RNR: nothing completes yet */
+
+	/* The peer dies. */
+	kill(pid, SIGKILL);
+	rc = st_wait_pid(pid, 5000);
+	CHECK_EQ(rc, 128 + SIGKILL);
+	t0 = st_now_ns();
+	poll_err(&scq, i_send, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, t0, "pending SEND");
+	poll_err(&scq, i_w2, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, t0, "unsignaled WRITE after it");
+	poll_err(&scq, i_read, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, t0, "READ after it");
+	st_note("peer death detected after %llu ms",
+		(unsigned long long)((st_now_ns() - t0) / 1000000));
+
+	/* New work on the dead QP is flushed at once. */
+	st_ctx = "after death";
+	{
+		uint16_t idx = st_post_nop(&q, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+		poll_err(&scq, idx, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, st_now_ns(), "NOP on the dead QP");
+	}
+
+	/* The survivor's other QPs keep working. */
+	st_ctx = "survivor";
+	{
+		struct st_qp_attr la = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+					 .max_recv_sge = 1, .max_inline = 32 };
+		struct st_addr aa, ba;
+		uint8_t *dst = (uint8_t *)M.buf + 4096;
+		uint16_t idx;
+
+		memset(&lp, 0, sizeof(lp));
+		st_cq_create(&D, &lp.acq, 32);
+		st_cq_create(&D, &lp.bcq, 32);
+		st_qp_create(&D, &lp.a, &lp.acq, &lp.acq, &la);
+		st_qp_create(&D, &lp.b, &lp.bcq, &lp.bcq, &la);
+		st_addr_of(&D, &lp.a, &aa);
+		st_addr_of(&D, &lp.b, &ba);
+		st_qp_connect(&D, &lp.a, &ba);
+		st_qp_connect(&D, &lp.b, &aa);
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, (uintptr_t)dst, M.mr->rkey);
+		st_wqe_inline(&w, "still alive", 12);
+		idx = st_post(&lp.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+		if (ST_POLL(&lp.acq, &c, 3000)) {
+			CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_REQ);
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+		}
+		CHECK(!memcmp(dst, "still alive", 12));
+		st_qp_destroy(&lp.a);
+		st_qp_destroy(&lp.b);
+		st_cq_destroy(&lp.acq);
+		st_cq_destroy(&lp.bcq);
+	}
+
+	st_ctx = "teardown";
+	st_qp_destroy(&q);
+	st_cq_destroy(&scq);
+	st_cq_destroy(&rcq);
+	st_mr_free(&M);
+	st_dev_close(&D);
+	st_exit();
+	return 0;
+}

@@ -1,0 +1,158 @@
+/*
+ * t_rnr: a SEND that finds no receive posted. With rnr_retry 7 (retry for
+ * ever) it completes once a receive is posted later; with rnr_retry 0 or 1 it
+ * fails with RNR_RETRY_EXC_ERR (0x16) and the QP flushes what follows.
+ */
+#include "simtest.h"
+
+static void run(uint8_t rnr_retry)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_pair P;
+	struct st_mr m;
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+	char b[200], ctx[64];
+	uint16_t idx, idx2;
+
+	snprintf(ctx, sizeof(ctx), "rnr_retry %u", rnr_retry);
+	st_ctx = ctx;
+	st_pair_open_ex(&P, &a, 32, rnr_retry);
+	st_mr_alloc(&P.d, &m, 4096, ST_ACCESS_ALL);
+
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "late receive", 13);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+	if (rnr_retry == 7) {
+		/* no receive yet: nothing completes for a while */
+		CHECK(st_cq_empty_for(&P.acq, 300));
+		CHECK(st_cq_empty_for(&P.brcq, 1));
+		st_post_recv1(&P.b, m.buf, 64, m.mr->lkey);
+		if (ST_POLL(&P.acq, &c, 5000)) {
+			CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ, "%s", st_cqe_str(&c, b, sizeof(b)));
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+		}
+		if (ST_POLL(&P.brcq, &c, 5000)) {
+			CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_RESP_SEND);
+			CHECK_EQ(be32toh(c.byte_cnt), 13);
+			if (st_cqe_format(&c) == 1)
+				CHECK(!memcmp(&c, "late receive", 13));
+			else
+				CHECK(!memcmp(m.buf, "late receive", 13));
+		}
+		/* and the QP is still fine */
+		idx2 = st_post_nop(&P.a, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+		if (ST_POLL(&P.acq, &c, 3000)) {
+			CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_REQ);
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx2);
+		}
+	} else {
+		uint64_t t0 = st_now_ns();
+		/* a WQE behind it is flushed */
+		idx2 = st_post_nop(&P.a, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+		if (ST_POLL(&P.acq, &c, 10000)) {
+			CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ_ERR &&
+			       st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR,
+			       "%s, expected RNR_RETRY_EXC_ERR", st_cqe_str(&c, b, sizeof(b)));
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+			CHECK_EQ(st_cqe_sop_qpn(&c) & 0xffffff, P.a.qpn);
+		}
+		if (ST_POLL(&P.acq, &c, 3000)) {
+			CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ_ERR &&
+			       st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+			       "%s, expected WR_FLUSH_ERR", st_cqe_str(&c, b, sizeof(b)));
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx2);
+		}
+		st_note("%s: failed after %llu ms", ctx, (unsigned long long)((st_now_ns() - t0) / 1000000));
+		/* the receiver saw nothing */
+		CHECK(st_cq_empty_for(&P.brcq, 10));
+
+		/* Recovery: both QPs through RESET (records zeroed, counters restart at 0)
+		 * and connected again; the same SEND then works. */
+		snprintf(ctx, sizeof(ctx), "rnr_retry %u: reset and reuse", rnr_retry);
+		{
+			struct ibv_qp_attr at;
+			struct st_addr aa, ba;
+
+			memset(&at, 0, sizeof(at));
+			at.qp_state = IBV_QPS_RESET;
+			CHECK_EQ(ibv_modify_qp(P.a.qp, &at, IBV_QP_STATE), 0);
+			CHECK_EQ(ibv_modify_qp(P.b.qp, &at, IBV_QP_STATE), 0);
+			CHECK_EQ(P.a.dv.dbrec[0], 0);
+			CHECK_EQ(P.a.dv.dbrec[1], 0);
+			CHECK_EQ(P.b.dv.dbrec[0], 0);
+			CHECK_EQ(P.b.dv.dbrec[1], 0);
+			P.a.pi = P.b.pi = 0;
+			P.a.rq_head = P.b.rq_head = 0;
+			P.a.bf_off = P.b.bf_off = 0;
+			st_addr_of(&P.d, &P.a, &aa);
+			st_addr_of(&P.d, &P.b, &ba);
+			st_qp_connect_ex(&P.d, &P.a, &ba, 7, rnr_retry, 14);
+			st_qp_connect_ex(&P.d, &P.b, &aa, 7, rnr_retry, 14);
+			st_post_recv1(&P.b, m.buf, 64, m.mr->lkey);
+			st_wqe_begin(&w);
+			st_wqe_inline(&w, "after reset", 12);
+			idx = st_post(&P.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+			CHECK_EQ(idx, 0);
+			if (ST_POLL(&P.acq, &c, 3000)) {
+				CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ, "%s", st_cqe_str(&c, b, sizeof(b)));
+				CHECK_EQ(st_cqe_wqe_counter(&c), 0);
+			}
+			if (ST_POLL(&P.brcq, &c, 3000)) {
+				CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_RESP_SEND);
+				CHECK_EQ(be32toh(c.byte_cnt), 12);
+			}
+		}
+	}
+	st_mr_free(&m);
+	st_pair_close(&P);
+	st_ctx = NULL;
+}
+
+/* A receive WQE written into the RQ but not counted in dbrec[0] is not there yet. */
+static void uncounted_receive(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_pair P;
+	struct st_mr m;
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+	struct mlx5_wqe_data_seg *slot;
+
+	st_ctx = "receive written, record not bumped";
+	st_pair_open_ex(&P, &a, 32, 7);
+	st_mr_alloc(&P.d, &m, 4096, ST_ACCESS_ALL);
+	slot = (struct mlx5_wqe_data_seg *)P.b.dv.rq.buf;
+	mlx5dv_set_data_seg(slot, 64, m.mr->lkey, (uintptr_t)m.buf);
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "early", 6);
+	st_post(&P.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	CHECKF(st_cq_empty_for(&P.brcq, 300), "a receive WQE was used before dbrec[0] counted it");
+	CHECK(st_cq_empty_for(&P.acq, 1));
+	/* now count it */
+	P.b.rq_head = 1;
+	st_to_device_barrier();
+	P.b.dv.dbrec[MLX5_RCV_DBR] = htobe32(1);
+	if (ST_POLL(&P.brcq, &c, 5000)) {
+		CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_RESP_SEND);
+		CHECK_EQ(be32toh(c.byte_cnt), 6);
+	}
+	if (ST_POLL(&P.acq, &c, 5000))
+		CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_REQ);
+	st_mr_free(&m);
+	st_pair_close(&P);
+	st_ctx = NULL;
+}
+
+int main(void)
+{
+	st_init("t_rnr", 40);
+	uncounted_receive();
+	run(7);
+	run(0);
+	run(1);
+	st_exit();
+	return 0;
+}

@@ -1,0 +1,434 @@
+/*
+ * t_verbs_path: the plain verbs path (the inline ibv_post_send, ibv_post_recv
+ * and ibv_poll_cq wrappers dispatching through ibv_context.ops) on a loopback
+ * pair: writes, reads, sends, atomics, and error statuses.
+ */
+#include "simtest.h"
+#include <poll.h>
+
+struct vq {
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+};
+
+static struct st_dev D;
+static struct vq A, B;
+static struct ibv_mr *LM, *RM;
+static uint8_t *lbuf, *rbuf;
+
+#define BUFSZ 65536
+
+static void vq_create(struct vq *q)
+{
+	struct ibv_qp_init_attr ia;
+
+	q->scq = ibv_create_cq(D.ctx, 64, NULL, NULL, 0);
+	q->rcq = ibv_create_cq(D.ctx, 64, NULL, NULL, 0);
+	REQUIRE(q->scq && q->rcq);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = q->scq;
+	ia.recv_cq = q->rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 32;
+	ia.cap.max_recv_wr = 32;
+	ia.cap.max_send_sge = 4;
+	ia.cap.max_recv_sge = 4;
+	ia.cap.max_inline_data = 64;
+	q->qp = ibv_create_qp(D.pd, &ia);
+	REQUIRE(q->qp != NULL);
+	CHECK(ia.cap.max_inline_data >= 64);
+}
+
+static void vq_connect(struct vq *q, struct vq *peer)
+{
+	struct st_qp tmp;
+	struct st_addr r;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.qp = q->qp;
+	memset(&r, 0, sizeof(r));
+	r.qpn = peer->qp->qp_num;
+	r.lid = D.port.lid;
+	memcpy(r.gid, D.gid.raw, 16);
+	st_qp_connect(&D, &tmp, &r);
+}
+
+/* Polls one work completion from cq within 3 s. */
+static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = st_now_ns() + 3000000000ull;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			break;
+		sched_yield();
+	} while (st_now_ns() < end);
+	return CHECKF(n == 1, "ibv_poll_cq returned %d", n);
+}
+
+static void expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op,
+		      uint32_t qpn, long len)
+{
+	struct ibv_wc wc;
+
+	if (!poll1(cq, &wc))
+		return;
+	CHECKF(wc.status == st, "status %d (%s), expected %d (%s)", wc.status, ibv_wc_status_str(wc.status),
+	       st, ibv_wc_status_str(st));
+	CHECK_EQ(wc.wr_id, wr_id);
+	CHECK_EQ(wc.qp_num, qpn);
+	if (st == IBV_WC_SUCCESS) {
+		CHECK_EQ(wc.opcode, op);
+		if (len >= 0)
+			CHECK_EQ(wc.byte_len, (unsigned long)len);
+	}
+}
+
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(qp, wr, &bad);
+	CHECKF(rc == 0, "ibv_post_send: %d", rc);
+	return rc;
+}
+
+int main(void)
+{
+	struct ibv_sge sg[4];
+	struct ibv_send_wr wr;
+	struct ibv_recv_wr rr, *badr;
+	struct ibv_wc wc;
+	int i;
+
+	st_init("t_verbs_path", 30);
+	st_dev_open(&D, 0);
+	vq_create(&A);
+	vq_create(&B);
+	vq_connect(&A, &B);
+	vq_connect(&B, &A);
+	lbuf = aligned_alloc(4096, BUFSZ);
+	rbuf = aligned_alloc(4096, BUFSZ);
+	REQUIRE(lbuf && rbuf);
+	memset(lbuf, 0, BUFSZ);
+	memset(rbuf, 0, BUFSZ);
+	LM = ibv_reg_mr(D.pd, lbuf, BUFSZ, ST_ACCESS_ALL);
+	RM = ibv_reg_mr(D.pd, rbuf, BUFSZ, ST_ACCESS_ALL);
+	REQUIRE(LM && RM);
+	CHECK(LM->lkey != RM->lkey);
+	CHECK(LM->addr == lbuf && LM->length == BUFSZ);
+
+	/* RDMA WRITE, gather of two SGEs */
+	st_ctx = "write";
+	for (i = 0; i < 4096; i++)
+		lbuf[i] = (uint8_t)(i * 7 + 3);
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 1000, LM->lkey };
+	sg[1] = (struct ibv_sge){ (uintptr_t)lbuf + 2000, 2000, LM->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 11;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 100;
+	wr.wr.rdma.rkey = RM->rkey;
+	post_send(A.qp, &wr);
+	expect_wc(A.scq, 11, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
+	CHECK(!memcmp(rbuf + 100, lbuf, 1000));
+	CHECK(!memcmp(rbuf + 1100, lbuf + 2000, 2000));
+
+	/* inline WRITE */
+	st_ctx = "write inline";
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 5, 50, 0 };
+	wr.wr_id = 12;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 8192;
+	post_send(A.qp, &wr);
+	expect_wc(A.scq, 12, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
+	CHECK(!memcmp(rbuf + 8192, lbuf + 5, 50));
+
+	/* RDMA READ */
+	st_ctx = "read";
+	for (i = 0; i < 3000; i++)
+		rbuf[16384 + i] = (uint8_t)(i ^ 0x5a);
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 16384, 3000, LM->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 13;
+	wr.sg_list = sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 16384;
+	wr.wr.rdma.rkey = RM->rkey;
+	post_send(A.qp, &wr);
+	expect_wc(A.scq, 13, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, A.qp->qp_num, 3000);
+	CHECK(!memcmp(lbuf + 16384, rbuf + 16384, 3000));
+
+	/* SEND with immediate into a posted receive */
+	st_ctx = "send/recv";
+	sg[1] = (struct ibv_sge){ (uintptr_t)rbuf + 24576, 4096, RM->lkey };
+	memset(&rr, 0, sizeof(rr));
+	rr.wr_id = 99;
+	rr.sg_list = &sg[1];
+	rr.num_sge = 1;
+	CHECK(ibv_post_recv(B.qp, &rr, &badr) == 0);
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 777, LM->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 14;
+	wr.sg_list = sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.imm_data = htobe32(0xabcdef01);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	post_send(A.qp, &wr);
+	expect_wc(A.scq, 14, IBV_WC_SUCCESS, IBV_WC_SEND, A.qp->qp_num, -1);
+	if (poll1(B.rcq, &wc)) {
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, 99);
+		CHECK_EQ(wc.opcode, IBV_WC_RECV);
+		CHECK_EQ(wc.byte_len, 777);
+		CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+		CHECK_EQ(wc.imm_data, htobe32(0xabcdef01));
+		CHECK_EQ(wc.qp_num, B.qp->qp_num);
+		CHECK_EQ(wc.src_qp, A.qp->qp_num);
+		if (!D.eth)
+			CHECK_EQ(wc.slid, D.port.lid);
+		CHECK(!memcmp(rbuf + 24576, lbuf, 777));
+	}
+
+	/* RDMA WRITE with immediate consumes a receive */
+	st_ctx = "write with imm";
+	CHECK(ibv_post_recv(B.qp, &rr, &badr) == 0);
+	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 64, LM->lkey };
+	wr.wr_id = 15;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htobe32(77);
+	wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 32768;
+	wr.wr.rdma.rkey = RM->rkey;
+	post_send(A.qp, &wr);
+	expect_wc(A.scq, 15, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
+	if (poll1(B.rcq, &wc)) {
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+		CHECK_EQ(wc.imm_data, htobe32(77));
+		CHECK_EQ(wc.byte_len, 64);
+	}
+	CHECK(!memcmp(rbuf + 32768, lbuf, 64));
+
+	/* Atomics */
+	st_ctx = "atomics";
+	{
+		uint64_t *tgt = (uint64_t *)(rbuf + 40960), *res = (uint64_t *)(lbuf + 40960);
+		*tgt = 100;
+		*res = 0;
+		sg[0] = (struct ibv_sge){ (uintptr_t)res, 8, LM->lkey };
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 16;
+		wr.sg_list = sg;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.atomic.remote_addr = (uintptr_t)tgt;
+		wr.wr.atomic.rkey = RM->rkey;
+		wr.wr.atomic.compare_add = 23;
+		post_send(A.qp, &wr);
+		expect_wc(A.scq, 16, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, A.qp->qp_num, 8);
+		CHECK_EQ(*res, 100);
+		CHECK_EQ(*tgt, 123);
+
+		wr.wr_id = 17;
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 123;
+		wr.wr.atomic.swap = 0x8000000000000001ull;
+		post_send(A.qp, &wr);
+		expect_wc(A.scq, 17, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, A.qp->qp_num, 8);
+		CHECK_EQ(*res, 123);
+		CHECK_EQ(*tgt, 0x8000000000000001ull);
+	}
+
+	/* A chain of unsignaled WRs followed by a signaled one: one completion. */
+	st_ctx = "chain";
+	{
+		struct ibv_send_wr ws[4], *bad = NULL;
+		struct ibv_sge s4[4];
+		memset(ws, 0, sizeof(ws));
+		for (i = 0; i < 4; i++) {
+			lbuf[48000 + i] = (uint8_t)(0x40 + i);
+			s4[i] = (struct ibv_sge){ (uintptr_t)lbuf + 48000 + i, 1, LM->lkey };
+			ws[i].wr_id = 20 + (uint64_t)i;
+			ws[i].sg_list = &s4[i];
+			ws[i].num_sge = 1;
+			ws[i].opcode = IBV_WR_RDMA_WRITE;
+			ws[i].send_flags = i == 3 ? IBV_SEND_SIGNALED : 0;
+			ws[i].wr.rdma.remote_addr = (uintptr_t)rbuf + 48000 + i;
+			ws[i].wr.rdma.rkey = RM->rkey;
+			ws[i].next = i < 3 ? &ws[i + 1] : NULL;
+		}
+		CHECK(ibv_post_send(A.qp, ws, &bad) == 0);
+		expect_wc(A.scq, 23, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
+		CHECK(!memcmp(rbuf + 48000, lbuf + 48000, 4));
+		CHECK_EQ(ibv_poll_cq(A.scq, 1, &wc), 0);
+	}
+
+	/* Errors: a bad rkey fails with REM_ACCESS_ERR; the next WR is flushed. */
+	st_ctx = "errors";
+	{
+		sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 16, LM->lkey };
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 30;
+		wr.sg_list = sg;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)rbuf;
+		wr.wr.rdma.rkey = RM->rkey + 0x100000;
+		post_send(A.qp, &wr);
+		expect_wc(A.scq, 30, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
+		wr.wr_id = 31;
+		wr.wr.rdma.rkey = RM->rkey;
+		{
+			struct ibv_send_wr *bad = NULL;
+			int rc = ibv_post_send(A.qp, &wr, &bad);
+			/* posting to a QP in ERR is allowed; the WR is flushed */
+			if (CHECKF(rc == 0, "ibv_post_send in ERR: %d", rc))
+				expect_wc(A.scq, 31, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
+		}
+		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_SUCCESS), "success"));
+		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error"));
+		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR), "Work Request Flushed Error"));
+		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR), "transport retry counter exceeded"));
+		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_RNR_RETRY_EXC_ERR), "RNR retry counter exceeded"));
+		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_LOC_PROT_ERR), "local protection error"));
+		/* the receive still posted on B (none left) and B itself is unaffected */
+	}
+
+	/* Local protection error on B->A: bad lkey. */
+	st_ctx = "local protection";
+	{
+		sg[0] = (struct ibv_sge){ (uintptr_t)rbuf, 16, RM->lkey ^ 0x3300 };
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 40;
+		wr.sg_list = sg;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)lbuf;
+		wr.wr.rdma.rkey = LM->rkey;
+		post_send(B.qp, &wr);
+		expect_wc(B.scq, 40, IBV_WC_LOC_PROT_ERR, IBV_WC_RDMA_WRITE, B.qp->qp_num, -1);
+	}
+
+	/* Completion events: a channel, an armed CQ, one event per arm. */
+	st_ctx = "events";
+	{
+		struct ibv_comp_channel *ch = ibv_create_comp_channel(D.ctx);
+		struct ibv_cq *ecq = NULL, *erq = NULL, *evcq = NULL;
+		struct vq E, F;
+		struct pollfd pfd;
+		void *evctx = NULL;
+		struct ibv_qp_init_attr ia;
+		int k;
+
+		REQUIRE(ch != NULL);
+		ecq = ibv_create_cq(D.ctx, 16, (void *)0x1234, ch, 0);
+		erq = ibv_create_cq(D.ctx, 16, (void *)0x5678, ch, 0);
+		REQUIRE(ecq && erq);
+		memset(&E, 0, sizeof(E));
+		memset(&F, 0, sizeof(F));
+		E.scq = ecq;
+		E.rcq = ecq;
+		F.scq = erq;
+		F.rcq = erq;
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = ia.recv_cq = ecq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+		E.qp = ibv_create_qp(D.pd, &ia);
+		ia.send_cq = ia.recv_cq = erq;
+		F.qp = ibv_create_qp(D.pd, &ia);
+		REQUIRE(E.qp && F.qp);
+		vq_connect(&E, &F);
+		vq_connect(&F, &E);
+		pfd.fd = ch->fd;
+		pfd.events = POLLIN;
+
+		for (k = 0; k < 3; k++) {
+			CHECK(ibv_req_notify_cq(ecq, 0) == 0);
+			CHECK_EQ(poll(&pfd, 1, 0), 0);     /* armed, nothing yet */
+			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 8, LM->lkey };
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = 50 + (uint64_t)k;
+			wr.sg_list = sg;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_RDMA_WRITE;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 50000;
+			wr.wr.rdma.rkey = RM->rkey;
+			post_send(E.qp, &wr);
+			if (!CHECKF(poll(&pfd, 1, 3000) == 1, "no completion event within 3 s (round %d)", k))
+				break;
+			CHECK(ibv_get_cq_event(ch, &evcq, &evctx) == 0);
+			CHECK(evcq == ecq);
+			CHECK(evctx == (void *)0x1234);
+			ibv_ack_cq_events(ecq, 1);
+			expect_wc(ecq, 50 + (uint64_t)k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, E.qp->qp_num, -1);
+			/* not re-armed: a second completion raises no event */
+			post_send(E.qp, &wr);
+			expect_wc(ecq, 50 + (uint64_t)k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, E.qp->qp_num, -1);
+			CHECK_EQ(poll(&pfd, 1, 50), 0);
+		}
+
+		/* Solicited-only arm on the receive side: only a SEND with SE wakes it. */
+		st_ctx = "solicited events";
+		CHECK(ibv_req_notify_cq(erq, 1) == 0);
+		for (k = 0; k < 2; k++) {
+			struct ibv_recv_wr r2, *b2;
+			struct ibv_sge rs = { (uintptr_t)rbuf + 52000, 64, RM->lkey };
+			memset(&r2, 0, sizeof(r2));
+			r2.wr_id = 60 + (uint64_t)k;
+			r2.sg_list = &rs;
+			r2.num_sge = 1;
+			CHECK(ibv_post_recv(F.qp, &r2, &b2) == 0);
+			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 8, LM->lkey };
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = 70 + (uint64_t)k;
+			wr.sg_list = sg;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			wr.send_flags = IBV_SEND_SIGNALED | (k ? IBV_SEND_SOLICITED : 0);
+			post_send(E.qp, &wr);
+			expect_wc(ecq, 70 + (uint64_t)k, IBV_WC_SUCCESS, IBV_WC_SEND, E.qp->qp_num, -1);
+			if (k == 0) {
+				expect_wc(erq, 60, IBV_WC_SUCCESS, IBV_WC_RECV, F.qp->qp_num, 8);
+				CHECKF(poll(&pfd, 1, 100) == 0, "event for an unsolicited SEND on a solicited-only arm");
+			} else {
+				if (CHECKF(poll(&pfd, 1, 3000) == 1, "no event for a solicited SEND")) {
+					CHECK(ibv_get_cq_event(ch, &evcq, &evctx) == 0);
+					CHECK(evcq == erq);
+					ibv_ack_cq_events(erq, 1);
+				}
+				expect_wc(erq, 61, IBV_WC_SUCCESS, IBV_WC_RECV, F.qp->qp_num, 8);
+			}
+		}
+		CHECK(ibv_destroy_qp(E.qp) == 0);
+		CHECK(ibv_destroy_qp(F.qp) == 0);
+		CHECK(ibv_destroy_cq(ecq) == 0);
+		CHECK(ibv_destroy_cq(erq) == 0);
+		CHECK(ibv_destroy_comp_channel(ch) == 0);
+	}
+
+	st_ctx = "teardown";
+	CHECK(ibv_destroy_qp(A.qp) == 0);
+	CHECK(ibv_destroy_qp(B.qp) == 0);
+	CHECK(ibv_destroy_cq(A.scq) == 0 && ibv_destroy_cq(A.rcq) == 0);
+	CHECK(ibv_destroy_cq(B.scq) == 0 && ibv_destroy_cq(B.rcq) == 0);
+	CHECK(ibv_dereg_mr(LM) == 0 && ibv_dereg_mr(RM) == 0);
+	st_dev_close(&D);
+	free(lbuf);
+	free(rbuf);
+	st_exit();
+	return 0;
+}

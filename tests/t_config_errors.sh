@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Every impossible configuration is an #error that says what to change: compile each one and
+# check that it fails with its message (and that the valid neighbours compile).
+set -u
+cd "$(dirname "$0")/.."
+CC=${CC:-cc}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+printf '#include <rvx/rvx.h>\nint main(void) { return 0; }\n' > "$tmp/plain.c"
+printf '#define RVX_AM_HANDLERS(X) X(A, a)\n#include <rvx/rvx.h>\nstatic void a(rvx_am_token_t *t, const uint64_t *g, unsigned n, void *p, size_t l) { (void)t; (void)g; (void)n; (void)p; (void)l; }\nint main(void) { return 0; }\n' > "$tmp/am.c"
+fails=0
+
+expect_error() { # file, message fragment, flags...
+  local f=$1 msg=$2; shift 2
+  if out=$($CC -std=c11 -Iinclude -fsyntax-only "$@" "$tmp/$f" 2>&1); then
+    echo "FAIL: built with $* (expected: $msg)"; fails=$((fails + 1))
+  elif ! grep -qF -- "$msg" <<<"$out"; then
+    echo "FAIL: $* failed without the message '$msg':"; echo "$out" | head -5; fails=$((fails + 1))
+  else
+    echo "ok: $* -> $msg"
+  fi
+}
+expect_ok() { # file, flags...
+  local f=$1; shift
+  if ! out=$($CC -std=c11 -Iinclude -Wall -Wextra -Werror -fsyntax-only "$@" "$tmp/$f" 2>&1); then
+    echo "FAIL: valid configuration $* did not build:"; echo "$out" | head -5; fails=$((fails + 1))
+  else
+    echo "ok: $* builds"
+  fi
+}
+
+expect_error plain.c "RVX_TL has an unknown value" -DRVX_TL=9
+expect_error plain.c "rc_mlx5 transport is not part of this release" -DRVX_TL=RVX_TL_RC_MLX5
+expect_error plain.c "dc_mlx5 transport is not part of this release" -DRVX_TL=RVX_TL_DC_MLX5
+expect_error plain.c "RVX_RNDV has an unknown value" -DRVX_RNDV=7
+expect_error plain.c "RVX_RNDV_THRESH must be a positive" -DRVX_RNDV_THRESH=0
+expect_error plain.c "RVX_AM=1 needs a handler table" -DRVX_AM=1
+expect_error am.c "RVX_AM_HANDLERS is defined but RVX_AM=0" -DRVX_AM=0
+expect_error plain.c "tag matching is not part of this release" -DRVX_TAG=1
+expect_error plain.c "RVX_AM_MAX_ARGS must be between 0 and 15" -DRVX_AM_MAX_ARGS=16
+expect_error plain.c "RVX_AM_MAX_MEDIUM must be at least 512" -DRVX_AM_MAX_MEDIUM=100
+expect_error plain.c "does not fit the shared-memory ring" -DRVX_AM_MAX_MEDIUM=9000
+expect_error plain.c "RVX_SHM_RING_SLOTS must be a power of two" -DRVX_SHM_RING_SLOTS=100
+expect_error plain.c "RVX_SHM_RING_SLOTS must be a power of two" -DRVX_SHM_RING_SLOTS=2048
+expect_error plain.c "RVX_PUT_SHORT_MAX must not exceed RVX_PUT_BCOPY_MAX" -DRVX_PUT_SHORT_MAX=64 -DRVX_PUT_BCOPY_MAX=32
+expect_error plain.c "exceeds what the transport can send inline" -DRVX_PUT_SHORT_MAX=128
+expect_error plain.c "the fabric header must define" '-DRVX_FABRIC=<stddef.h>'
+# the header must come first, or GNU/POSIX declarations are missing
+printf '#include <stdio.h>\n#include <rvx/rvx.h>\nint main(void) { return 0; }\n' > "$tmp/late.c"
+expect_error late.c "include <rvx/rvx.h> before system headers"
+
+expect_ok plain.c
+expect_ok am.c
+expect_ok plain.c -DRVX_RNDV=RVX_RNDV_PIPELINE -DRVX_RNDV_THRESH=65536
+expect_ok plain.c '-DRVX_FABRIC=<rvx/fabric/ib_hdr.h>'
+expect_ok am.c -DRVX_SHM_RING_SLOTS=1024 -DRVX_AM_MAX_MEDIUM=16000
+expect_ok late.c -D_GNU_SOURCE
+[ $fails -eq 0 ] && echo "all configuration checks behave" && exit 0
+exit 1

@@ -1,0 +1,83 @@
+/* t_peer_exit: rank 2 leaves abruptly, without finalizing. The survivors get a clear status from
+ * every call that depends on it, within a bounded time and without hanging, and keep working with
+ * each other: waiting for a reply from it, filling the ring to it, its endpoint's status and flush,
+ * a bootstrap barrier that can no longer complete, and finalize. */
+#define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong)
+#include <rvx/rvx.h>
+#include "testlib.h"
+
+static volatile int pongs;
+
+static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)p; (void)len;
+    T_OK(rvx_am_reply_short(t, RVX_AM_PONG, a, n));
+}
+
+static void on_pong(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    pongs++;
+}
+
+int main(int argc, char **argv)
+{
+    rvx_context_t *ctx;
+    rvx_worker_t *w;
+    rvx_ep_t *eps[3];
+    rvx_status_t st;
+    double t0;
+    int me, r, i;
+
+    t_spawn(argc, argv, 3, 120);
+    setenv("RVX_BOOT_TIMEOUT", "3", 1); /* how long a collective waits for the missing rank */
+    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
+    me = t_rank = rvx_rank(ctx);
+    for (r = 0; r < 3; r++) T_OK(rvx_ep_create(w, r, &eps[r]));
+    T_OK(rvx_barrier(ctx));
+    if (me == 2) _exit(0); /* gone, mid-run */
+
+    if (me == 0) {
+        uint64_t a = 1;
+        int flag = 0;
+        /* a request to the departed rank is accepted (it fits in the ring), its reply never comes */
+        T_OK(rvx_am_short(eps[2], RVX_AM_PING, &a, 1));
+        t0 = rvx__now_s();
+        st = rvx_wait_flag(w, eps[2], (volatile int *)&flag, -1);
+        T_CHECK(st == RVX_ERR_PEER_FAILED, "waiting for the reply: %s", rvx_status_str(st));
+        T_CHECK(rvx__now_s() - t0 < 10, "peer failure took %.1f s to notice", rvx__now_s() - t0);
+        /* keep sending: once the ring is full the answer is PEER_FAILED, never an endless busy */
+        for (i = 0; i < 100000; i++)
+            if ((st = rvx_am_short(eps[2], RVX_AM_PING, &a, 1)) != RVX_OK) break;
+        T_CHECK(st == RVX_ERR_PEER_FAILED, "sending to the departed rank: %s after %d sends",
+                rvx_status_str(st), i);
+        T_STATUS(rvx_ep_flush(eps[2]), RVX_ERR_PEER_FAILED);
+    } else {
+        /* rank 1 notices on its own within a bounded time */
+        t0 = rvx__now_s();
+        while (rvx_ep_status(eps[2]) == RVX_OK && rvx__now_s() - t0 < 10) usleep(1000);
+        T_STATUS(rvx_ep_status(eps[2]), RVX_ERR_PEER_FAILED);
+    }
+    T_STATUS(rvx_ep_status(eps[2]), RVX_ERR_PEER_FAILED);
+
+    /* the survivors keep talking: 1000 ping-pongs each way */
+    for (i = 0; i < 1000; i++) {
+        uint64_t a = (uint64_t)i;
+        int want = pongs + 1;
+        rvx_am_retry(w, st, rvx_am_short(eps[1 - me], RVX_AM_PING, &a, 1));
+        T_CHECK(st == RVX_OK, "ping %d: %s", i, rvx_status_str(st));
+        while (pongs < want) rvx_progress(w);
+    }
+    /* serve the other side's last pings before leaving the loop */
+    t0 = rvx__now_s();
+    while (rvx__now_s() - t0 < 0.2) rvx_progress(w);
+
+    /* a collective that needs rank 2 gives up after RVX_BOOT_TIMEOUT instead of hanging */
+    t0 = rvx__now_s();
+    T_STATUS(rvx_barrier(ctx), RVX_ERR_TIMED_OUT);
+    T_CHECK(rvx__now_s() - t0 < 8, "barrier took %.1f s to give up", rvx__now_s() - t0);
+    rvx_worker_destroy(w);
+    rvx_finalize(ctx);
+    printf("rank %d: rank 2's exit reported, survivors unaffected\n", me);
+    return t_exit();
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer (with leak checking) over the tests that exercise
+# the library's code paths, built with clang; any report fails the test.
+set -u
+cd "$(dirname "$0")/.."
+out=build/tests-asan
+mkdir -p "$out"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=67
+fails=0
+for t in t_unit t_rma t_atomics t_am t_flush t_bad_input t_peer_exit; do
+  if ! clang -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+       -fno-sanitize-recover=all -Wall -Wextra -Werror -Iinclude -o "$out/$t" "tests/$t.c"; then
+    echo "FAIL: $t does not build with sanitizers"; fails=$((fails + 1)); continue
+  fi
+  log="$out/$t.log"
+  if timeout 300 "$out/$t" >"$log" 2>&1; then
+    echo "ok: $t"
+  else
+    echo "FAIL: $t under sanitizers (log $log):"; grep -E "ERROR|runtime error|SUMMARY|FAIL" "$log" | head -10
+    fails=$((fails + 1))
+  fi
+done
+[ $fails -eq 0 ]
