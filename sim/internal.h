@@ -228,7 +228,7 @@ struct sim_dev {
 struct fabric_inbox;
 
 struct sim_ctx {
-	struct ibv_context ctx;
+	struct verbs_context vctx;   /* extended context; vctx.context is the ibv_context */
 	struct sim_dev *dev;
 	int index;
 	uint16_t lid;
@@ -254,7 +254,10 @@ struct sim_ctx {
 	struct remote_cache *remotes;
 };
 
-static inline struct sim_ctx *to_sctx(struct ibv_context *c) { return (struct sim_ctx *)c; }
+static inline struct sim_ctx *to_sctx(struct ibv_context *c)
+{
+	return (struct sim_ctx *)((char *)c - offsetof(struct sim_ctx, vctx.context));
+}
 static inline struct sim_qp *to_sqp(struct ibv_qp *q) { return (struct sim_qp *)q; }
 static inline struct sim_cq *to_scq(struct ibv_cq *c) { return (struct sim_cq *)c; }
 static inline struct sim_srq *to_ssrq(struct ibv_srq *s) { return (struct sim_srq *)s; }
@@ -263,6 +266,7 @@ static inline struct sim_srq *to_ssrq(struct ibv_srq *s) { return (struct sim_sr
 int engine_start(struct sim_ctx *sc);
 void engine_stop(struct sim_ctx *sc);
 void engine_kick(struct sim_ctx *sc);
+void engine_progress(struct sim_ctx *sc);
 void engine_qp_reset(struct sim_qp *qp);
 void engine_qp_to_err(struct sim_qp *qp);
 void engine_write_cqe(struct sim_cq *cq, const uint8_t cqe[64], bool se);
@@ -330,6 +334,8 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_i
 SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 					     struct ibv_comp_channel *ch, int vec,
 					     uint32_t cqe_size, bool ignore_overrun);
+SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
+						   struct ibv_cq_init_attr_ex *a, uint32_t cqe_size);
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
 

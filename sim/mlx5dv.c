@@ -180,22 +180,14 @@ SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ib
 					      struct mlx5dv_cq_init_attr *m)
 {
 	uint32_t size = 64;
-	struct ibv_cq *cq;
 
-	if (a->wc_flags & ~(uint64_t)(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
-				      IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
-				      IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
-				      IBV_WC_EX_WITH_DLID_PATH_BITS)) {
-		rvxsim_priv_unsupported("mlx5dv_create_cq(wc_flags)");
-		return NULL;
-	}
-	if (a->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) {
-		rvxsim_priv_unsupported("mlx5dv_create_cq(comp_mask)");
-		return NULL;
-	}
 	if (m) {
 		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
 			rvxsim_priv_unsupported("mlx5dv_create_cq(compressed CQE)");
+			return NULL;
+		}
+		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_FLAGS) {
+			rvxsim_priv_unsupported("mlx5dv_create_cq(flags)");
 			return NULL;
 		}
 		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
@@ -206,12 +198,7 @@ SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ib
 			size = m->cqe_size;
 		}
 	}
-	cq = rvxsim_priv_create_cq(ctx, a->cqe, a->channel, a->comp_vector, size,
-				   (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-				   (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN));
-	if (cq)
-		cq->cq_context = a->cq_context;
-	return (struct ibv_cq_ex *)cq;
+	return rvxsim_priv_create_cq_ex(ctx, a, size);
 }
 
 SIM_EXPORT int mlx5dv_set_context_attr(struct ibv_context *ctx, enum mlx5dv_set_ctx_attr_type type,

@@ -123,6 +123,10 @@ static void release_tab(int index)
 }
 
 static int poll_cq_op(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
+			      struct ibv_device_attr_ex *attr, size_t size);
+static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a);
+static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
 static int req_notify_op(struct ibv_cq *cq, int solicited);
 static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
@@ -131,6 +135,7 @@ static int post_srq_recv_op(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 {
 	struct sim_ctx *sc;
+	struct ibv_context *c;
 	int p[2];
 
 	pthread_once(&dev_once, devices_init);
@@ -141,15 +146,21 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	}
 	sc->dev = (struct sim_dev *)dev;
 	sc->index = sc->dev->index;
-	sc->ctx.device = dev;
-	sc->ctx.ops.poll_cq = poll_cq_op;
-	sc->ctx.ops.req_notify_cq = req_notify_op;
-	sc->ctx.ops.post_send = post_send_op;
-	sc->ctx.ops.post_recv = post_recv_op;
-	sc->ctx.ops.post_srq_recv = post_srq_recv_op;
-	sc->ctx.num_comp_vectors = 1;
-	sc->ctx.abi_compat = NULL;
-	pthread_mutex_init(&sc->ctx.mutex, NULL);
+	c = &sc->vctx.context;
+	c->device = dev;
+	c->ops.poll_cq = poll_cq_op;
+	c->ops.req_notify_cq = req_notify_op;
+	c->ops.post_send = post_send_op;
+	c->ops.post_recv = post_recv_op;
+	c->ops.post_srq_recv = post_srq_recv_op;
+	c->num_comp_vectors = 1;
+	/* an extended context: verbs_context precedes ibv_context, sz right before it */
+	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	sc->vctx.sz = sizeof(struct verbs_context);
+	sc->vctx.query_device_ex = query_device_ex_op;
+	sc->vctx.create_cq_ex = create_cq_ex_op;
+	sc->vctx.create_qp_ex = create_qp_ex_op;
+	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->next_qpn = 0x100 + sc->index * 0x10000;
 	sc->next_cqn = 0x400;
@@ -158,9 +169,9 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	if (pipe2(p, O_CLOEXEC) < 0)
 		goto fail;
 	fcntl(p[1], F_SETFL, O_NONBLOCK);
-	sc->ctx.async_fd = p[0];
+	c->async_fd = p[0];
 	sc->async_wfd = p[1];
-	sc->ctx.cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	pthread_mutex_lock(&tab_lock);
 	if (!qp_tabs[sc->index])
 		qp_tabs[sc->index] = calloc(QP_TAB_SIZE, sizeof(struct sim_qp *));
@@ -177,14 +188,14 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 		fabric_close(sc);
 		goto fail_tab;
 	}
-	return &sc->ctx;
+	return c;
 fail_tab:
 	release_tab(sc->index);
 fail_fd:
 	close(p[0]);
 	close(p[1]);
-	if (sc->ctx.cmd_fd >= 0)
-		close(sc->ctx.cmd_fd);
+	if (c->cmd_fd >= 0)
+		close(c->cmd_fd);
 fail:
 	free(sc);
 	errno = ENODEV;
@@ -645,6 +656,85 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 	sc->cqs = cq;
 	pthread_mutex_unlock(&sc->lock);
 	return &cq->cq;
+}
+
+SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
+						   struct ibv_cq_init_attr_ex *a, uint32_t cqe_size)
+{
+	struct ibv_cq *cq;
+	const uint64_t wc_ok = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+			       IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+			       IBV_WC_EX_WITH_DLID_PATH_BITS;
+
+	if (a->wc_flags & ~wc_ok) {
+		sim_unsupported("create_cq_ex(wc_flags: timestamps, flow tag, VLAN or TM)");
+		return NULL;
+	}
+	if (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
+		sim_unsupported("create_cq_ex(comp_mask)");
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (a->flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+				    IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = rvxsim_priv_create_cq(ctx, a->cqe, a->channel, a->comp_vector, cqe_size,
+				   (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+				   (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN));
+	if (cq)
+		cq->cq_context = a->cq_context;
+	return (struct ibv_cq_ex *)cq;
+}
+
+static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a)
+{
+	const char *s = getenv("MLX5_CQE_SIZE");
+	return rvxsim_priv_create_cq_ex(ctx, a, s && atoi(s) == 128 ? 128 : 64);
+}
+
+static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		sim_unsupported("ibv_create_qp_ex(IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: ibv_wr_* API)");
+		return NULL;
+	}
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+		sim_unsupported("ibv_create_qp_ex(comp_mask)");
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+		sim_unsupported("ibv_create_qp_ex(create_flags)");
+		return NULL;
+	}
+	/* ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr */
+	return rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, 0);
+}
+
+static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
+			      struct ibv_device_attr_ex *attr, size_t size)
+{
+	struct ibv_device_attr_ex ex;
+	int ret;
+
+	if (in && in->comp_mask)
+		return EINVAL;
+	if (size < sizeof(struct ibv_device_attr))
+		return EINVAL;
+	memset(&ex, 0, sizeof(ex));
+	ret = ibv_query_device(ctx, &ex.orig_attr);
+	if (ret)
+		return ret;
+	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
+	ex.phys_port_cnt_ex = 1;
+	ex.max_dm_size = 0;
+	memcpy(attr, &ex, MIN(size, sizeof(ex)));
+	return 0;
 }
 
 SIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -1345,9 +1435,10 @@ out:
 		}
 		atomic_thread_fence(memory_order_seq_cst);
 		qp->sw_bf_off ^= SIM_BF_SIZE;
-		engine_kick(qp->sc);
 	}
 	pthread_spin_unlock(&qp->sq_lock);
+	if (nreq)
+		engine_progress(qp->sc);
 	return err;
 }
 
@@ -1640,7 +1731,9 @@ static int poll_cq_op(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct sim_cq *cq = to_scq(ibcq);
 	struct sim_ctx *sc = to_sctx(ibcq->context);
 	int got = 0;
+	bool retried = false;
 
+again:
 	pthread_spin_lock(&cq->poll_lock);
 	while (got < n) {
 		uint8_t *e = cq->buf + (size_t)(cq->cons_index & (cq->cqe_cnt - 1)) * cq->cqe_size +
@@ -1741,9 +1834,14 @@ static int poll_cq_op(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	cq->dbrec[0] /* SET_CI */ = htobe32(cq->cons_index & 0xffffff);
 	/* The model's "hardware" needs a CPU: a poller that keeps finding nothing lets the engine
 	 * thread run now and then, which matters when cores are fewer than spinning threads. */
-	if (!got && (++cq->empty_polls & 15) == 0)
+	if (!got && (++cq->empty_polls & 63) == 0)
 		sched_yield();
 	pthread_spin_unlock(&cq->poll_lock);
+	if (!got && !retried) {
+		engine_progress(sc);
+		retried = true;
+		goto again;
+	}
 	return got;
 }
 

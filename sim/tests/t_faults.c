@@ -754,6 +754,35 @@ static int c_dereg_then_use(void)
 	return finish();
 }
 
+/* The peer deregistered the region: its old rkey is refused. */
+static int c_remote_dereg(void)
+{
+	struct st_mr x;
+	struct st_wqe w;
+	uint32_t rkey;
+	uintptr_t addr;
+	uint16_t idx;
+	int before;
+
+	setup();
+	sanity();
+	st_mr_alloc(&P.d, &x, 4096, ST_ACCESS_ALL);
+	rkey = x.mr->rkey;
+	addr = (uintptr_t)x.buf;
+	CHECK(ibv_dereg_mr(x.mr) == 0);
+	x.mr = NULL;
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, addr, rkey);
+	st_wqe_inline(&w, "stale", 6);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_RACC);
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)x.buf)[0] == 0);
+	free(x.buf);
+	return finish();
+}
+
 static int c_cq_overrun(void)
 {
 	struct st_dev *d;
@@ -985,6 +1014,7 @@ static const struct fcase cases[] = {
 	{ "pd_mismatch_local", c_pd_mismatch_local },
 	{ "pd_mismatch_remote", c_pd_mismatch_remote },
 	{ "dereg_then_use", c_dereg_then_use },
+	{ "remote_dereg", c_remote_dereg },
 	{ "cq_overrun", c_cq_overrun },
 	{ "modify_mask", c_modify_mask },
 	{ "transition", c_transition },

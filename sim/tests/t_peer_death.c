@@ -189,6 +189,42 @@ int main(void)
 		st_cq_destroy(&lp.bcq);
 	}
 
+	/* A peer QP destroyed in a live process: no responder, so the transport
+	 * retries run out (TRANSPORT_RETRY_EXC_ERR) and the rest is flushed. */
+	st_ctx = "peer QP destroyed";
+	{
+		struct st_qp_attr la = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+					 .max_recv_sge = 1, .max_inline = 32 };
+		struct st_cq c1, c2;
+		struct st_qp qa, qb;
+		struct st_addr aa, ba;
+		uint16_t i1, i2;
+
+		st_cq_create(&D, &c1, 32);
+		st_cq_create(&D, &c2, 32);
+		st_qp_create(&D, &qa, &c1, &c1, &la);
+		st_qp_create(&D, &qb, &c2, &c2, &la);
+		st_addr_of(&D, &qa, &aa);
+		st_addr_of(&D, &qb, &ba);
+		st_qp_connect(&D, &qa, &ba);
+		st_qp_connect(&D, &qb, &aa);
+		st_qp_destroy(&qb);
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, (uintptr_t)M.buf + 8192, M.mr->rkey);
+		st_wqe_inline(&w, "nobody", 7);
+		i1 = st_wqe_write(&qa, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+		i2 = st_wqe_write(&qa, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+		st_ring(&qa, ST_RING_DB);
+		t0 = st_now_ns();
+		poll_err(&c1, i1, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, t0, "WRITE to a destroyed QP");
+		poll_err(&c1, i2, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, t0, "WRITE after it");
+		CHECKF(memcmp((uint8_t *)M.buf + 8192, "nobody", 7) != 0,
+		       "data landed although the target QP no longer exists");
+		st_qp_destroy(&qa);
+		st_cq_destroy(&c1);
+		st_cq_destroy(&c2);
+	}
+
 	st_ctx = "teardown";
 	st_qp_destroy(&q);
 	st_cq_destroy(&scq);

@@ -146,9 +146,62 @@ static void uncounted_receive(void)
 	st_ctx = NULL;
 }
 
+/* Receives may be posted in INIT, before the QP is connected. */
+static void receive_in_init(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_dev d;
+	struct st_cq ac, ar, bc, br;
+	struct st_qp qa, qb;
+	struct st_addr aa, ba;
+	struct st_mr m;
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+
+	st_ctx = "receive posted in INIT";
+	st_dev_open(&d, 0);
+	st_cq_create(&d, &ac, 16);
+	st_cq_create(&d, &ar, 16);
+	st_cq_create(&d, &bc, 16);
+	st_cq_create(&d, &br, 16);
+	st_qp_create(&d, &qa, &ac, &ar, &a);
+	st_qp_create(&d, &qb, &bc, &br, &a);
+	st_mr_alloc(&d, &m, 4096, ST_ACCESS_ALL);
+	st_addr_of(&d, &qa, &aa);
+	st_addr_of(&d, &qb, &ba);
+	CHECK_EQ(st_qp_to_init(&d, &qb), 0);
+	st_post_recv1(&qb, m.buf, 64, m.mr->lkey);
+	CHECK_EQ(st_qp_to_rtr(&d, &qb, &aa), 0);
+	CHECK_EQ(st_qp_to_rts(&qb, 7, 0, 14), 0);
+	/* rnr_retry 0 on the sender: any missing receive would fail at once */
+	st_qp_connect_ex(&d, &qa, &ba, 7, 0, 14);
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "early bird", 11);
+	st_post(&qa, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+	if (ST_POLL(&ac, &c, 3000)) {
+		char b[200];
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ, "%s", st_cqe_str(&c, b, sizeof(b)));
+	}
+	if (ST_POLL(&br, &c, 3000)) {
+		CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_RESP_SEND);
+		CHECK_EQ(be32toh(c.byte_cnt), 11);
+	}
+	st_mr_free(&m);
+	st_qp_destroy(&qa);
+	st_qp_destroy(&qb);
+	st_cq_destroy(&ac);
+	st_cq_destroy(&ar);
+	st_cq_destroy(&bc);
+	st_cq_destroy(&br);
+	st_dev_close(&d);
+	st_ctx = NULL;
+}
+
 int main(void)
 {
 	st_init("t_rnr", 40);
+	receive_in_init();
 	uncounted_receive();
 	run(7);
 	run(0);

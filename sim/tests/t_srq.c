@@ -160,6 +160,36 @@ int main(void)
 		}
 	}
 
+	/* RDMA WRITE with immediate also takes an SRQ WQE (and writes nothing into it). */
+	st_ctx = "WRITE_IMM through the SRQ";
+	{
+		struct st_wqe w;
+		struct mlx5_cqe64 c;
+		uint32_t nidx = s.head;
+		struct st_sge g = { (uint8_t *)m.buf + (size_t)nidx * SLOT, SLOT, m.mr->lkey };
+		uint8_t *tgt = src.buf + 2048;
+
+		memset((void *)g.addr, 0x3c, 16);
+		st_srq_post(&s, &g, 1);
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, (uintptr_t)tgt, src.mr->rkey);
+		st_wqe_inline(&w, "imm", 4);
+		st_post(&a2, &w, MLX5_OPCODE_RDMA_WRITE_IMM, 0, MLX5_WQE_CTRL_CQ_UPDATE, htobe32(0x5150), ST_RING_BF);
+		if (ST_POLL(&ccq, &c, 3000))
+			CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_REQ);
+		if (ST_POLL(&brcq, &c, 3000)) {
+			CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_RESP_WR_IMM);
+			CHECK_EQ(st_cqe_wqe_counter(&c), nidx);
+			CHECK_EQ(c.imm_inval_pkey, htobe32(0x5150));
+			CHECK_EQ(be32toh(c.byte_cnt), 4);
+			CHECK_EQ(be32toh(c.flags_rqpn) & 0xffffff, a2.qpn);
+			if (!cqe_v1)
+				CHECK_EQ(be32toh(c.srqn_uidx) & 0xffffff, s.dv.srqn);
+		}
+		CHECK(!memcmp(tgt, "imm", 4));
+		CHECK(((uint8_t *)g.addr)[0] == 0x3c);
+	}
+
 	st_ctx = "teardown";
 	CHECK(st_cq_empty_for(&brcq, 10));
 	st_qp_destroy(&a);

@@ -277,6 +277,38 @@ static void phase_cas(struct side *s)
 	sync_peer(s);
 	if (s->parent)
 		CHECK_EQ(*lockw, 0xc0ffee);
+
+	/* 32-bit masked fetch-add across processes, next to a word that must not change */
+	st_ctx = s->parent ? "masked 32-bit (parent)" : "masked 32-bit (child)";
+	if (s->parent) {
+		uint32_t *w32 = (uint32_t *)at(s, OFF_CS + 128);
+		w32[0] = 0xfffffff0;
+		w32[1] = 0x01010101;
+	}
+	sync_peer(s);
+	if (!s->parent) {
+		struct st_wqe w;
+		struct mlx5_cqe64 c;
+		uint32_t *r32 = (uint32_t *)at(s, OFF_CS + 256);
+		int k;
+		for (k = 0; k < 20; k++) {
+			r32[0] = 0;
+			st_wqe_begin(&w);
+			st_wqe_raddr(&w, s->peer.addr + OFF_CS + 128, s->peer.rkey);
+			st_wqe_masked_fa32(&w, 1, 0);
+			st_wqe_data(&w, 4, s->m.mr->lkey, r32);
+			st_post(&s->q, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0,
+				ST_RING_BF);
+			if (poll_ok(&s->scq, MLX5_CQE_REQ, &c))
+				CHECK_EQ(r32[0], 0xfffffff0u + (uint32_t)k);
+		}
+	}
+	sync_peer(s);
+	if (s->parent) {
+		uint32_t *w32 = (uint32_t *)at(s, OFF_CS + 128);
+		CHECK_EQ(w32[0], 4);          /* 0xfffffff0 + 20 wraps in 32 bits */
+		CHECK_EQ(w32[1], 0x01010101);
+	}
 }
 
 /* 1 MiB each way by WRITE (in 4 SGEs) and by READ, concurrently from both sides. */
@@ -357,6 +389,79 @@ static void phase_pingpong(struct side *s)
 	sync_peer(s);
 }
 
+/*
+ * One-sided operations need nothing from the target's CPU: with the child
+ * stopped (SIGSTOP), the parent's WRITE, READ, atomic and even a SEND into a
+ * posted receive complete; the child finds the results when it resumes.
+ */
+#define OFF_STOP 1536000
+static pid_t child_pid;
+
+static void phase_stopped_peer(struct side *s)
+{
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+	uint8_t *p = at(s, OFF_STOP);
+	char b[200];
+	int k;
+
+	st_ctx = s->parent ? "stopped peer (parent)" : "stopped peer (child)";
+	if (!s->parent) {
+		uint64_t *ctr = (uint64_t *)(p + 4096);
+		memset(p, 0, 8192);
+		*ctr = 40;
+		sync_peer(s);              /* the parent stops us, works, resumes us */
+		sync_peer(s);
+		CHECKF(!memcmp(p, "written while stopped", 22), "WRITE to the stopped process missing");
+		CHECK_EQ(*ctr, 42);
+		/* receives complete in posting order: the ping-pong left NPING % 32 next */
+		if (poll_ok(&s->rcq, MLX5_CQE_RESP_SEND, &c)) {
+			CHECK_EQ(be32toh(c.byte_cnt), 5);
+			if (st_cqe_format(&c) == 0)
+				CHECK(!memcmp(at(s, OFF_RECV) + (NPING % 32) * 4096, "sleep", 5));
+		}
+		sync_peer(s);
+		return;
+	}
+	sync_peer(s);
+	kill(child_pid, SIGSTOP);
+	st_sleep_ms(50);
+	memset(p, 0, 8192);
+	for (k = 0; k < 512; k++)
+		p[k] = (uint8_t)k;
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, s->peer.addr + OFF_STOP, s->peer.rkey);
+	st_wqe_inline(&w, "written while stopped", 22);
+	st_wqe_write(&s->q, &w, MLX5_OPCODE_RDMA_WRITE, 0, 0, 0);
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, s->peer.addr + OFF_READ_SRC, s->peer.rkey);
+	st_wqe_data(&w, 4096, s->m.mr->lkey, p + 1024);
+	st_wqe_write(&s->q, &w, MLX5_OPCODE_RDMA_READ, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, s->peer.addr + OFF_STOP + 4096, s->peer.rkey);
+	st_wqe_atomic(&w, 2, 0);
+	st_wqe_data(&w, 8, s->m.mr->lkey, p + 6000);
+	st_wqe_write(&s->q, &w, MLX5_OPCODE_ATOMIC_FA, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "sleep", 5);
+	st_wqe_write(&s->q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_ring(&s->q, ST_RING_DB);
+	for (k = 0; k < 3; k++) {
+		if (!CHECKF(st_cq_poll(&s->scq, &c, 5000), "no completion %d while the peer is stopped", k))
+			break;
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ, "completion %d: %s", k, st_cqe_str(&c, b, sizeof(b)));
+	}
+	{
+		uint8_t want[4096];
+		pattern(want, 4096, 200);
+		CHECKF(!memcmp(p + 1024, want, 4096), "READ from the stopped process differs");
+		CHECK_EQ(*(uint64_t *)(p + 6000), 40);
+	}
+	kill(child_pid, SIGCONT);
+	sync_peer(s);
+	sync_peer(s);
+}
+
 static int run_side(struct side *s)
 {
 	side_setup(s);
@@ -366,6 +471,7 @@ static int run_side(struct side *s)
 	phase_atomics(s);
 	phase_cas(s);
 	phase_pingpong(s);
+	phase_stopped_peer(s);
 	st_ctx = "teardown";
 	st_qp_destroy(&s->q);
 	st_mr_free(&s->m);
@@ -414,6 +520,7 @@ int main(int argc, char **argv)
 		_exit(child_main(NULL));
 	}
 	close(sv[1]);
+	child_pid = pid;
 	memset(&ps, 0, sizeof(ps));
 	ps.sock = sv[0];
 	ps.parent = 1;

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# make bench: every measurement in one go, written to bench/RESULTS.md with the commands that
+# produced it. Counts (callgrind) are exact and repeatable; times depend on the machine's state,
+# so the comparison runs everything back to back and reports ratios from the same run.
+set -u
+cd "$(dirname "$0")/.."
+out=bench/RESULTS.md
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+echo "bench: instruction counts (callgrind)..."
+bench/icount.sh >"$tmp/icount" 2>&1
+echo "bench: latency and rate beside UCX (3 rounds)..."
+bench/compare.sh >"$tmp/compare" 2>&1
+echo "bench: whole-program timings (hyperfine)..."
+hyperfine -N --warmup 1 --runs 5 --export-markdown "$tmp/hyperfine.md" \
+  'build/bin/rvxrun -n 2 build/examples/pingpong 100000' \
+  'build/bin/rvxrun -n 4 build/examples/atomic_counter 100000' \
+  'build/bin/rvxrun -n 3 build/examples/hello_put' >"$tmp/hyperfine" 2>&1 || echo "(hyperfine failed)" >>"$tmp/hyperfine"
+if [ -x build/sim/bench_sim ]; then
+  echo "bench: rvxsim engine..."
+  timeout 300 make -s sim-bench >"$tmp/sim" 2>&1 || echo "(sim-bench failed)" >>"$tmp/sim"
+fi
+
+val() { awk -v k="$1" '$0 ~ "^"k" " { print $NF; exit }' "$2"; }
+verdict() { # value, op (le|ge), target
+  awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { if (v == "") { print "not measured"; exit }
+    ok = (op == "le") ? v <= t : v >= t; print (ok ? "met" : "missed") }'
+}
+put8=$(val "icount shm put8" "$tmp/icount"); prog=$(val "icount shm progress_idle" "$tmp/icount")
+am8=$(val "icount shm am_short8" "$tmp/icount")
+r_floor=$(val "ratio am_lat_vs_floor" "$tmp/compare"); r_ucx=$(val "ratio am_lat_vs_ucx_uct_am" "$tmp/compare")
+r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
+
+{
+  echo "# rvx benchmark results"
+  echo
+  echo "Produced by \`make bench\` (bench/run.sh) on $(date -u +%Y-%m-%d): $(nproc) cores,"
+  echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), Linux $(uname -r),"
+  echo "$(ucx_info -v 2>/dev/null | grep -m1 -o 'version=[0-9.]*' | sed 's/version=/UCX /')."
+  echo "Build: \`$(build/bench/icount_shm put8 1 2>/dev/null | sed 's/.*(\(.*\))/\1/')\`."
+  echo
+  echo "## Targets (issue: foundation)"
+  echo
+  echo "| figure | target | measured | verdict |"
+  echo "|---|---|---|---|"
+  echo "| shm put8 instructions | <= 15 | $put8 | $(verdict "$put8" le 15) |"
+  echo "| shm progress_idle instructions | <= 5 | $prog | $(verdict "$prog" le 5) |"
+  echo "| shm am_short8 send instructions | <= 30 | $am8 | $(verdict "$am8" le 30) |"
+  echo "| AM one-way latency / cache-line floor | <= 1.2 | $r_floor | $(verdict "$r_floor" le 1.2) |"
+  echo "| AM one-way latency / UCX UCT am_lat | < 1 | $r_ucx | $(verdict "$r_ucx" le 0.999) |"
+  echo "| 8-byte put rate / UCX ucp_put_bw | >= 2 | $r_put | $(verdict "$r_put" ge 2) |"
+  echo
+  echo "## Instructions per operation"
+  echo
+  echo "Command: \`make icount\` (bench/icount.sh: callgrind, only the operation's noinline wrapper"
+  echo "counted, run N and 2N times, difference / N). \`ref_put8\` is the floor: a hand-written"
+  echo "8-byte store into a mapping the program already has, with no checks."
+  echo
+  echo '```'; cat "$tmp/icount"; echo '```'
+  echo
+  echo "## Latency and message rate beside UCX"
+  echo
+  echo "Command: \`make compare\` (bench/compare.sh: floor_pingpong, rvx_lat and ucx_perftest over"
+  echo "shared memory, back to back, 3 rounds, medians). Latencies are one-way (half a round trip)."
+  echo
+  echo '```'; grep -v '^round ' "$tmp/compare"; echo '```'
+  echo
+  echo "## Whole programs"
+  echo
+  echo "Command: hyperfine over the examples (see bench/run.sh)."
+  echo
+  cat "$tmp/hyperfine.md" 2>/dev/null || cat "$tmp/hyperfine"
+  if [ -s "$tmp/sim" ]; then
+    echo
+    echo "## rvxsim"
+    echo
+    echo "Command: \`make sim-bench\`."
+    echo
+    echo '```'; cat "$tmp/sim"; echo '```'
+  fi
+} >"$out"
+echo "bench: written to $out"
+cat "$out"

@@ -1,0 +1,139 @@
+/* rvx_lat: the rvx side of `make compare`. Two ranks pinned to CPU 0 and 1.
+ *   - 8-byte active-message ping-pong (short AM, one 64-bit argument; the reply is sent from the
+ *     handler): one-way latency = time of a block of round trips / round trips / 2, median over
+ *     blocks                                                   -> "rvx am_lat_ns <x>"
+ *   - 8-byte put message rate: rank 0 puts to one location in rank 1's memory in a loop, with one
+ *     flush at the end (as ucx_perftest's ucp_put_bw does)     -> "rvx put_rate_mops <x>"
+ * Run directly; it starts its two ranks itself through rvxrun (build/bin/rvxrun).
+ *   rvx_lat [blocks] [round trips per block] [puts] */
+#define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong) X(STOP, on_stop)
+#include <rvx/rvx.h>
+
+#include <libgen.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+
+static volatile uint64_t pongs;
+static volatile int stop;
+
+static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)p; (void)len;
+    rvx_am_reply_short(t, RVX_AM_PONG, a, n);
+}
+
+static void on_pong(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    pongs++;
+}
+
+static void on_stop(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    stop = 1;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void self_launch(char **argv)
+{
+    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *args[16];
+    int i, k = 0;
+    if (n <= 0) exit(1);
+    exe[n] = 0;
+    strcpy(dir, exe);
+    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
+    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
+    args[k++] = (char *)"-t"; args[k++] = (char *)"120"; args[k++] = exe;
+    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    execv(run, args);
+    fprintf(stderr, "rvx_lat: cannot run %s\n", run);
+    exit(1);
+}
+
+int main(int argc, char **argv)
+{
+    int blocks = argc > 1 ? atoi(argv[1]) : 21;
+    long per = argc > 2 ? atol(argv[2]) : 20000, puts_n = argc > 3 ? atol(argv[3]) : 10000000, i;
+    rvx_context_t *ctx;
+    rvx_worker_t *w;
+    rvx_ep_t *ep;
+    rvx_mem_t *mem;
+    rvx_rkey_t rk;
+    unsigned char packed[RVX_RKEY_PACKED_SIZE], all[2][RVX_RKEY_PACKED_SIZE];
+    uint64_t addrs[2], mine;
+    cpu_set_t set;
+    double *lat;
+    int me, b;
+
+    if (!getenv("RVX_SIZE")) self_launch(argv);
+    if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
+    me = rvx_rank(ctx);
+    CPU_ZERO(&set);
+    CPU_SET(me, &set);
+    if (sched_setaffinity(0, sizeof(set), &set)) fprintf(stderr, "rvx_lat: rank %d not pinned\n", me);
+    if (rvx_ep_create(w, 1 - me, &ep) || rvx_mem_alloc(ctx, 4096, &mem)) return 1;
+    rvx_rkey_pack(mem, packed);
+    mine = (uint64_t)(uintptr_t)rvx_mem_addr(mem);
+    rvx_allgather(ctx, packed, sizeof(packed), all);
+    rvx_allgather(ctx, &mine, 8, addrs);
+    if (rvx_rkey_unpack(ep, all[1 - me], &rk)) return 1;
+    rvx_barrier(ctx);
+
+    if (me == 0) {
+        rvx_status_t st = RVX_OK;
+        double t0, best;
+        uint64_t x = 0;
+        lat = (double *)malloc(sizeof(double) * (size_t)blocks);
+        for (b = -1; b < blocks; b++) { /* block -1 warms up */
+            t0 = now_ns();
+            for (i = 0; i < per; i++) {
+                uint64_t want = pongs + 1;
+                rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
+                while (pongs != want) rvx_progress(w);
+            }
+            if (b >= 0) lat[b] = (now_ns() - t0) / (double)per / 2;
+        }
+        qsort(lat, (size_t)blocks, sizeof(double), cmp);
+        printf("# %s\n", rvx_config_string());
+        printf("rvx am_lat_ns %.1f\n", lat[blocks / 2]);
+        printf("# am one-way ns: min %.1f median %.1f max %.1f over %d blocks of %ld round trips\n",
+               lat[0], lat[blocks / 2], lat[blocks - 1], blocks, per);
+        /* put rate: best of 3 runs */
+        best = 0;
+        for (b = 0; b < 3; b++) {
+            t0 = now_ns();
+            for (i = 0; i < puts_n; i++) rvx_put(ep, &i, 8, addrs[1], &rk);
+            st = rvx_ep_flush(ep);
+            t0 = (double)puts_n / ((now_ns() - t0) / 1e3);
+            if (t0 > best) best = t0;
+        }
+        printf("rvx put_rate_mops %.1f\n", best);
+        rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_STOP, NULL, 0));
+        free(lat);
+    } else {
+        while (!stop) rvx_progress(w); /* serve pings, spinning: this is a latency test */
+    }
+    rvx_barrier(ctx);
+    rvx_rkey_release(&rk);
+    rvx_worker_destroy(w);
+    rvx_mem_dereg(mem);
+    rvx_finalize(ctx);
+    return 0;
+}
