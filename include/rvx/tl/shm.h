@@ -43,7 +43,9 @@
 #define RVX__SHM_RING_BYTES  (RVX__SHM_SLOT + RVX__SHM_NSLOTS * RVX__SHM_SLOT)
 #define RVX__SHM_SKIP        0xffffu
 #define RVX__SHM_MAGIC       0x7276785348u /* "rvxSH" */
+#ifndef RVX__SHM_RX_BATCH
 #define RVX__SHM_RX_BATCH    16
+#endif
 
 /* ---- types ---------------------------------------------------------------------------------- */
 

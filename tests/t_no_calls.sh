@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The proof is in the machine code: the benchmark wrappers of the fast-path operations, built at
+# -O2, contain no call and no indirect jump or call. Their cold halves (errors, full rings,
+# compiled into separate .cold blocks) may call; the path a successful operation takes may not.
+set -u
+cd "$(dirname "$0")/.."
+bin=build/bench/icount_shm
+[ -x $bin ] || { echo "FAIL: $bin not built (make)"; exit 1; }
+command -v objdump >/dev/null || { echo "FAIL: objdump missing (make deps installs binutils)"; exit 1; }
+fails=0
+for fn in bench_put8 bench_get8 bench_flush_idle bench_progress_idle bench_progress_live_empty \
+          bench_am_short8 bench_amo_add8; do
+  body=$(objdump -d --no-show-raw-insn "$bin" | awk -v f="<$fn>:" '$2 == f { on = 1; next } on && NF == 0 { exit } on')
+  if [ -z "$body" ]; then echo "FAIL: $fn not found in $bin"; fails=$((fails + 1)); continue; fi
+  bad=$(grep -E '\b(call|callq)\b|\bjmp[q]? +\*' <<<"$body")
+  n=$(grep -c . <<<"$body")
+  if [ -n "$bad" ]; then
+    echo "FAIL: $fn has a call or an indirect branch:"; echo "$bad"; fails=$((fails + 1))
+  else
+    echo "ok: $fn: $n instructions, no call, no indirect branch"
+  fi
+done
+[ $fails -eq 0 ]
