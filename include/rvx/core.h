@@ -39,7 +39,8 @@ typedef struct rvx__region {
 struct rvx_context {
     rvx__boot_t    boot;
     rvx__tl_ctx_t  tl;
-    unsigned       nworkers;
+    unsigned       nworkers, cap_workers;
+    rvx_worker_t **workers;                /* progressed while a collective waits */
     unsigned       nregions, cap_regions;  /* registered regions: long-AM targets are checked */
     rvx__region_t *regions;
 };
@@ -95,23 +96,49 @@ static inline void rvx_finalize(rvx_context_t *ctx)
     rvx__tl_ctx_fini(&ctx->tl);
     rvx__boot_fini(&ctx->boot);
     free(ctx->regions);
+    free(ctx->workers);
     free(ctx);
 }
 
 static inline int rvx_rank(const rvx_context_t *ctx) { return ctx->boot.rank; }
 static inline int rvx_size(const rvx_context_t *ctx) { return ctx->boot.size; }
 
-/* Out-of-band collectives over the bootstrap, for exchanging rkeys and addresses (slow). */
+RVX_INLINE int rvx_progress(rvx_worker_t *w);
+
+/* A bootstrap collective that keeps every worker of the context progressing while it waits, so
+ * that a rank still waiting for an answer from one already in the collective gets it. */
+RVX_COLD rvx_status_t rvx__ctx_gather(rvx_context_t *ctx, const void *mine, size_t len, void *all)
+{
+    unsigned spins = 0, i;
+    rvx_status_t st = rvx__boot_gather_start(&ctx->boot, mine, len, all);
+    if (st != RVX_OK) return st;
+    while ((st = rvx__boot_gather_test(&ctx->boot, len, all)) == RVX_INPROGRESS) {
+        int done = 0;
+        for (i = 0; i < ctx->nworkers; i++) done += rvx_progress(ctx->workers[i]);
+        if (done) spins = 0;
+        else rvx__backoff(&spins);
+    }
+    return st;
+}
+
+/* Out-of-band collectives over the bootstrap, for exchanging rkeys and addresses (slow). Every
+ * rank calls them in the same order; the context's workers are progressed while they wait. */
 static inline rvx_status_t rvx_allgather(rvx_context_t *ctx, const void *mine, size_t len, void *all)
 {
     if (!ctx || (!mine && len) || (!all && len)) return RVX_ERR_INVALID_PARAM;
-    return rvx__boot_allgather(&ctx->boot, mine, len, all);
+    return rvx__ctx_gather(ctx, mine, len, all);
 }
 
 static inline rvx_status_t rvx_barrier(rvx_context_t *ctx)
 {
+    char one = 1, *all;
+    rvx_status_t st;
     if (!ctx) return RVX_ERR_INVALID_PARAM;
-    return rvx__boot_barrier(&ctx->boot);
+    all = (char *)malloc((size_t)ctx->boot.size);
+    if (!all) return RVX_ERR_NO_MEMORY;
+    st = rvx__ctx_gather(ctx, &one, 1, all);
+    free(all);
+    return st;
 }
 
 /* ---- worker --------------------------------------------------------------------------------- */
@@ -135,12 +162,19 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     st = rvx__tl_iface_init(&w->iface, &ctx->tl, ctx->boot.rank, n);
     if (st != RVX_OK) goto fail;
     rvx__tl_iface_address(&w->iface, &mine);
-    st = rvx__boot_allgather(&ctx->boot, &mine, sizeof(mine), w->addrs);
+    if (ctx->nworkers == ctx->cap_workers) {
+        unsigned cap = ctx->cap_workers ? 2 * ctx->cap_workers : 4;
+        rvx_worker_t **ws = (rvx_worker_t **)realloc(ctx->workers, cap * sizeof(*ws));
+        if (!ws) { st = RVX_ERR_NO_MEMORY; rvx__tl_iface_fini(&w->iface); goto fail; }
+        ctx->workers = ws;
+        ctx->cap_workers = cap;
+    }
+    st = rvx__ctx_gather(ctx, &mine, sizeof(mine), w->addrs);
     if (st != RVX_OK) {
         rvx__tl_iface_fini(&w->iface);
         goto fail;
     }
-    ctx->nworkers++;
+    ctx->workers[ctx->nworkers++] = w;
     *wp = w;
     return RVX_OK;
 fail:
@@ -154,12 +188,16 @@ static inline void rvx_ep_destroy(rvx_ep_t *ep);
 
 static inline void rvx_worker_destroy(rvx_worker_t *w)
 {
+    rvx_context_t *ctx;
+    unsigned i;
     int r;
     if (!w) return;
-    for (r = 0; r < w->ctx->boot.size; r++)
+    ctx = w->ctx;
+    for (r = 0; r < ctx->boot.size; r++)
         if (w->eps[r]) rvx_ep_destroy(w->eps[r]);
     rvx__tl_iface_fini(&w->iface);
-    w->ctx->nworkers--;
+    for (i = 0; i < ctx->nworkers; i++)
+        if (ctx->workers[i] == w) ctx->workers[i] = ctx->workers[--ctx->nworkers];
     free(w->eps);
     free(w->addrs);
     free(w);

@@ -7,8 +7,9 @@
  * and optionally RVX_BOOT_TIMEOUT (seconds a collective waits for the others, default 60).
  * Without RVX_SIZE the process is rank 0 of 1.
  *
- * The whole bootstrap interface is these four calls; another bootstrap (PMIx) provides the same:
- *   rvx__boot_init, rvx__boot_allgather, rvx__boot_barrier, rvx__boot_fini.
+ * The whole bootstrap interface is these calls; another bootstrap (PMIx) provides the same:
+ *   rvx__boot_init, rvx__boot_gather_start, rvx__boot_gather_test, rvx__boot_allgather,
+ *   rvx__boot_barrier, rvx__boot_fini.
  * Collectives are called by every rank in the same order; each one is a numbered round of files
  * "<round>.<rank>", written under a temporary name and renamed so a reader never sees half. */
 #ifndef RVX_BOOT_LOCAL_H
@@ -24,8 +25,11 @@
 typedef struct rvx__boot {
     int      rank;
     int      size;
-    unsigned round;
+    unsigned round;        /* collectives started so far */
     int      timeout_s;
+    unsigned cur_round;    /* the collective under way: its round, next rank to read, deadline */
+    int      cur_next;
+    double   cur_deadline;
     char     dir[256];
 } rvx__boot_t;
 
@@ -86,46 +90,65 @@ RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
     return RVX_OK;
 }
 
-/* Everyone's `len` bytes, in rank order, into `all` (size * len bytes). */
-RVX_COLD rvx_status_t rvx__boot_allgather(rvx__boot_t *b, const void *mine, size_t len, void *all)
+/* A collective in two halves, so a caller can progress communication while it waits:
+ * rvx__boot_gather_start publishes this rank's `len` bytes; rvx__boot_gather_test collects the
+ * others' into `all` (size * len bytes, rank order) as they appear and returns RVX_OK once all are
+ * there, RVX_INPROGRESS before, RVX_ERR_TIMED_OUT after RVX_BOOT_TIMEOUT seconds. */
+RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, size_t len, void *all)
 {
     char path[320], tmp[320];
-    unsigned round = b->round++;
-    double deadline;
-    int r, fd;
-
-    if (b->size == 1) { memcpy(all, mine, len); return RVX_OK; }
-    snprintf(path, sizeof(path), "%s/%u.%d", b->dir, round, b->rank);
-    snprintf(tmp, sizeof(tmp), "%s/.%u.%d.tmp", b->dir, round, b->rank);
+    int fd;
+    b->cur_round = b->round++;
+    b->cur_next = 0;
+    b->cur_deadline = rvx__now_s() + b->timeout_s;
+    if (b->size == 1) { memcpy(all, mine, len); b->cur_next = 1; return RVX_OK; }
+    snprintf(path, sizeof(path), "%s/%u.%d", b->dir, b->cur_round, b->rank);
+    snprintf(tmp, sizeof(tmp), "%s/.%u.%d.tmp", b->dir, b->cur_round, b->rank);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || write(fd, mine, len) != (ssize_t)len || close(fd) || rename(tmp, path)) {
         rvx__log("bootstrap: cannot write %s: %s", path, strerror(errno));
         if (fd >= 0) close(fd);
         return RVX_ERR_IO;
     }
-    deadline = rvx__now_s() + b->timeout_s;
-    for (r = 0; r < b->size; r++) {
-        unsigned spins = 0;
+    return RVX_OK;
+}
+
+RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *all)
+{
+    char path[320];
+    while (b->cur_next < b->size) {
+        int fd;
         ssize_t got;
-        snprintf(path, sizeof(path), "%s/%u.%d", b->dir, round, r);
-        while ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-            if (rvx__now_s() > deadline) {
-                rvx__log("bootstrap: rank %d waited %d s for rank %d (round %u) and gives up; "
-                         "is every rank running? (RVX_BOOT_TIMEOUT sets the wait)",
-                         b->rank, b->timeout_s, r, round);
-                return RVX_ERR_TIMED_OUT;
-            }
-            rvx__backoff(&spins);
+        snprintf(path, sizeof(path), "%s/%u.%d", b->dir, b->cur_round, b->cur_next);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (rvx__now_s() <= b->cur_deadline) return RVX_INPROGRESS;
+            rvx__log("bootstrap: rank %d waited %d s for rank %d (round %u) and gives up; "
+                     "is every rank running? (RVX_BOOT_TIMEOUT sets the wait)",
+                     b->rank, b->timeout_s, b->cur_next, b->cur_round);
+            return RVX_ERR_TIMED_OUT;
         }
-        got = read(fd, (char *)all + (size_t)r * len, len);
+        got = read(fd, (char *)all + (size_t)b->cur_next * len, len);
         close(fd);
         if (got != (ssize_t)len) {
             rvx__log("bootstrap: rank %d published %zd bytes in round %u, expected %zu "
-                     "(ranks of one job must run the same build)", r, got, round, len);
+                     "(ranks of one job must run the same build)", b->cur_next, got,
+                     b->cur_round, len);
             return RVX_ERR_BAD_MESSAGE;
         }
+        b->cur_next++;
     }
     return RVX_OK;
+}
+
+/* Blocking form, for set-up where there is nothing to progress. */
+RVX_COLD rvx_status_t rvx__boot_allgather(rvx__boot_t *b, const void *mine, size_t len, void *all)
+{
+    unsigned spins = 0;
+    rvx_status_t st = rvx__boot_gather_start(b, mine, len, all);
+    if (st != RVX_OK) return st;
+    while ((st = rvx__boot_gather_test(b, len, all)) == RVX_INPROGRESS) rvx__backoff(&spins);
+    return st;
 }
 
 RVX_COLD rvx_status_t rvx__boot_barrier(rvx__boot_t *b)
