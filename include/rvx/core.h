@@ -405,25 +405,30 @@ static inline rvx_status_t rvx_wait_flag(rvx_worker_t *w, rvx_ep_t *ep, const vo
     return RVX_OK;
 }
 
+/* The final status of a non-blocking call: st itself, or, if it was RVX_INPROGRESS, what req
+ * completes with (progressing w meanwhile). Mark req pending before the call:
+ *     rvx_request_t req; rvx_request_init(&req);
+ *     st = rvx_complete(w, rvx_get(ep, buf, len, raddr, &rkey, &req), &req); */
+static inline void rvx_request_init(rvx_request_t *req) { req->status = RVX_INPROGRESS; }
+
+static inline rvx_status_t rvx_complete(rvx_worker_t *w, rvx_status_t st, rvx_request_t *req)
+{
+    return st == RVX_INPROGRESS ? rvx_wait(w, req) : st;
+}
+
 /* Blocking flush of an endpoint / of every endpoint of a worker. */
 static inline rvx_status_t rvx_ep_flush(rvx_ep_t *ep)
 {
     rvx_request_t req;
-    rvx_status_t st;
-    req.status = RVX_INPROGRESS;
-    st = rvx_ep_flush_nb(ep, &req);
-    if (st != RVX_INPROGRESS) return st;
-    return rvx_wait(ep->worker, &req);
+    rvx_request_init(&req);
+    return rvx_complete(ep->worker, rvx_ep_flush_nb(ep, &req), &req);
 }
 
 static inline rvx_status_t rvx_worker_flush(rvx_worker_t *w)
 {
     rvx_request_t req;
-    rvx_status_t st;
-    req.status = RVX_INPROGRESS;
-    st = rvx_worker_flush_nb(w, &req);
-    if (st != RVX_INPROGRESS) return st;
-    return rvx_wait(w, &req);
+    rvx_request_init(&req);
+    return rvx_complete(w, rvx_worker_flush_nb(w, &req), &req);
 }
 
 /* Report a kind of bad input once per worker (it is always counted). */
