@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sched.h>
+#include <time.h>
 
 #define RNR_SYND 0xff   /* NAK syndrome meaning "receiver not ready" (wire only) */
 
@@ -206,24 +207,36 @@ void engine_qp_reset(struct sim_qp *qp)
 	qp->rx_active = false;
 	qp->rd_active = false;
 	qp->bad = 0;
+	qp->rx_dead = false;
+	memset(qp->atom_cache, 0, sizeof(qp->atom_cache));
 	qp->poisoned = false;
+	qp->db_dead = false;
+	/* The registers are the model's own memory (the application only writes them): clear them,
+	 * so that the first doorbell after RESET differs from whatever was there before. */
+	memset(qp->bf, 0, 2 * SIM_BF_SIZE);
 	for (int h = 0; h < 2; h++) {
 		qp->bf_pend[h] = false;
-		memcpy(qp->bf_shadow[h], qp->bf + h * SIM_BF_SIZE, SIM_BF_SIZE);
-		qp->bf_last[h] = *(uint64_t *)(qp->bf + h * SIM_BF_SIZE);
+		memset(qp->bf_shadow[h], 0, SIM_BF_SIZE);
+		qp->bf_last[h] = 0;
 	}
 }
 
 /* ------------------------------------------------------------------ memory access checks */
 
-static void *mr_ptr(struct sim_ctx *sc, uint32_t key, uint64_t addr, uint64_t len, int need,
+/* The memory a key names, if [addr, addr+len) is inside its region, the region belongs to the
+ * QP's protection domain, and its access flags include need. */
+static void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
 		    const char **why)
 {
-	struct sim_mr *m = sim_mr_lookup(sc, key);
+	struct sim_mr *m = sim_mr_lookup(qp->sc, key);
 
 	*why = "";
 	if (!m) {
 		*why = "key not registered";
+		return NULL;
+	}
+	if (m->mr.pd != qp->qp.pd) {
+		*why = "memory region of another protection domain";
 		return NULL;
 	}
 	if (addr < m->iova || len > m->length || addr - m->iova > m->length - len) {
@@ -240,8 +253,9 @@ static void *mr_ptr(struct sim_ctx *sc, uint32_t key, uint64_t addr, uint64_t le
 /* ------------------------------------------------------------------ WQE decoding */
 
 struct wsge {
-	uint64_t addr;
+	uint64_t addr;         /* data: the address; inline: offset of the payload in wqe.b */
 	uint32_t len, lkey;
+	bool inl;
 };
 
 struct wqe {
@@ -293,6 +307,13 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 	}
 	if (w->ds == 0 || first[7] > 0x3f) {
 		snprintf(whybuf, whylen, "DS %u is zero or too large", first[7]);
+		*why = whybuf;
+		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	}
+	/* [inferred] a WQE larger than the size the QP was created for is rejected */
+	if (w->ds * 16u > qp->max_wqe_bytes) {
+		snprintf(whybuf, whylen, "DS %u is larger than this QP's largest WQE (%u bytes)", w->ds,
+			 qp->max_wqe_bytes);
 		*why = whybuf;
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
@@ -390,48 +411,54 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 		}
 		off += segsz;
 	}
-	/* data: one inline segment, or data segments */
-	if (off < end) {
-		uint32_t bc = be32toh(*(__be32 *)(w->b + off));
-		if (bc & MLX5_INLINE_SEG) {
-			w->inl = true;
-			w->inl_len = bc & ~MLX5_INLINE_SEG;
-			if (w->opcode == MLX5_OPCODE_RDMA_READ || w->asize) {
-				snprintf(whybuf, whylen, "inline segment in %s", opname(w->opcode));
-				*why = whybuf;
-				return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-			}
-			if (w->inl_len > qp->max_inline) {
-				snprintf(whybuf, whylen, "inline length %u over max_inline_data %u",
-					 w->inl_len, qp->max_inline);
-				*why = whybuf;
-				return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-			}
-			if (off + ALIGN_UP(4 + w->inl_len, 16) != end) {
-				snprintf(whybuf, whylen, "inline length %u does not match DS %u",
-					 w->inl_len, w->ds);
-				*why = whybuf;
-				return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-			}
-			w->total = w->inl_len;
-			w->nsge = 0;
-			/* payload bytes stay in w->b at off + 4 */
-			w->sge[0].addr = off + 4;
-		} else {
-			for (; off < end; off += 16) {
-				struct mlx5_wqe_data_seg *d = (void *)(w->b + off);
-				uint32_t len = be32toh(d->byte_count);
-				struct wsge *g = &w->sge[w->nsge++];
+	/* data: inline segments and data segments, in any order (e.g. an inline header followed by
+	 * pointers to the payload), gathered in the order they appear */
+	{
+		uint32_t inl_total = 0;
+		while (off < end) {
+			uint32_t bc = be32toh(*(__be32 *)(w->b + off));
+			struct wsge *g = &w->sge[w->nsge++];
+			memset(g, 0, sizeof(*g));
+			if (bc & MLX5_INLINE_SEG) {
+				uint32_t len = bc & ~MLX5_INLINE_SEG;
+				if (w->opcode == MLX5_OPCODE_RDMA_READ || w->asize) {
+					snprintf(whybuf, whylen, "inline segment in %s", opname(w->opcode));
+					*why = whybuf;
+					return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+				}
+				inl_total += len;
+				if (len > qp->max_inline || inl_total > qp->max_inline) {
+					snprintf(whybuf, whylen, "inline length %u over max_inline_data %u",
+						 inl_total, qp->max_inline);
+					*why = whybuf;
+					return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+				}
+				if (off + ALIGN_UP(4 + len, 16) > end) {
+					snprintf(whybuf, whylen, "inline length %u does not fit DS %u", len,
+						 w->ds);
+					*why = whybuf;
+					return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+				}
+				g->inl = true;
+				g->addr = off + 4;     /* payload bytes stay in w->b */
 				g->len = len;
+				w->inl = true;
+				w->inl_len += len;
+				w->total += len;
+				off += ALIGN_UP(4 + len, 16);
+			} else {
+				struct mlx5_wqe_data_seg *d = (void *)(w->b + off);
+				g->len = bc;
 				g->lkey = be32toh(d->lkey);
 				g->addr = be64toh(d->addr);
-				if (len == 0) {
+				if (bc == 0) {
 					snprintf(whybuf, whylen, "data segment %u has byte_count 0 "
 						 "(hardware reads that as 2 GiB)", w->nsge - 1);
 					*why = whybuf;
 					return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 				}
-				w->total += len;
+				w->total += bc;
+				off += 16;
 			}
 		}
 	}
@@ -451,7 +478,9 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 	for (uint32_t i = 0; i < w->nsge; i++) {
 		const char *m;
 		int need = (w->opcode == MLX5_OPCODE_RDMA_READ || w->asize) ? IBV_ACCESS_LOCAL_WRITE : 0;
-		if (!mr_ptr(qp->sc, w->sge[i].lkey, w->sge[i].addr, w->sge[i].len, need, &m)) {
+		if (w->sge[i].inl)
+			continue;
+		if (!mr_ptr(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].len, need, &m)) {
 			snprintf(whybuf, whylen, "data segment %u: lkey 0x%x addr 0x%llx len %u: %s%s", i,
 				 w->sge[i].lkey, (unsigned long long)w->sge[i].addr, w->sge[i].len, m,
 				 sim_mr_lookup(qp->sc, w->sge[i].lkey) ? "" :
@@ -476,11 +505,13 @@ static void trace_wqe(struct sim_qp *qp, const struct wqe *w)
 		sim_trace("    atomic size %u op 0x%llx 0x%llx 0x%llx 0x%llx", w->asize,
 			  (unsigned long long)w->op[0], (unsigned long long)w->op[1],
 			  (unsigned long long)w->op[2], (unsigned long long)w->op[3]);
-	if (w->inl)
-		sim_trace("    inline len %u", w->inl_len);
-	for (uint32_t i = 0; i < w->nsge; i++)
-		sim_trace("    data lkey 0x%x addr 0x%llx len %u", w->sge[i].lkey,
-			  (unsigned long long)w->sge[i].addr, w->sge[i].len);
+	for (uint32_t i = 0; i < w->nsge; i++) {
+		if (w->sge[i].inl)
+			sim_trace("    inline len %u", w->sge[i].len);
+		else
+			sim_trace("    data lkey 0x%x addr 0x%llx len %u", w->sge[i].lkey,
+				  (unsigned long long)w->sge[i].addr, w->sge[i].len);
+	}
 }
 
 /* ------------------------------------------------------------------ requester */
@@ -490,17 +521,18 @@ static struct sq_rec *rec_at(struct sim_qp *qp, uint32_t i)
 	return &qp->out[i % SIM_MAX_OUTSTANDING];
 }
 
-static uint64_t transport_timeout_ns(struct sim_qp *qp)
+/* One attempt of the transport timer: the local ACK timeout (4.096 us << timeout), kept between
+ * 25 ms (a busy machine must not look like a lost packet too often) and RVXSIM_RETRY_TIMEOUT_MS
+ * divided by the attempts, so that a dead peer is declared within that bound. */
+static uint64_t retry_interval_ns(struct sim_qp *qp)
 {
-	uint64_t cap = (uint64_t)sim_env.retry_timeout_ms * 1000000ull;
-	uint64_t t;
+	uint64_t cap = (uint64_t)sim_env.retry_timeout_ms * 1000000ull / (qp->attr.retry_cnt + 1u);
+	uint64_t t = qp->attr.timeout == 0 || qp->attr.timeout > 31 ? cap :
+		     4096ull << qp->attr.timeout;
 
-	if (qp->attr.timeout == 0 || qp->attr.timeout > 31)
-		return cap;
-	t = (4096ull << qp->attr.timeout) * (qp->attr.retry_cnt + 1u);
-	if (t < 200000000ull)
-		t = 200000000ull;   /* the model's floor: a busy machine must not look like a dead peer */
-	return MIN(t, cap);
+	if (t < 25000000ull)
+		t = 25000000ull;
+	return MIN(t, MAX(cap, 25000000ull));
 }
 
 static uint64_t rnr_timer_ns(uint32_t code)
@@ -573,14 +605,14 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 		synd = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		why = NULL;
 	}
-	if (sim_env.trace && !synd)
-		trace_wqe(qp, &w);
 	/* a fence waits for every earlier READ/atomic to complete (strict ordering covers the rest) */
 	if (!synd && (w.fm_ce_se & 0xe0) && qp->out_tail != qp->out_head) {
 		for (uint32_t i = qp->out_tail; i != qp->out_head; i++)
 			if (!rec_at(qp, i)->done)
 				return 0;
 	}
+	if (sim_env.trace && !synd)
+		trace_wqe(qp, &w);
 	r = rec_at(qp, qp->out_head);
 	memset(r, 0, offsetof(struct sq_rec, sge));
 	r->idx = w.idx;
@@ -631,13 +663,16 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 		h->type = (w.opcode == MLX5_OPCODE_SEND || w.opcode == MLX5_OPCODE_SEND_IMM) ? PKT_SEND
 											     : PKT_WRITE;
 		qp->tx_data = malloc(MAX(w.total, 1u));
-		if (w.inl) {
-			memcpy(qp->tx_data, w.b + w.sge[0].addr, w.inl_len);
-		} else {
+		if (!qp->tx_data) {
+			sim_log("rvxsim: out of memory for a %u-byte message", w.total);
+			abort();
+		}
+		{
 			uint32_t o = 0;
 			for (uint32_t i = 0; i < w.nsge; i++) {
 				const char *m;
-				void *src = mr_ptr(sc, w.sge[i].lkey, w.sge[i].addr, w.sge[i].len, 0, &m);
+				const void *src = w.sge[i].inl ? (const void *)(w.b + w.sge[i].addr) :
+					mr_ptr(qp, w.sge[i].lkey, w.sge[i].addr, w.sge[i].len, 0, &m);
 				memcpy(qp->tx_data + o, src, w.sge[i].len);
 				o += w.sge[i].len;
 			}
@@ -660,7 +695,7 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 		r->nsge = w.nsge;
 		for (uint32_t i = 0; i < w.nsge; i++) {
 			const char *m;
-			r->sge[i].addr = (uintptr_t)mr_ptr(sc, w.sge[i].lkey, w.sge[i].addr, w.sge[i].len,
+			r->sge[i].addr = (uintptr_t)mr_ptr(qp, w.sge[i].lkey, w.sge[i].addr, w.sge[i].len,
 							   IBV_ACCESS_LOCAL_WRITE, &m);
 			r->sge[i].len = w.sge[i].len;
 		}
@@ -758,6 +793,7 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 		return;
 	switch (p->type) {
 	case PKT_ACK:
+		qp->retry_left = qp->attr.retry_cnt;
 		ack_below(qp, p->seq + 1);
 		if ((int32_t)(p->seq - qp->rnr_seq) >= 0)
 			qp->rnr_left = qp->attr.rnr_retry;
@@ -798,6 +834,7 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 		rec_done(qp, r, p->syndrome);
 		break;
 	case PKT_READ_RESP:
+		qp->retry_left = qp->attr.retry_cnt;
 		ack_below(qp, p->seq);
 		r = rec_by_seq(qp, p->seq);
 		if (!r || r->done)
@@ -809,6 +846,7 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 		}
 		break;
 	case PKT_ATOMIC_RESP:
+		qp->retry_left = qp->attr.retry_cnt;
 		ack_below(qp, p->seq);
 		r = rec_by_seq(qp, p->seq);
 		if (!r || r->done)
@@ -912,7 +950,7 @@ static int rq_check(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t t
 		const char *m;
 		if (lkey == MLX5_INVALID_LKEY)
 			break;
-		if (!mr_ptr(qp->sc, lkey, be64toh(d->addr), len, IBV_ACCESS_LOCAL_WRITE, &m)) {
+		if (!mr_ptr(qp, lkey, be64toh(d->addr), len, IBV_ACCESS_LOCAL_WRITE, &m)) {
 			qp_fault(qp, idx, "receive WQE segment %u: lkey 0x%x addr 0x%llx len %u: %s", i,
 				 lkey, (unsigned long long)be64toh(d->addr), len, m);
 			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
@@ -941,7 +979,7 @@ static void rq_scatter(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_
 			continue;
 		}
 		uint32_t n = MIN(len, sl - off);
-		uint8_t *dst = mr_ptr(qp->sc, lkey, be64toh(d->addr), sl, IBV_ACCESS_LOCAL_WRITE, &m);
+		uint8_t *dst = mr_ptr(qp, lkey, be64toh(d->addr), sl, IBV_ACCESS_LOCAL_WRITE, &m);
 		if (dst)
 			memcpy(dst + off, data, n);
 		data += n;
@@ -982,7 +1020,7 @@ static void responder_error(struct sim_qp *qp, const struct pkt *p, uint8_t loca
 		qp_set_err(qp);
 	}
 	qp->rx_active = false;
-	qp->exp_seq = p->seq + 0x40000000u;   /* drop the rest: the requester is now in error */
+	qp->rx_dead = true;     /* drop the rest: the requester is now in error */
 }
 
 /* Execute one request packet. Returns false when it cannot proceed yet (no room to answer). */
@@ -990,25 +1028,44 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
 	const char *m;
 	int need;
+	bool dup;
 
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS)
 		return true;    /* silently dropped, as by a QP that is not ready */
-	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid)
+	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid || qp->rx_dead)
 		return true;
-	if (p->seq != qp->exp_seq) {
-		if ((int32_t)(p->seq - qp->exp_seq) < 0 && (p->flags & PKT_F_LAST) &&
-		    (p->type == PKT_WRITE || p->type == PKT_SEND))
-			qp->ack_pending = qp->exp_seq;   /* duplicate: acknowledge again */
+	if ((int32_t)(p->seq - qp->exp_seq) > 0)
+		return true;    /* a gap: something before it was refused; the requester goes back */
+	dup = p->seq != qp->exp_seq;
+	if (dup && (p->type == PKT_WRITE || p->type == PKT_SEND)) {
+		/* a retransmission of something already done: acknowledge again, do nothing else */
+		if (p->flags & PKT_F_LAST)
+			qp->ack_pending = qp->exp_seq;
 		return true;
 	}
 	if (!fabric_has_room(sc, p->src_lid, true))
 		return false;
+	if (dup && p->type == PKT_ATOMIC) {
+		/* an atomic is never executed twice: answer from the saved result */
+		for (int i = 0; i < ATOMIC_CACHE; i++)
+			if (qp->atom_cache[i].valid && qp->atom_cache[i].seq == p->seq) {
+				struct pkt r;
+				hdr_init(qp, &r, PKT_ATOMIC_RESP, p->seq);
+				r.dst_lid = p->src_lid;
+				r.dst_qpn = p->src_qpn;
+				r.total = p->total;
+				r.op[0] = qp->atom_cache[i].old;
+				send_resp(qp, &r);
+				break;
+			}
+		return true;
+	}
 	switch (p->type) {
 	case PKT_WRITE:
 		if (p->flags & PKT_F_FIRST) {
 			need = IBV_ACCESS_REMOTE_WRITE;
 			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
-			    (p->total && !mr_ptr(sc, p->rkey, p->raddr, p->total, need, &m))) {
+			    (p->total && !mr_ptr(qp, p->rkey, p->raddr, p->total, need, &m))) {
 				if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 					m = "QP access flags do not allow remote write";
 				char why[200];
@@ -1030,7 +1087,7 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		if (!qp->rx_active)
 			return true;
 		if (p->len) {
-			uint8_t *dst = mr_ptr(sc, p->rkey, p->raddr + p->off, p->len, IBV_ACCESS_REMOTE_WRITE, &m);
+			uint8_t *dst = mr_ptr(qp, p->rkey, p->raddr + p->off, p->len, IBV_ACCESS_REMOTE_WRITE, &m);
 			if (dst)
 				memcpy(dst, p->data, p->len);
 		}
@@ -1094,7 +1151,7 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		uint8_t *src;
 		if (!qp->rd_active || qp->rd_seq != p->seq) {
 			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
-			    (p->total && !mr_ptr(sc, p->rkey, p->raddr, p->total, IBV_ACCESS_REMOTE_READ, &m))) {
+			    (p->total && !mr_ptr(qp, p->rkey, p->raddr, p->total, IBV_ACCESS_REMOTE_READ, &m))) {
 				if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 					m = "QP access flags do not allow remote read";
 				char why[200];
@@ -1107,7 +1164,7 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 			qp->rd_seq = p->seq;
 			qp->rd_off = 0;
 		}
-		src = p->total ? mr_ptr(sc, p->rkey, p->raddr, p->total, IBV_ACCESS_REMOTE_READ, &m) : NULL;
+		src = p->total ? mr_ptr(qp, p->rkey, p->raddr, p->total, IBV_ACCESS_REMOTE_READ, &m) : NULL;
 		do {
 			uint32_t n = MIN(SIM_MTU, p->total - qp->rd_off);
 			hdr_init(qp, r, PKT_READ_RESP, p->seq);
@@ -1125,18 +1182,19 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 			qp->rd_off += n;
 		} while (qp->rd_off < p->total);
 		qp->rd_active = false;
-		qp->exp_seq++;
+		if (!dup)
+			qp->exp_seq++;   /* a repeated READ is served again (reads are idempotent) */
 		return true;
 	}
 	case PKT_ATOMIC: {
 		struct pkt r;
 		uint32_t sz = p->total;
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) ||
-		    !mr_ptr(sc, p->rkey, p->raddr, sz, IBV_ACCESS_REMOTE_ATOMIC, &m) ||
+		    !mr_ptr(qp, p->rkey, p->raddr, sz, IBV_ACCESS_REMOTE_ATOMIC, &m) ||
 		    (p->raddr & (sz - 1))) {
 			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
 				m = "QP access flags do not allow remote atomics";
-			else if (mr_ptr(sc, p->rkey, p->raddr, sz, IBV_ACCESS_REMOTE_ATOMIC, &m))
+			else if (mr_ptr(qp, p->rkey, p->raddr, sz, IBV_ACCESS_REMOTE_ATOMIC, &m))
 				m = "address not naturally aligned";
 			char why[200];
 			snprintf(why, sizeof(why), "%s rkey 0x%x raddr 0x%llx: %s", opname(p->opmod),
@@ -1146,7 +1204,7 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 					MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, false, 0, why);
 			return true;
 		}
-		void *t = mr_ptr(sc, p->rkey, p->raddr, sz, IBV_ACCESS_REMOTE_ATOMIC, &m);
+		void *t = mr_ptr(qp, p->rkey, p->raddr, sz, IBV_ACCESS_REMOTE_ATOMIC, &m);
 		uint64_t old;
 		/* [inferred] the target is a native-endian integer (host endianness mode) */
 		if (sz == 8) {
@@ -1203,6 +1261,10 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		r.total = sz;
 		r.op[0] = old;
 		send_resp(qp, &r);
+		qp->atom_cache[qp->atom_next % ATOMIC_CACHE].valid = true;
+		qp->atom_cache[qp->atom_next % ATOMIC_CACHE].seq = p->seq;
+		qp->atom_cache[qp->atom_next % ATOMIC_CACHE].old = old;
+		qp->atom_next++;
 		qp->exp_seq++;
 		return true;
 	}
@@ -1363,31 +1425,48 @@ static void doorbell_fault(struct sim_qp *qp, uint32_t idx)
 	}
 }
 
+/* Before calling a doorbell missing: a write of the same 8 bytes as the half already held is
+ * invisible, so accept a half that names the WQE ending at the doorbell record. */
+static bool doorbell_in_place(struct sim_qp *qp)
+{
+	for (int h = 0; h < 2; h++) {
+		const uint8_t *vb = qp->bf + h * SIM_BF_SIZE;
+		uint32_t idx = vb[1] << 8 | vb[2], ds = vb[7] & 0x3f;
+		if (ds && ((idx + (ds + 3) / 4) & 0xffff) == (qp->sq_db_seen & 0xffff) &&
+		    ctrl_in_ring(qp, idx, vb)) {
+			qp->sq_db_covered = qp->sq_db_seen;
+			qp->sq_db_pending_since = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
 static int watch_doorbells(struct sim_qp *qp, uint64_t now)
 {
 	int work = 0;
 	uint32_t db16 = be32toh(qp->dbrec[MLX5_SND_DBR]) & 0xffff;
 	uint32_t delta = (db16 - qp->sq_db_seen) & 0xffff;
 
-	if (delta) {
+	if (delta && !qp->db_dead) {
 		uint32_t ndb = qp->sq_db_seen + delta;
-		if (delta >= 0x8000) {
-			if (!qp->bad)
-				qp_fault(qp, qp->sq_db_seen, "send doorbell record went backwards "
-					 "(0x%x -> 0x%x)", qp->sq_db_seen & 0xffff, db16);
-			qp->bad = 1;
-			qp_set_err(qp);
-			qp->sq_db_seen = ndb - 0x10000;
-			return 1;
-		}
 		uint32_t oldest = qp->out_tail != qp->out_head ? rec_at(qp, qp->out_tail)->pc : qp->sq_pc;
-		if (ndb - oldest > qp->sq_wqe_cnt) {
-			if (!qp->bad)
-				qp_fault(qp, qp->sq_pc, "send doorbell record 0x%x is past the ring "
-					 "(oldest incomplete WQE 0x%x, wqe_cnt %u)", db16, oldest & 0xffff,
-					 qp->sq_wqe_cnt);
+		if (delta >= 0x8000 || ndb - oldest > qp->sq_wqe_cnt) {
+			/* the record is unusable from now on: stop reading it until RESET, and flush
+			 * only what was posted before it went wrong */
+			if (!qp->bad) {
+				if (delta >= 0x8000)
+					qp_fault(qp, qp->sq_db_seen, "send doorbell record went backwards "
+						 "(0x%x -> 0x%x)", qp->sq_db_seen & 0xffff, db16);
+				else
+					qp_fault(qp, qp->sq_pc, "send doorbell record 0x%x is past the ring "
+						 "(oldest incomplete WQE 0x%x, wqe_cnt %u)", db16,
+						 oldest & 0xffff, qp->sq_wqe_cnt);
+			}
 			qp->bad = 1;
+			qp->db_dead = true;
 			qp_set_err(qp);
+			return 1;
 		}
 		TRACE("db qp 0x%x: dbrec[SND] 0x%04x", qp->qpn, db16);
 		qp->sq_db_seen = ndb;
@@ -1441,18 +1520,17 @@ static int watch_doorbells(struct sim_qp *qp, uint64_t now)
 			memcpy(qp->bf_shadow[h], half, SIM_BF_SIZE);
 		/* the doorbell covers the WQE it names */
 		end = (idx + (ds + 3) / 4) & 0xffff;
-		uint32_t full = qp->sq_db_seen - ((qp->sq_db_seen - end) & 0xffff);
+		/* nearest 32-bit count to the 16-bit end; it may be ahead of the record we read
+		 * (the record was read before the register), which is fine */
+		uint32_t full = qp->sq_db_seen + (uint32_t)(int16_t)(end - (qp->sq_db_seen & 0xffff));
 		if ((int32_t)(full - qp->sq_db_covered) > 0)
 			qp->sq_db_covered = full;
-		if ((int32_t)(qp->sq_db_seen - full) < 0) {
-			/* doorbell seen before we noticed the record: re-read it next round */
-			qp->sq_db_covered = full;
-		}
 	}
 	if ((int32_t)(qp->sq_db_covered - qp->sq_db_seen) >= 0) {
 		qp->sq_db_pending_since = 0;
 	} else if (qp->sq_db_pending_since &&
-		   (int64_t)(now - qp->sq_db_pending_since) > sim_env.db_grace_ms * 1000000ll) {
+		   (int64_t)(now - qp->sq_db_pending_since) > sim_env.db_grace_ms * 1000000ll &&
+		   !doorbell_in_place(qp)) {
 		if (!qp->bad)
 			qp_fault(qp, qp->sq_db_covered, "doorbell record moved to 0x%x with no doorbell "
 				 "or BlueFlame write", qp->sq_db_seen & 0xffff);
@@ -1502,12 +1580,31 @@ static int flush_qp(struct sim_qp *qp)
 	return work;
 }
 
+/* Go back to in-flight record i and send everything from there again (go-back-N). */
+static void rewind_to(struct sim_qp *qp, uint32_t i)
+{
+	struct sq_rec *r = rec_at(qp, i);
+
+	tx_drop(qp);
+	qp->sq_pc = r->pc;
+	qp->next_seq = r->seq;
+	qp->out_head = i;
+	qp->sc->wqes_executed -= 1;
+}
+
 static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 {
 	int work = 0;
 
 	if (qp->state == IBV_QPS_RESET)
 		return 0;
+	if (sim_env.trace && qp->rq_wqe_cnt) {
+		uint32_t v = be32toh(qp->dbrec[MLX5_RCV_DBR]) & 0xffff;
+		if (v != qp->rq_db_traced) {
+			qp->rq_db_traced = v;
+			sim_trace("db qp 0x%x: dbrec[RCV] 0x%04x", qp->qpn, v);
+		}
+	}
 	if (qp->sq_wqe_cnt)
 		work |= watch_doorbells(qp, now);
 	if (qp->state == IBV_QPS_ERR)
@@ -1527,14 +1624,8 @@ static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 		for (i = qp->out_tail; i != qp->out_head; i++)
 			if (rec_at(qp, i)->seq == qp->rnr_seq && rec_at(qp, i)->opcode != MLX5_OPCODE_NOP)
 				break;
-		if (i != qp->out_head) {
-			struct sq_rec *r = rec_at(qp, i);
-			tx_drop(qp);
-			qp->sq_pc = r->pc;
-			qp->out_head = i;
-			qp->next_seq = qp->rnr_seq;
-			sc->wqes_executed -= 1;
-		}
+		if (i != qp->out_head)
+			rewind_to(qp, i);
 		qp->rnr_waiting = false;
 		work = 1;
 	}
@@ -1552,16 +1643,34 @@ static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 		}
 	}
 	work |= sq_retire(qp, now);
-	/* transport timer on the oldest message in flight */
+	/* Transport timer on the oldest unanswered message: go back and send again, up to
+	 * retry_cnt times, then TRANSPORT_RETRY_EXC_ERR. A stopped peer is waited for. */
 	if (qp->out_tail != qp->out_head && !qp->rnr_waiting && qp->state == IBV_QPS_RTS) {
-		struct sq_rec *r = rec_at(qp, qp->out_tail);
-		if (!r->done && now > r->sent_ns && now - r->sent_ns > transport_timeout_ns(qp)) {
-			qp_fault(qp, r->idx, "transport retry count exceeded: no response from lid 0x%x "
-				 "qp 0x%x%s", qp->attr.ah_attr.dlid, qp->attr.dest_qp_num,
-				 fabric_peer_alive(sc, qp->attr.ah_attr.dlid) ? "" : " (peer is gone)");
-			rec_done(qp, r, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
-			r->ready_ns = 0;
-			work |= sq_retire(qp, now);
+		uint32_t i;
+		struct sq_rec *r = NULL;
+		for (i = qp->out_tail; i != qp->out_head; i++)
+			if (!rec_at(qp, i)->done) {
+				r = rec_at(qp, i);
+				break;
+			}
+		if (r && now > r->sent_ns && now - r->sent_ns > retry_interval_ns(qp)) {
+			if (!sc->peer_lost && fabric_peer_stopped(sc, qp->attr.ah_attr.dlid)) {
+				r->sent_ns = now;
+			} else if (qp->retry_left > 0) {
+				qp->retry_left--;
+				TRACE("qp 0x%x: no answer for wqe 0x%x: sending again (%d retries left)",
+				      qp->qpn, r->idx, qp->retry_left);
+				rewind_to(qp, i);
+				work = 1;
+			} else {
+				qp_fault(qp, r->idx, "transport retry count exceeded: no response from lid "
+					 "0x%x qp 0x%x%s", qp->attr.ah_attr.dlid, qp->attr.dest_qp_num,
+					 fabric_peer_alive(sc, qp->attr.ah_attr.dlid) ? "" :
+					 " (peer is gone)");
+				rec_done(qp, r, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+				r->ready_ns = 0;
+				work |= sq_retire(qp, now);
+			}
 		}
 	}
 	return work;
@@ -1598,6 +1707,7 @@ static void *engine_main(void *arg)
 	uint64_t idle_since = 0;
 	long sleep_ns = 1000;
 	unsigned spins = 0;
+	bool slept = false;
 
 	uint64_t now = sim_now_ns();
 	unsigned loops = 0;
@@ -1615,26 +1725,54 @@ static void *engine_main(void *arg)
 			work |= qp_work(sc, qp, now);
 		for (struct sim_cq *cq = sc->cqs; cq; cq = cq->next)
 			work |= cq_work(cq);
+		if (sim_env.trace)
+			for (struct sim_srq *s = sc->srqs; s; s = s->next) {
+				uint32_t v = be32toh(*s->dbrec) & 0xffff;
+				if (v != s->db_traced) {
+					s->db_traced = v;
+					sim_trace("db srq 0x%x: dbrec 0x%04x", s->srqn, v);
+				}
+			}
 		pthread_mutex_unlock(&sc->lock);
 
 		if (work) {
 			idle_since = 0;
+			slept = false;
 			sleep_ns = 1000;
 			continue;
 		}
-		if ((++spins & 31) != 0 && idle_since) {
-			__builtin_ia32_pause();
-			continue;
+		if (!idle_since) {
+			idle_since = sim_now_ns();
+			spins = 0;
 		}
+		/* A program that drives the engine through its own verbs calls (engine_progress) needs
+		 * the CPU more than this thread does: stay out of its way, without asking producers to
+		 * wake us (a woken engine holding the lock would only delay the program's pass). */
 		now = sim_now_ns();
-		if (!idle_since)
-			idle_since = now;
-		if (now - idle_since < (uint64_t)sim_env.spin_us * 1000ull) {
-			__builtin_ia32_pause();
+		if ((int64_t)(now - atomic_load_explicit(&sc->app_progress_ns, memory_order_relaxed)) <
+		    1000000ll) {
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+			idle_since = 0;
 			continue;
 		}
+		if (!slept) {
+			if ((++spins & 31) != 0) {
+				__builtin_ia32_pause();
+				continue;
+			}
+			now = sim_now_ns();
+			if (now - idle_since < (uint64_t)sim_env.spin_us * 1000ull) {
+				__builtin_ia32_pause();
+				continue;
+			}
+		}
+		slept = true;
+		now = sim_now_ns();
 		fabric_sleep(sc, sleep_ns);
-		sleep_ns = MIN(sleep_ns * 2, 1000000L);
+		/* Direct-verbs doorbells cannot wake the engine: while traffic is recent, keep the
+		 * sleeps short; after 10 ms of quiet, back off to 1 ms so an idle process costs little. */
+		sleep_ns = MIN(sleep_ns * 2, now - idle_since < 10000000ull ? 100000L : 1000000L);
 	}
 	return NULL;
 }
@@ -1649,6 +1787,7 @@ void engine_progress(struct sim_ctx *sc)
 	if (pthread_mutex_trylock(&sc->lock))
 		return;
 	now = sim_now_ns();
+	atomic_store_explicit(&sc->app_progress_ns, now, memory_order_relaxed);
 	drain_inbox(sc);
 	for (struct sim_qp *qp = sc->qps; qp; qp = qp->next)
 		qp_work(sc, qp, now);

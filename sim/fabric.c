@@ -18,23 +18,22 @@
 #include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/file.h>
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
 
-#define INBOX_MAGIC  0x7276787369620003ull   /* "rvxsib" + layout version */
-#define RING_SLOTS   256
+#define INBOX_MAGIC  0x7276787369620004ull   /* "rvxsib" + layout version */
+#define RING_SLOTS   128
 #define SLOT_SIZE    ALIGN_UP(PKT_HDR + SIM_MTU, 64)
 
-struct slot {
-	_Atomic uint64_t seq;
-	uint64_t pad[7];
-	uint8_t data[SLOT_SIZE];
-};
-
+/* Sequence numbers live apart from the payload slots, so that creating an inbox touches only a
+ * few pages: the file is sparse, and payload pages are allocated only as traffic uses them. */
 struct ring {
 	_Alignas(64) _Atomic uint64_t tail;   /* producers */
 	_Alignas(64) uint64_t head;           /* the owning engine */
-	_Alignas(64) struct slot slots[RING_SLOTS];
+	_Alignas(64) _Atomic uint64_t seq[RING_SLOTS];
+	_Alignas(64) uint8_t data[RING_SLOTS][SLOT_SIZE];
 };
 
 struct fabric_inbox {
@@ -67,28 +66,51 @@ static struct fabric_inbox *map_inbox(int fd)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* An inbox whose owner process is gone can be reused. */
-static bool inbox_stale(const char *path)
+/* An inbox whose owner is gone can be removed. Owners hold a shared flock on their inbox for
+ * their whole life (the kernel drops it when a process dies, however it dies), so a file that
+ * takes an exclusive lock has no owner; the magic/pid and age tests cover the moment between a
+ * file's creation and its owner's lock. While we hold the exclusive lock nobody else can judge
+ * the same file stale, and the inode check makes sure we unlink that file and not a new one. */
+static void remove_if_stale(const char *path)
 {
-	struct stat st;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	struct stat st, st2;
 	bool stale = false;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size == sizeof(struct fabric_inbox)) {
-		struct fabric_inbox *ib = map_inbox(fd);
-		if (ib) {
-			if (atomic_load(&ib->magic) == INBOX_MAGIC && ib->pid > 0 &&
-			    kill(ib->pid, 0) < 0 && errno == ESRCH)
-				stale = true;
-			munmap(ib, sizeof(*ib));
+		return;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0) {
+		if ((size_t)st.st_size == sizeof(struct fabric_inbox)) {
+			struct fabric_inbox *ib = map_inbox(fd);
+			if (ib) {
+				stale = atomic_load(&ib->magic) == INBOX_MAGIC && ib->pid > 0 &&
+					kill(ib->pid, 0) < 0 && errno == ESRCH;
+				munmap(ib, sizeof(*ib));
+			}
 		}
-	} else if (fstat(fd, &st) == 0 && time(NULL) - st.st_mtime > 10) {
-		stale = true;   /* a creator died before initialising it */
+		if (!stale && time(NULL) - st.st_mtime > 10)
+			stale = true;
+		if (stale && stat(path, &st2) == 0 && st2.st_ino == st.st_ino && st2.st_dev == st.st_dev)
+			unlink(path);
 	}
 	close(fd);
-	return stale;
+}
+
+static void sweep_stale(void)
+{
+	DIR *d = opendir(sim_env.fabric_dir);
+	struct dirent *e;
+	char path[sizeof(sim_env.fabric_dir) + 300];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "lid-", 4))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", sim_env.fabric_dir, e->d_name);
+		remove_if_stale(path);
+	}
+	closedir(d);
 }
 
 int fabric_open(struct sim_ctx *sc)
@@ -101,6 +123,7 @@ int fabric_open(struct sim_ctx *sc)
 			strerror(errno));
 		return -1;
 	}
+	sweep_stale();
 	start = ((uint32_t)getpid() * 2654435761u + sc->index * 977u) % 0xBFFE;
 	for (i = 0; i < 0xBFFE; i++) {
 		uint16_t lid = (uint16_t)((start + i) % 0xBFFE + 1);
@@ -108,8 +131,8 @@ int fabric_open(struct sim_ctx *sc)
 
 		inbox_path(path, sizeof(path), lid);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 && errno == EEXIST && inbox_stale(path)) {
-			unlink(path);
+		if (fd < 0 && errno == EEXIST) {
+			remove_if_stale(path);
 			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		}
 		if (fd < 0) {
@@ -118,20 +141,21 @@ int fabric_open(struct sim_ctx *sc)
 			sim_log("rvxsim: cannot create inbox %s: %s", path, strerror(errno));
 			return -1;
 		}
-		if (ftruncate(fd, sizeof(struct fabric_inbox)) < 0) {
+		if (flock(fd, LOCK_SH) < 0 || ftruncate(fd, sizeof(struct fabric_inbox)) < 0) {
 			close(fd);
 			unlink(path);
 			return -1;
 		}
 		sc->inbox = map_inbox(fd);
-		close(fd);
 		if (!sc->inbox) {
+			close(fd);
 			unlink(path);
 			return -1;
 		}
+		sc->inbox_fd = fd;   /* kept open: it holds the owner's lock */
 		for (int r = 0; r < 2; r++)
 			for (uint64_t s = 0; s < RING_SLOTS; s++)
-				atomic_store_explicit(&sc->inbox->ring[r].slots[s].seq, s,
+				atomic_store_explicit(&sc->inbox->ring[r].seq[s], s,
 						      memory_order_relaxed);
 		sc->inbox->pid = getpid();
 		sc->inbox->lid = lid;
@@ -158,6 +182,7 @@ void fabric_close(struct sim_ctx *sc)
 	if (sc->inbox) {
 		unlink(sc->inbox_path);
 		munmap(sc->inbox, sizeof(*sc->inbox));
+		close(sc->inbox_fd);
 		sc->inbox = NULL;
 	}
 }
@@ -226,21 +251,44 @@ bool fabric_peer_alive(struct sim_ctx *sc, uint16_t lid)
 	return !(kill(ib->pid, 0) < 0 && errno == ESRCH);
 }
 
+/* A peer stopped by a signal or a debugger is not dead: its engine runs again when it resumes. */
+bool fabric_peer_stopped(struct sim_ctx *sc, uint16_t lid)
+{
+	struct fabric_inbox *ib = remote(sc, lid);
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!ib)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", ib->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
 static bool ring_push(struct ring *r, const struct pkt *p)
 {
 	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
 
 	for (;;) {
-		struct slot *s = &r->slots[pos % RING_SLOTS];
-		uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		_Atomic uint64_t *sq = &r->seq[pos % RING_SLOTS];
+		uint64_t seq = atomic_load_explicit(sq, memory_order_acquire);
 		int64_t dif = (int64_t)(seq - pos);
 
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
 								  memory_order_relaxed,
 								  memory_order_relaxed)) {
-				memcpy(s->data, p, PKT_HDR + p->len);
-				atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+				memcpy(r->data[pos % RING_SLOTS], p, PKT_HDR + p->len);
+				atomic_store_explicit(sq, pos + 1, memory_order_release);
 				return true;
 			}
 		} else if (dif < 0) {
@@ -281,25 +329,24 @@ bool fabric_has_room(struct sim_ctx *sc, uint16_t lid, bool response)
 		return true;
 	r = &ib->ring[response];
 	pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	return atomic_load_explicit(&r->slots[pos % RING_SLOTS].seq, memory_order_acquire) == pos;
+	return atomic_load_explicit(&r->seq[pos % RING_SLOTS], memory_order_acquire) == pos;
 }
 
 struct pkt *fabric_peek(struct sim_ctx *sc, bool response)
 {
 	struct ring *r = &sc->inbox->ring[response];
-	struct slot *s = &r->slots[r->head % RING_SLOTS];
 
-	if (atomic_load_explicit(&s->seq, memory_order_acquire) != r->head + 1)
+	if (atomic_load_explicit(&r->seq[r->head % RING_SLOTS], memory_order_acquire) != r->head + 1)
 		return NULL;
-	return (struct pkt *)s->data;
+	return (struct pkt *)r->data[r->head % RING_SLOTS];
 }
 
 void fabric_pop(struct sim_ctx *sc, bool response)
 {
 	struct ring *r = &sc->inbox->ring[response];
-	struct slot *s = &r->slots[r->head % RING_SLOTS];
 
-	atomic_store_explicit(&s->seq, r->head + RING_SLOTS, memory_order_release);
+	atomic_store_explicit(&r->seq[r->head % RING_SLOTS], r->head + RING_SLOTS,
+			      memory_order_release);
 	r->head++;
 }
 

@@ -68,7 +68,11 @@ struct sim_mr {
 
 struct sim_pd {
 	struct ibv_pd pd;
+	_Atomic int users;           /* MRs, QPs, SRQs and AHs made in it */
 };
+
+static inline void pd_get(struct ibv_pd *pd) { atomic_fetch_add(&((struct sim_pd *)pd)->users, 1); }
+static inline void pd_put(struct ibv_pd *pd) { atomic_fetch_sub(&((struct sim_pd *)pd)->users, 1); }
 
 struct sim_ah {
 	struct ibv_ah ah;
@@ -125,6 +129,7 @@ struct sim_srq {
 	/* engine side */
 	uint32_t hw_head;            /* next WQE the engine consumes */
 	uint16_t hw_count;           /* WQEs consumed, compared with *dbrec */
+	uint32_t db_traced;
 	struct sim_srq *next;
 };
 
@@ -159,10 +164,12 @@ struct sim_qp {
 	uint32_t sq_wqe_cnt, rq_wqe_cnt, rq_stride;
 	uint8_t *sq_buf, *rq_buf;
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	uint32_t max_wqe_bytes;      /* the WQE size the send queue was sized for */
 	struct sim_cq *scq, *rcq;
 	struct sim_srq *srq;
 	int bad;                     /* the QP was faulted; further faults are not reported */
 	bool poisoned;               /* a faulty doorbell named WQE poison_idx */
+	bool db_dead;                /* the send doorbell record is ignored until RESET */
 	uint16_t poison_idx;
 
 	/* attributes (modify/query) */
@@ -192,6 +199,7 @@ struct sim_qp {
 	uint32_t out_head, out_tail; /* records [tail, head) in flight */
 	uint32_t next_seq;           /* next message sequence number */
 	int rnr_left;
+	int retry_left;              /* transport retries left for the oldest message */
 	uint64_t rnr_wait_until;
 	uint32_t rnr_seq;
 	bool rnr_waiting;
@@ -204,6 +212,7 @@ struct sim_qp {
 
 	/* engine: receive side (responder) */
 	uint32_t rq_ci;              /* receive WQEs consumed */
+	uint32_t rq_db_traced;
 	uint32_t exp_seq;            /* next request sequence expected */
 	uint32_t ack_pending;        /* 0 or seq+1 of last message to acknowledge */
 	/* current multi-packet SEND / WRITE_IMM being received */
@@ -213,6 +222,10 @@ struct sim_qp {
 	int rx_synd;                 /* responder error latched for the message */
 	uint32_t rx_seq;
 	bool rx_has_wqe;
+	bool rx_dead;                /* a responder error: drop requests until RESET */
+#define ATOMIC_CACHE 16
+	struct { uint32_t seq; bool valid; uint64_t old; } atom_cache[ATOMIC_CACHE];
+	uint32_t atom_next;
 	/* READ response in progress */
 	uint32_t rd_seq, rd_off;
 	bool rd_active;
@@ -248,8 +261,10 @@ struct sim_ctx {
 	atomic_int stop;
 	struct fabric_inbox *inbox;
 	char inbox_path[320];
+	int inbox_fd;
 	uint64_t wqes_executed;
 	bool peer_lost;              /* RVXSIM_KILL_PEER_AFTER fired */
+	_Atomic uint64_t app_progress_ns; /* last engine pass run by an application thread */
 	long forced_rnr;
 	struct remote_cache *remotes;
 };
@@ -310,6 +325,7 @@ bool fabric_has_room(struct sim_ctx *sc, uint16_t lid, bool response);
 struct pkt *fabric_peek(struct sim_ctx *sc, bool response);
 void fabric_pop(struct sim_ctx *sc, bool response);
 bool fabric_peer_alive(struct sim_ctx *sc, uint16_t lid);
+bool fabric_peer_stopped(struct sim_ctx *sc, uint16_t lid);
 void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid);
 /* Engine sleep/wake through the inbox futex. */
 void fabric_sleep(struct sim_ctx *sc, long ns);

@@ -95,7 +95,8 @@ void sim_trace(const char *fmt, ...)
 	va_list ap;
 
 	pthread_mutex_lock(&log_lock);
-	fputs("rvxsim-trace: ", trace_fp);
+	/* the pid tells processes apart when several trace into one file */
+	fprintf(trace_fp, "rvxsim-trace %d: ", (int)getpid());
 	va_start(ap, fmt);
 	vfprintf(trace_fp, fmt, ap);
 	va_end(ap);

@@ -1,10 +1,10 @@
 /* rvxsim: the libibverbs.so.1 surface. Objects are laid out as libmlx5 lays them out on a
  * ConnectX, so mlx5dv_init_obj can hand out the same geometry, and the ops table builds real mlx5
  * WQEs and decodes real CQEs, so ibv_post_send/ibv_poll_cq go through the same engine as direct
- * users. The context is a plain ibv_context (abi_compat = NULL, not extended): rdma-core's inline
- * wrappers then take their documented fallbacks (ibv_query_device_ex -> ibv_query_device,
- * ibv_create_qp_ex with only IBV_QP_INIT_ATTR_PD -> ibv_create_qp, ibv_create_cq_ex -> EOPNOTSUPP,
- * ibv_query_port -> the exported ibv_query_port). */
+ * users. The context is an extended one (a verbs_context in front of the ibv_context) with only
+ * query_device_ex, create_cq_ex and create_qp_ex filled in; rdma-core's inline wrappers take their
+ * documented paths for the rest (ibv_query_port -> the exported ibv_query_port, missing
+ * operations -> EOPNOTSUPP). */
 #include "internal.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,12 +83,16 @@ SIM_EXPORT int ibv_get_device_index(struct ibv_device *dev)
 	return ((struct sim_dev *)dev)->index;
 }
 
-/* The GUID is fixed per device index; the LID (and through it the GID) is allocated when the
- * device is opened, because it must be unique on the machine's fabric. */
+/* Each process is a host of its own on the model's fabric, so the node GUID carries the pid.
+ * The LID (and through it the GID) is allocated when the device is opened. */
+static uint64_t node_guid(int index)
+{
+	return 0x0002c90300000000ull | ((uint64_t)(getpid() & 0xffffff) << 8) | (unsigned)index;
+}
+
 SIM_EXPORT __be64 ibv_get_device_guid(struct ibv_device *dev)
 {
-	return htobe64(0x0002c90300a00000ull | ((uint64_t)getpid() << 4 & 0xffff0ull) |
-		       ((struct sim_dev *)dev)->index);
+	return htobe64(node_guid(((struct sim_dev *)dev)->index));
 }
 
 static void make_gid(struct sim_ctx *sc, int index, union ibv_gid *gid)
@@ -182,7 +186,7 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 		goto fail_fd;
 	if (fabric_open(sc))
 		goto fail_tab;
-	sc->guid = 0x0002c90300000000ull | ((uint64_t)sc->index << 16) | sc->lid;
+	sc->guid = node_guid(sc->index);
 	make_gid(sc, 0, &sc->gid);
 	if (engine_start(sc)) {
 		fabric_close(sc);
@@ -380,6 +384,8 @@ SIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	if (atomic_load(&((struct sim_pd *)pd)->users))
+		return EBUSY;
 	free(pd);
 	return 0;
 }
@@ -473,6 +479,7 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	m->next = sc->mrs;
 	sc->mrs = m;
 	pthread_mutex_unlock(&sc->lock);
+	pd_get(pd);
 	return &m->mr;
 }
 
@@ -501,6 +508,7 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 			break;
 		}
 	pthread_mutex_unlock(&sc->lock);
+	pd_put(m->mr.pd);
 	free(m);
 	return 0;
 }
@@ -732,6 +740,9 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 		return ret;
 	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	ex.phys_port_cnt_ex = 1;
+	/* the model's atomics: 4 and 8 bytes (masked ones through opmod 0x08/0x09) */
+	ex.pci_atomic_caps.fetch_add = ex.pci_atomic_caps.swap = ex.pci_atomic_caps.compare_swap =
+		IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP | IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
 	ex.max_dm_size = 0;
 	memcpy(attr, &ex, MIN(size, sizeof(ex)));
 	return 0;
@@ -904,11 +915,10 @@ static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 	if (bytes / 64 > SIM_MAX_QP_WR)
 		return EINVAL;
 	qp->sq_wqe_cnt = bytes / 64;
+	qp->max_wqe_bytes = wqe;
 	qp->max_send_wr = bytes / wqe;
 	qp->max_inline = wqe - ovh - 4;
-	qp->max_send_sge = MIN((wqe - ovh) / 16, SIM_MAX_SGE);
-	if (qp->max_send_sge < cap->max_send_sge)
-		qp->max_send_sge = cap->max_send_sge;
+	qp->max_send_sge = cap->max_send_sge;   /* libmlx5 reports what was asked for */
 	return 0;
 }
 
@@ -1038,6 +1048,7 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_i
 	qp->next = sc->qps;
 	sc->qps = qp;
 	pthread_mutex_unlock(&sc->lock);
+	pd_get(pd);
 	TRACE("create qp 0x%x: sq wqe_cnt %u at +%zu, rq wqe_cnt %u stride %u, max_inline %u",
 	      qp->qpn, qp->sq_wqe_cnt, rq_bytes, qp->rq_wqe_cnt, qp->rq_stride, qp->max_inline);
 	return &qp->qp;
@@ -1063,6 +1074,7 @@ SIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	qp_tabs[sc->index][qp->qpn & (QP_TAB_SIZE - 1)] = NULL;
 	pthread_mutex_unlock(&sc->lock);
 	free(qp->tx_data);
+	pd_put(ibqp->pd);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	qp_free(qp);
@@ -1216,8 +1228,10 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 		qp->attr.min_rnr_timer = a->min_rnr_timer;
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = a->timeout;
-	if (mask & IBV_QP_RETRY_CNT)
+	if (mask & IBV_QP_RETRY_CNT) {
 		qp->attr.retry_cnt = a->retry_cnt;
+		qp->retry_left = a->retry_cnt;
+	}
 	if (mask & IBV_QP_RNR_RETRY) {
 		qp->attr.rnr_retry = a->rnr_retry;
 		qp->rnr_left = a->rnr_retry;
@@ -1239,8 +1253,10 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 		engine_qp_to_err(qp);
 	}
 	/* message sequence numbers start at the PSNs the two sides exchanged */
-	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT)
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
 		qp->exp_seq = qp->attr.rq_psn;
+		qp->rx_dead = false;
+	}
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR)
 		qp->next_seq = qp->attr.sq_psn;
 	qp->state = next;
@@ -1546,6 +1562,7 @@ SIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init
 	s->next = sc->srqs;
 	sc->srqs = s;
 	pthread_mutex_unlock(&sc->lock);
+	pd_get(pd);
 	return &s->srq;
 }
 
@@ -1593,6 +1610,7 @@ SIM_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 			break;
 		}
 	pthread_mutex_unlock(&sc->lock);
+	pd_put(srq->pd);
 	free(s->buf);
 	free(s->dbrec);
 	free(s->wrid);
@@ -1653,6 +1671,7 @@ SIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	ah->ah.context = pd->context;
 	ah->ah.pd = pd;
 	ah->attr = *attr;
+	pd_get(pd);
 	/* the mlx5 address vector, as mlx5dv_init_obj(MLX5DV_OBJ_AH) would return it */
 	struct mlx5_wqe_av *av = (void *)ah->av;
 	av->dqp_dct = htobe32(MLX5_EXTENDED_UD_AV);
@@ -1671,6 +1690,7 @@ SIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 
 SIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	pd_put(ah->pd);
 	free(ah);
 	return 0;
 }
@@ -2061,5 +2081,57 @@ SIM_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp; (void)ece;
 	sim_unsupported("ibv_set_ece");
+	return EOPNOTSUPP;
+}
+
+/* Sharing objects between processes through a command fd has no meaning without a kernel. */
+SIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	(void)cmd_fd;
+	sim_unsupported("ibv_import_device");
+	return NULL;
+}
+
+SIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t pd_handle)
+{
+	(void)ctx; (void)pd_handle;
+	sim_unsupported("ibv_import_pd");
+	return NULL;
+}
+
+SIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	(void)pd;
+}
+
+SIM_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	(void)pd; (void)mr_handle;
+	sim_unsupported("ibv_import_mr");
+	return NULL;
+}
+
+SIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	(void)mr;
+}
+
+SIM_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
+{
+	(void)ctx; (void)dm_handle;
+	sim_unsupported("ibv_import_dm");
+	return NULL;
+}
+
+SIM_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	(void)dm;
+}
+
+SIM_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *attr,
+					   uint8_t eth_mac[6], uint16_t *vid)
+{
+	(void)ctx; (void)attr; (void)eth_mac; (void)vid;
+	sim_unsupported("ibv_resolve_eth_l2_from_gid");
 	return EOPNOTSUPP;
 }

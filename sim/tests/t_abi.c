@@ -3,7 +3,33 @@
  * libmlx5.so.1, sees mlx5 devices, and gets the attributes a ConnectX reports.
  */
 #include "simtest.h"
+#include <dlfcn.h>
 #include <link.h>
+
+/* Symbols and versions programs linked against rdma-core 44 bind to (facts section 6). */
+static const struct { const char *name, *ver; } syms[] = {
+	{ "ibv_get_device_list", "IBVERBS_1.1" }, { "ibv_free_device_list", "IBVERBS_1.1" },
+	{ "ibv_get_device_name", "IBVERBS_1.1" }, { "ibv_open_device", "IBVERBS_1.1" },
+	{ "ibv_close_device", "IBVERBS_1.1" }, { "ibv_query_device", "IBVERBS_1.1" },
+	{ "ibv_query_port", "IBVERBS_1.1" }, { "ibv_query_gid", "IBVERBS_1.1" },
+	{ "ibv_query_pkey", "IBVERBS_1.1" }, { "ibv_alloc_pd", "IBVERBS_1.1" },
+	{ "ibv_dealloc_pd", "IBVERBS_1.1" }, { "ibv_reg_mr", "IBVERBS_1.1" },
+	{ "ibv_dereg_mr", "IBVERBS_1.1" }, { "ibv_create_cq", "IBVERBS_1.1" },
+	{ "ibv_destroy_cq", "IBVERBS_1.1" }, { "ibv_create_qp", "IBVERBS_1.1" },
+	{ "ibv_modify_qp", "IBVERBS_1.1" }, { "ibv_query_qp", "IBVERBS_1.1" },
+	{ "ibv_destroy_qp", "IBVERBS_1.1" }, { "ibv_create_ah", "IBVERBS_1.1" },
+	{ "ibv_destroy_ah", "IBVERBS_1.1" }, { "ibv_get_cq_event", "IBVERBS_1.1" },
+	{ "ibv_ack_cq_events", "IBVERBS_1.1" }, { "ibv_create_srq", "IBVERBS_1.1" },
+	{ "ibv_destroy_srq", "IBVERBS_1.1" }, { "ibv_wc_status_str", "IBVERBS_1.1" },
+	{ "ibv_get_async_event", "IBVERBS_1.1" }, { "ibv_ack_async_event", "IBVERBS_1.1" },
+	{ "ibv_create_comp_channel", "IBVERBS_1.0" }, { "ibv_destroy_comp_channel", "IBVERBS_1.0" },
+	{ "ibv_qp_to_qp_ex", "IBVERBS_1.6" }, { "ibv_reg_mr_iova", "IBVERBS_1.7" },
+	{ "ibv_reg_mr_iova2", "IBVERBS_1.8" }, { "_ibv_query_gid_ex", "IBVERBS_1.11" },
+	{ "mlx5dv_query_device", "MLX5_1.0" }, { "mlx5dv_init_obj", "MLX5_1.2" },
+	{ "mlx5dv_init_obj", "MLX5_1.0" }, { "mlx5dv_create_cq", "MLX5_1.1" },
+	{ "mlx5dv_create_qp", "MLX5_1.3" }, { "mlx5dv_open_device", "MLX5_1.7" },
+	{ "mlx5dv_is_supported", "MLX5_1.8" }, { "mlx5dv_qp_ex_from_ibv_qp_ex", "MLX5_1.10" },
+};
 
 struct libs {
 	char verbs[512], mlx5[512];
@@ -73,6 +99,12 @@ int main(int argc, char **argv)
 	CHECKF(from_build_sim(l.verbs), "libibverbs.so.1 loaded from '%s', not build/sim", l.verbs);
 	CHECKF(from_build_sim(l.mlx5), "libmlx5.so.1 loaded from '%s', not build/sim", l.mlx5);
 	CHECK(!l.provider_plugin);
+	{
+		unsigned k;
+		for (k = 0; k < sizeof(syms) / sizeof(syms[0]); k++)
+			CHECKF(dlvsym(RTLD_DEFAULT, syms[k].name, syms[k].ver) != NULL, "%s@%s is not exported",
+			       syms[k].name, syms[k].ver);
+	}
 
 	/* Device list: mlx5_0 first, names "mlx5_<i>", NULL-terminated. */
 	CHECK(n >= 1);
@@ -206,6 +238,69 @@ int main(int argc, char **argv)
 			CHECK(dc.cq_uar != NULL);
 
 			CHECK(ibv_destroy_qp(qp) == 0);
+
+			/* The extended entry points programs also use. */
+			{
+				struct ibv_device_attr_ex dax;
+				struct ibv_qp_init_attr_ex ix;
+				struct mlx5dv_qp_init_attr mx;
+				struct mlx5dv_cq_init_attr mcx;
+				struct ibv_cq_init_attr_ex cx;
+				struct ibv_cq_ex *cqx;
+				struct ibv_qp *q2;
+
+				memset(&dax, 0, sizeof(dax));
+				CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0);
+				CHECK_EQ(dax.orig_attr.vendor_id, da.vendor_id);
+				CHECK_EQ(dax.orig_attr.max_qp_wr, da.max_qp_wr);
+
+				memset(&ix, 0, sizeof(ix));
+				ix.send_cq = ix.recv_cq = cq;
+				ix.qp_type = IBV_QPT_RC;
+				ix.cap.max_send_wr = ix.cap.max_recv_wr = 16;
+				ix.cap.max_send_sge = ix.cap.max_recv_sge = 1;
+				ix.comp_mask = IBV_QP_INIT_ATTR_PD;
+				ix.pd = pd;
+				q2 = ibv_create_qp_ex(ctx, &ix);
+				if (CHECKF(q2 != NULL, "ibv_create_qp_ex: %s", strerror(errno))) {
+					CHECK_EQ(ix.cap.max_inline_data, 60);
+					CHECK(ibv_destroy_qp(q2) == 0);
+				}
+
+				memset(&ix, 0, sizeof(ix));
+				ix.send_cq = ix.recv_cq = cq;
+				ix.qp_type = IBV_QPT_RC;
+				ix.cap.max_send_wr = ix.cap.max_recv_wr = 16;
+				ix.cap.max_send_sge = ix.cap.max_recv_sge = 1;
+				ix.comp_mask = IBV_QP_INIT_ATTR_PD;
+				ix.pd = pd;
+				memset(&mx, 0, sizeof(mx));
+				q2 = mlx5dv_create_qp(ctx, &ix, &mx);
+				if (CHECKF(q2 != NULL, "mlx5dv_create_qp: %s", strerror(errno))) {
+					CHECK_EQ(ix.cap.max_inline_data, 60);
+					CHECK(ibv_destroy_qp(q2) == 0);
+				}
+
+				/* a 128-byte-CQE CQ through mlx5dv_create_cq */
+				memset(&cx, 0, sizeof(cx));
+				cx.cqe = 16;
+				memset(&mcx, 0, sizeof(mcx));
+				mcx.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+				mcx.cqe_size = 128;
+				cqx = mlx5dv_create_cq(ctx, &cx, &mcx);
+				if (CHECKF(cqx != NULL, "mlx5dv_create_cq: %s", strerror(errno))) {
+					struct mlx5dv_cq d2;
+					struct mlx5dv_obj o2;
+					memset(&o2, 0, sizeof(o2));
+					memset(&d2, 0, sizeof(d2));
+					o2.cq.in = ibv_cq_ex_to_cq(cqx);
+					o2.cq.out = &d2;
+					CHECK(mlx5dv_init_obj(&o2, MLX5DV_OBJ_CQ) == 0);
+					CHECK_EQ(d2.cqe_size, 128);
+					CHECK_EQ(d2.cqe_cnt, 32);
+					CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)) == 0);
+				}
+			}
 			CHECK(ibv_destroy_cq(cq) == 0);
 			CHECK(ibv_dealloc_pd(pd) == 0);
 		}

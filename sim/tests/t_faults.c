@@ -8,6 +8,7 @@
  *   ./t_faults NAME...    run the named cases
  */
 #include "simtest.h"
+#include <poll.h>
 
 static struct st_pair P;
 static struct st_mr L, R;
@@ -783,6 +784,149 @@ static int c_remote_dereg(void)
 	return finish();
 }
 
+/* A QP in ERR flushes its receive queue too: each posted receive completes with
+ * WR_FLUSH_ERR on the receive CQ, in order. */
+static int c_err_flushes_rq(void)
+{
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+	uint16_t idx;
+	int before, k;
+	char b[200];
+
+	setup();
+	sanity();
+	for (k = 0; k < 3; k++)
+		st_post_recv1(&P.a, (uint8_t *)L.buf + 1024 * k, 64, L.mr->lkey);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_data(&w, 64, 0xbad00, L.buf);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, idx, S_PROT);
+	EXPECT_LINE(before);
+	for (k = 0; k < 3; k++) {
+		if (!CHECKF(st_cq_poll(P.a.rcq, &c, 3000), "receive %d not flushed", k))
+			break;
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_RESP_ERR && st_cqe_syndrome(&c) == S_FLUSH,
+		       "receive %d: %s, expected RESP_ERR WR_FLUSH_ERR", k, st_cqe_str(&c, b, sizeof(b)));
+		CHECK_EQ(be32toh(((struct mlx5_err_cqe *)&c)->s_wqe_opcode_qpn) & 0xffffff, P.a.qpn);
+	}
+	return finish();
+}
+
+/* Moving a QP to ERR with ibv_modify_qp flushes both queues. */
+static int c_modify_to_err(void)
+{
+	struct ibv_qp_attr at;
+	struct mlx5_cqe64 c;
+	struct st_wqe w;
+	uint16_t i1;
+	int k;
+	char b[200];
+
+	setup();
+	sanity();
+	st_post_recv1(&P.a, L.buf, 64, L.mr->lkey);
+	st_post_recv1(&P.a, (uint8_t *)L.buf + 64, 64, L.mr->lkey);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_ERR;
+	CHECK_EQ(ibv_modify_qp(P.a.qp, &at, IBV_QP_STATE), 0);
+	for (k = 0; k < 2; k++) {
+		if (!CHECKF(st_cq_poll(P.a.rcq, &c, 3000), "receive %d not flushed", k))
+			break;
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_RESP_ERR && st_cqe_syndrome(&c) == S_FLUSH,
+		       "receive %d: %s", k, st_cqe_str(&c, b, sizeof(b)));
+	}
+	stage_write8(&w, 0);
+	i1 = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, 0, 0, ST_RING_DB);
+	EXPECT_ERR(&P.a, i1, S_FLUSH);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+/* The requester starts at a PSN the responder does not expect: nothing is accepted,
+ * the transport retries run out (TRANSPORT_RETRY_EXC_ERR), nothing is written. */
+static int c_psn_mismatch(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_cq c1, c2;
+	struct st_qp qa, qb;
+	struct st_addr aa, ba;
+	struct ibv_qp_attr at;
+	struct st_wqe w;
+	uint16_t idx;
+	int before;
+
+	setenv("RVXSIM_RETRY_TIMEOUT_MS", "500", 0);
+	setup();
+	st_cq_create(&P.d, &c1, 16);
+	st_cq_create(&P.d, &c2, 16);
+	st_qp_create(&P.d, &qa, &c1, &c1, &a);
+	st_qp_create(&P.d, &qb, &c2, &c2, &a);
+	st_addr_of(&P.d, &qa, &aa);
+	st_addr_of(&P.d, &qb, &ba);
+	st_qp_connect(&P.d, &qb, &aa);                 /* expects PSN 0 */
+	CHECK_EQ(st_qp_to_init(&P.d, &qa), 0);
+	CHECK_EQ(st_qp_to_rtr(&P.d, &qa, &ba), 0);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.sq_psn = 5000;                              /* far ahead */
+	at.max_rd_atomic = 1;
+	CHECK_EQ(ibv_modify_qp(qa.qp, &at, ST_RTS_MASK), 0);
+	before = st_capture_count();
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+	st_wqe_inline(&w, "psn", 4);
+	idx = st_post(&qa, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	{
+		struct mlx5_cqe64 c;
+		char b[200];
+		if (CHECKF(st_cq_poll(&c1, &c, 9000), "no CQE within 9 s")) {
+			CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ_ERR &&
+			       st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR,
+			       "%s, expected TRANSPORT_RETRY_EXC_ERR", st_cqe_str(&c, b, sizeof(b)));
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+		}
+	}
+	EXPECT_LINE(before);
+	CHECK(((uint8_t *)R.buf)[0] == 0);
+	return finish();
+}
+
+/* Objects in use cannot be destroyed: EBUSY, and the object still works. */
+static int c_busy_destroy(void)
+{
+	struct st_srq s;
+	struct st_cq sc;
+	struct st_qp sq;
+	struct st_qp_attr a = { .max_send_wr = 8, .max_recv_wr = 0, .max_send_sge = 1,
+				.max_recv_sge = 1 };
+	int rc;
+
+	setup();
+	sanity();
+	rc = ibv_destroy_cq(P.acq.cq);
+	CHECKF(rc == EBUSY, "ibv_destroy_cq of a CQ in use returned %d", rc);
+	rc = ibv_dealloc_pd(P.d.pd);
+	CHECKF(rc == EBUSY, "ibv_dealloc_pd of a PD in use returned %d", rc);
+	st_srq_create(&P.d, &s, 8, 1);
+	st_cq_create(&P.d, &sc, 8);
+	a.srq = s.srq;
+	st_qp_create(&P.d, &sq, &sc, &sc, &a);
+	rc = ibv_destroy_srq(s.srq);
+	CHECKF(rc == EBUSY, "ibv_destroy_srq of an SRQ in use returned %d", rc);
+	sanity();          /* still works */
+	st_qp_destroy(&sq);
+	CHECK(ibv_destroy_srq(s.srq) == 0);
+	st_cq_destroy(&sc);
+	return finish();
+}
+
 static int c_cq_overrun(void)
 {
 	struct st_dev *d;
@@ -815,6 +959,20 @@ static int c_cq_overrun(void)
 		       be16toh(c->wqe_counter) == i,
 		       "CQE %u overwritten or missing (op_own 0x%02x, wqe_counter %u)", i, c->op_own,
 		       be16toh(c->wqe_counter));
+	}
+	/* ... and the overrun is reported as an asynchronous CQ error */
+	{
+		struct pollfd pfd = { d->ctx->async_fd, POLLIN, 0 };
+		struct ibv_async_event ev;
+		if (CHECKF(poll(&pfd, 1, 2000) == 1, "no asynchronous event for the overrun")) {
+			if (CHECK(ibv_get_async_event(d->ctx, &ev) == 0)) {
+				CHECKF(ev.event_type == IBV_EVENT_CQ_ERR, "async event %d (%s), expected CQ_ERR",
+				       ev.event_type, ibv_event_type_str(ev.event_type));
+				if (ev.event_type == IBV_EVENT_CQ_ERR)
+					CHECK(ev.element.cq == small.cq);
+				ibv_ack_async_event(&ev);
+			}
+		}
 	}
 	return finish();
 }
@@ -1015,6 +1173,10 @@ static const struct fcase cases[] = {
 	{ "pd_mismatch_remote", c_pd_mismatch_remote },
 	{ "dereg_then_use", c_dereg_then_use },
 	{ "remote_dereg", c_remote_dereg },
+	{ "err_flushes_rq", c_err_flushes_rq },
+	{ "modify_to_err", c_modify_to_err },
+	{ "psn_mismatch", c_psn_mismatch },
+	{ "busy_destroy", c_busy_destroy },
 	{ "cq_overrun", c_cq_overrun },
 	{ "modify_mask", c_modify_mask },
 	{ "transition", c_transition },
@@ -1034,7 +1196,8 @@ int main(int argc, char **argv)
 	unsigned i, ran = 0, skipped = 0;
 	int j;
 
-	st_init("t_faults", 200);
+	/* each case has its own 10 s watchdog; this one only bounds the whole run */
+	st_init("t_faults", (unsigned)(sizeof(cases) / sizeof(cases[0])) * 13 + 30);
 	{
 		/* only list devices here: children open them after fork */
 		int n = 0;

@@ -186,6 +186,35 @@ int main(void)
 	check_srq(&d, 64, 3);
 	check_srq(&d, 100, 4);
 
+	/* A receive-only QP (max_send_wr 0) has no send queue. */
+	{
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *qp;
+		struct mlx5dv_qp dq;
+		struct mlx5dv_obj obj;
+
+		st_ctx = "QP without a send queue";
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = ia.recv_cq = cq.cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_recv_wr = 16;
+		ia.cap.max_recv_sge = 1;
+		qp = ibv_create_qp(d.pd, &ia);
+		if (CHECK(qp != NULL)) {
+			memset(&obj, 0, sizeof(obj));
+			memset(&dq, 0, sizeof(dq));
+			obj.qp.in = qp;
+			obj.qp.out = &dq;
+			CHECK(mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP) == 0);
+			CHECK_EQ(dq.sq.wqe_cnt, 0);
+			CHECK_EQ(dq.rq.wqe_cnt, 16);
+			CHECK_EQ(dq.rq.stride, 16);
+			CHECK_EQ(ia.cap.max_send_wr, 0);
+			CHECK_EQ(dq.dbrec[0], 0);
+			CHECK(ibv_destroy_qp(qp) == 0);
+		}
+	}
+
 	/* Two QPs never share a QPN, two CQs never share a CQN. */
 	{
 		struct st_qp_attr a = { 8, 8, 1, 1, 0, NULL, 0 };

@@ -173,6 +173,59 @@ int main(void)
 		st_qp_destroy(&q);
 		st_cq_destroy(&c);
 	}
+
+	/* Destroying a QP with work in flight: once ibv_destroy_qp returns, no more
+	 * CQEs for it appear in its CQ, and the CQ still serves other QPs. */
+	st_ctx = "destroy with work in flight";
+	{
+		struct st_cq c;
+		struct st_qp q, q2;
+		struct st_addr me, me2;
+		struct st_mr dst;
+		struct mlx5_cqe64 e;
+		uint32_t k, valid_before = 0, valid_after = 0;
+		uint16_t idx;
+
+		st_mr_alloc(&D, &dst, 1 << 20, ST_ACCESS_ALL);
+		st_cq_create(&D, &c, 255);
+		st_qp_create(&D, &q, &c, &c, &a);
+		st_qp_create(&D, &q2, &c, &c, &a);
+		st_addr_of(&D, &q, &me);
+		st_addr_of(&D, &q2, &me2);
+		st_qp_connect(&D, &q, &me);
+		st_qp_connect(&D, &q2, &me2);
+		for (k = 0; k < 8; k++) {
+			struct st_wqe w;
+			st_wqe_begin(&w);
+			st_wqe_raddr(&w, (uintptr_t)dst.buf, dst.mr->rkey);
+			st_wqe_data(&w, 1 << 20, dst.mr->lkey, dst.buf);
+			st_wqe_write(&q, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+		}
+		st_ring(&q, ST_RING_DB);
+		st_qp_destroy(&q);
+		for (k = 0; k < c.dv.cqe_cnt; k++) {
+			struct mlx5_cqe64 *x = st_cqe_at(&c, k);
+			valid_before += (x->op_own >> 4) != MLX5_CQE_INVALID;
+		}
+		st_sleep_ms(100);
+		for (k = 0; k < c.dv.cqe_cnt; k++) {
+			struct mlx5_cqe64 *x = st_cqe_at(&c, k);
+			valid_after += (x->op_own >> 4) != MLX5_CQE_INVALID;
+		}
+		CHECKF(valid_after == valid_before, "%u CQEs appeared after ibv_destroy_qp returned",
+		       valid_after - valid_before);
+		/* skip what the destroyed QP left, then the CQ works for the other QP */
+		c.ci += valid_after;
+		st_cq_set_ci(&c);
+		idx = st_post_nop(&q2, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
+		if (ST_POLL(&c, &e, 3000)) {
+			CHECK_EQ(st_cqe_wqe_counter(&e), idx);
+			CHECK_EQ(st_cqe_sop_qpn(&e) & 0xffffff, q2.qpn);
+		}
+		st_qp_destroy(&q2);
+		st_cq_destroy(&c);
+		st_mr_free(&dst);
+	}
 	st_dev_close(&D);
 	(void)shared;
 	st_exit();

@@ -11,6 +11,7 @@ static struct st_pair P;
 static struct st_mr L;   /* A's local buffer */
 static struct st_mr R;   /* B's buffer, the remote target */
 static int cqe_v1;
+static struct st_dev *cur_dev = &P.d;    /* whose LID responder CQEs carry */
 
 static void fill(void *p, size_t n, unsigned seed)
 {
@@ -55,9 +56,9 @@ static void expect_resp(struct st_qp *q, uint8_t op, uint32_t bytes, uint32_t sr
 	fr = be32toh(c.flags_rqpn);
 	CHECK_EQ(fr & 0xffffff, src_qpn);
 	CHECK_EQ((fr >> 24) & 0xf, 0);              /* SL 0 */
-	if (!P.d.eth) {
+	if (!cur_dev->eth) {
 		CHECK_EQ((fr >> 28) & 0x3, 0);          /* no GRH on IB */
-		CHECK_EQ(be16toh(c.slid), P.d.port.lid);
+		CHECK_EQ(be16toh(c.slid), cur_dev->port.lid);
 	}
 	if (!cqe_v1)
 		CHECK_EQ(be32toh(c.srqn_uidx) & 0xffffff, 0);   /* no SRQ */
@@ -484,6 +485,32 @@ static void t_masked(void)
 	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
 	CHECK_EQ(r64[0], 0x00000000ffffffffull);
 	CHECK_EQ(t64[0], 0x0000000100000000ull);
+
+	/* field_boundary splits the operand into fields; no carry crosses a set bit */
+	st_ctx = "MASKED_FA 64 with field boundary";
+	t64[0] = 0x00000001ffffffffull;
+	r64[0] = 0;
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)t64, R.mr->rkey);
+	st_wqe_masked_fa64(&w, 0x0000000100000001ull, 0x0000000080000000ull);
+	st_wqe_data(&w, 8, L.mr->lkey, r64);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x09, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
+	CHECK_EQ(r64[0], 0x00000001ffffffffull);
+	CHECK_EQ(t64[0], 0x0000000200000000ull);   /* low field wrapped alone */
+
+	st_ctx = "MASKED_FA 32 with field boundary";
+	t32[0] = 0x00ff00ff;
+	r32[0] = 0;
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)t32, R.mr->rkey);
+	/* four 8-bit fields: bits 7, 15, 23, 31 are boundaries */
+	st_wqe_masked_fa32(&w, 0x01010101, 0x80808080);
+	st_wqe_data(&w, 4, L.mr->lkey, r32);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
+	CHECK_EQ(r32[0], 0x00ff00ff);
+	CHECK_EQ(t32[0], 0x01000100);
 }
 
 /* A batch: several WQEs, one doorbell; only the signaled ones complete. */
@@ -616,6 +643,99 @@ static void t_same_half(void)
 	P.a.bf_off = 0;
 }
 
+/*
+ * An inline header followed by a data segment in one SEND, the way zero-copy
+ * active messages are commonly posted on ConnectX: the receiver gets both, in order.
+ * Run last on its own pair, so a failure here does not spill into the rest.
+ */
+static void t_inline_then_data(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2,
+				.max_recv_sge = 1, .max_inline = 64 };
+	struct st_pair Q;
+	struct st_mr m;
+	struct st_wqe w;
+	uint8_t *src, *rb;
+	uint16_t idx;
+
+	st_ctx = "SEND inline header + data segment";
+	st_pair_open_ex(&Q, &a, 32, 7);
+	cur_dev = &Q.d;
+	st_mr_alloc(&Q.d, &m, 8192, ST_ACCESS_ALL);
+	src = m.buf;
+	rb = (uint8_t *)m.buf + 4096;
+	fill(src, 1000, 99);
+	st_post_recv1(&Q.b, rb, 2048, m.mr->lkey);
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "HEADER-12345", 12);
+	st_wqe_data(&w, 1000, m.mr->lkey, src);
+	CHECK_EQ(w.len / 16, 3);
+	idx = st_post(&Q.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+	expect_req(&Q.a, idx, MLX5_OPCODE_SEND, -1);
+	expect_resp(&Q.b, MLX5_CQE_RESP_SEND, 1012, Q.a.qpn, 0, 0, NULL, NULL);
+	CHECK(!memcmp(rb, "HEADER-12345", 12));
+	CHECK(!memcmp(rb + 12, src, 1000));
+	st_mr_free(&m);
+	st_pair_close(&Q);
+	cur_dev = &P.d;
+}
+
+/*
+ * A region registered at an I/O virtual address (ibv_reg_mr_iova): remote and
+ * local addresses for its keys are in that IOVA space, not the process's.
+ */
+static void t_iova(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 64 };
+	const uint64_t iova = 0x0000100000000000ull;
+	volatile int flags = ST_ACCESS_ALL;     /* not a constant: takes ibv_reg_mr_iova2 */
+	struct st_pair Q;
+	struct ibv_mr *mr, *lmr;
+	uint8_t *buf, *lbuf;
+	struct st_wqe w;
+	uint16_t idx;
+
+	st_ctx = "ibv_reg_mr_iova";
+	st_pair_open_ex(&Q, &a, 32, 7);
+	cur_dev = &Q.d;
+	buf = aligned_alloc(4096, 8192);
+	lbuf = aligned_alloc(4096, 4096);
+	REQUIRE(buf && lbuf);
+	memset(buf, 0, 8192);
+	mr = ibv_reg_mr_iova(Q.d.pd, buf, 8192, iova, ST_ACCESS_ALL);
+	lmr = ibv_reg_mr(Q.d.pd, lbuf, 4096, flags);
+	REQUIRE(mr && lmr);
+	/* WRITE to iova + 100 lands at buf + 100 */
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, iova + 100, mr->rkey);
+	st_wqe_inline(&w, "iova write", 10);
+	idx = st_post(&Q.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+	expect_req(&Q.a, idx, MLX5_OPCODE_RDMA_WRITE, -1);
+	CHECK(!memcmp(buf + 100, "iova write", 10));
+	/* READ from iova + 4096 into lbuf (registered through ibv_reg_mr_iova2) */
+	memcpy(buf + 4096, "read me back", 12);
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, iova + 4096, mr->rkey);
+	st_wqe_data(&w, 12, lmr->lkey, lbuf);
+	idx = st_post(&Q.a, &w, MLX5_OPCODE_RDMA_READ, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	expect_req(&Q.a, idx, MLX5_OPCODE_RDMA_READ, 12);
+	CHECK(!memcmp(lbuf, "read me back", 12));
+	/* a local data segment with the IOVA of buf: gather from iova + 100 */
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)lbuf + 1024, lmr->rkey);
+	st_wqe_data(&w, 10, mr->lkey, (const void *)(uintptr_t)(iova + 100));
+	idx = st_post(&Q.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	expect_req(&Q.a, idx, MLX5_OPCODE_RDMA_WRITE, -1);
+	CHECK(!memcmp(lbuf + 1024, "iova write", 10));
+	CHECK(ibv_dereg_mr(mr) == 0);
+	CHECK(ibv_dereg_mr(lmr) == 0);
+	free(buf);
+	free(lbuf);
+	st_pair_close(&Q);
+	cur_dev = &P.d;
+}
+
 /* Messages far larger than the MTU. */
 static void t_big(void)
 {
@@ -702,6 +822,8 @@ int main(int argc, char **argv)
 	st_mr_free(&L);
 	st_mr_free(&R);
 	st_pair_close(&P);
+	t_inline_then_data();
+	t_iova();
 
 	/* Once more over RoCE (Ethernet link layer, GRH addressing) when the model offers it. */
 	if (!link && !st_failures) {

@@ -12,8 +12,9 @@
 static struct st_dev D;
 static struct st_mr M;
 
-/* The peer: connect, post nothing, wait to be killed. */
-static int child(int sock)
+/* The peer: connect, post nothing, then wait to be killed (mode 'k') or, on a
+ * byte from the parent, exit without tearing anything down (mode 'x'). */
+static int child(int sock, char mode)
 {
 	struct st_dev d;
 	struct st_cq scq, rcq;
@@ -40,6 +41,11 @@ static int child(int sock)
 	if (st_send_all(sock, &c, 1))
 		return 1;
 	/* no receive is ever posted: the parent's SEND waits in RNR retries */
+	if (mode == 'x') {
+		if (st_recv_all(sock, &c, 1) == 0)
+			exit(0);
+		return 1;
+	}
 	for (;;)
 		pause();
 	return 0;
@@ -58,7 +64,124 @@ static void poll_err(struct st_cq *cq, uint16_t idx, uint8_t synd, uint64_t t0, 
 	CHECK((st_now_ns() - t0) / 1000000 <= BOUND_MS);
 }
 
-int main(void)
+/* The peer exits normally (exit(0), nothing destroyed) while a SEND waits on it. */
+static void exit_scenario(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_cq scq;
+	struct st_qp q;
+	struct st_addr me, peer;
+	struct st_wqe w;
+	uint16_t i1, i2;
+	uint64_t t0;
+	int sv[2], rc;
+	pid_t pid;
+	char ch = 'x';
+
+	st_ctx = "peer exits";
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		alarm(60);
+		_exit(child(sv[1], 'x'));
+	}
+	close(sv[1]);
+	st_cq_create(&D, &scq, 32);
+	st_qp_create(&D, &q, &scq, &scq, &a);
+	st_addr_of(&D, &q, &me);
+	REQUIRE(st_send_all(sv[0], &me, sizeof(me)) == 0);
+	REQUIRE(st_recv_all(sv[0], &peer, sizeof(peer)) == 0);
+	st_qp_connect(&D, &q, &peer);
+	REQUIRE(st_recv_all(sv[0], &ch, 1) == 0);
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "bye", 4);
+	i1 = st_wqe_write(&q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	i2 = st_wqe_write(&q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	st_ring(&q, ST_RING_DB);
+	CHECK(st_cq_empty_for(&scq, 100));
+	REQUIRE(st_send_all(sv[0], &ch, 1) == 0);
+	rc = st_wait_pid(pid, 5000);
+	CHECK_EQ(rc, 0);
+	t0 = st_now_ns();
+	poll_err(&scq, i1, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, t0, "SEND to a peer that exited");
+	poll_err(&scq, i2, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, t0, "SEND after it");
+	st_qp_destroy(&q);
+	st_cq_destroy(&scq);
+	close(sv[0]);
+	st_ctx = NULL;
+}
+
+/*
+ * The model's peer-loss injection (RVXSIM_KILL_PEER_AFTER=N): after N WQEs the
+ * link to every other LID is lost. Two adapters in one process: the WQE that
+ * meets the loss ends with TRANSPORT_RETRY_EXC_ERR, the rest are flushed.
+ */
+static void injected_loss(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 32, .max_recv_wr = 1, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_dev d0, d1;
+	struct st_cq c0, c1;
+	struct st_qp q0, q1;
+	struct st_addr a0, a1;
+	struct st_mr m;
+	struct mlx5_cqe64 c;
+	int k, ok = 0, retry = 0, flush = 0, other = 0;
+	uint64_t t0;
+
+	st_ctx = "RVXSIM_KILL_PEER_AFTER";
+	st_dev_open(&d0, 0);
+	st_dev_open(&d1, 1);
+	CHECK(d0.port.lid != d1.port.lid || d0.eth);
+	st_cq_create(&d0, &c0, 64);
+	st_cq_create(&d1, &c1, 64);
+	st_qp_create(&d0, &q0, &c0, &c0, &a);
+	st_qp_create(&d1, &q1, &c1, &c1, &a);
+	st_mr_alloc(&d1, &m, 4096, ST_ACCESS_ALL);
+	st_addr_of(&d0, &q0, &a0);
+	st_addr_of(&d1, &q1, &a1);
+	st_qp_connect(&d0, &q0, &a1);
+	st_qp_connect(&d1, &q1, &a0);
+	t0 = st_now_ns();
+	for (k = 0; k < 20; k++) {
+		struct st_wqe w;
+		uint8_t v = (uint8_t)k;
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, (uintptr_t)m.buf + k, m.mr->rkey);
+		st_wqe_inline(&w, &v, 1);
+		st_post(&q0, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+		if (!st_cq_poll(&c0, &c, BOUND_MS))
+			break;
+		if (st_cqe_opcode(&c) == MLX5_CQE_REQ)
+			ok++;
+		else if (st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR)
+			retry++;
+		else if (st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+			flush++;
+		else
+			other++;
+	}
+	st_note("injected loss: %d ok, %d retry exceeded, %d flushed after %llu ms", ok, retry, flush,
+		(unsigned long long)((st_now_ns() - t0) / 1000000));
+	CHECK(ok >= 1 && ok < 20);
+	CHECK_EQ(retry, 1);
+	CHECK_EQ(ok + retry + flush, 20);
+	CHECK_EQ(other, 0);
+	st_mr_free(&m);
+	st_qp_destroy(&q0);
+	st_qp_destroy(&q1);
+	st_cq_destroy(&c0);
+	st_cq_destroy(&c1);
+	st_dev_close(&d0);
+	st_dev_close(&d1);
+	st_ctx = NULL;
+}
+
+int main(int argc, char **argv)
 {
 	int sv[2], rc;
 	pid_t pid;
@@ -77,6 +200,11 @@ int main(void)
 	struct ibv_device **l;
 
 	st_init("t_peer_death", 40);
+	if (getenv("RVXSIM_KILL_PEER_AFTER")) {
+		st_name = "t_peer_death(RVXSIM_KILL_PEER_AFTER)";
+		injected_loss();
+		st_exit();
+	}
 	/* a short transport timeout if the model offers one; hardware-like otherwise */
 	setenv("RVXSIM_RETRY_TIMEOUT_MS", "500", 0);
 	l = ibv_get_device_list(&n);
@@ -92,7 +220,7 @@ int main(void)
 	if (pid == 0) {
 		close(sv[0]);
 		alarm(60);
-		_exit(child(sv[1]));
+		_exit(child(sv[1], 'k'));
 	}
 	close(sv[1]);
 
@@ -155,6 +283,8 @@ int main(void)
 		uint16_t idx = st_post_nop(&q, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
 		poll_err(&scq, idx, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, st_now_ns(), "NOP on the dead QP");
 	}
+
+	exit_scenario();
 
 	/* The survivor's other QPs keep working. */
 	st_ctx = "survivor";
@@ -231,6 +361,20 @@ int main(void)
 	st_cq_destroy(&rcq);
 	st_mr_free(&M);
 	st_dev_close(&D);
+
+	if (argc < 2) {
+		char *args[] = { argv[0], (char *)"sub", NULL };
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			setenv("RVXSIM_NUM_DEVICES", "2", 1);
+			setenv("RVXSIM_KILL_PEER_AFTER", "5", 1);
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		rc = st_wait_pid(pid, 30000);
+		CHECKF(rc == 0, "the run with RVXSIM_KILL_PEER_AFTER=5 exited with %d", rc);
+	}
 	st_exit();
 	return 0;
 }

@@ -198,14 +198,93 @@ static void receive_in_init(void)
 	st_ctx = NULL;
 }
 
-int main(void)
+/*
+ * With the model's RNR injection (RVXSIM_FORCE_RNR=N: the first N SENDs reaching
+ * a device get an RNR NAK although a receive is posted): rnr_retry 7 rides it
+ * out in order; rnr_retry 1 fails with RNR_RETRY_EXC_ERR while NAKs are left.
+ */
+static void forced_rnr(void)
+{
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_pair P;
+	struct st_mr m;
+	struct st_wqe w;
+	struct mlx5_cqe64 c;
+	char b[200];
+	int k;
+
+	st_ctx = "RVXSIM_FORCE_RNR=6, rnr_retry 7";
+	st_pair_open_ex(&P, &a, 32, 7);
+	st_mr_alloc(&P.d, &m, 4096, ST_ACCESS_ALL);
+	for (k = 0; k < 4; k++)
+		st_post_recv1(&P.b, (uint8_t *)m.buf + 64 * k, 64, m.mr->lkey);
+	for (k = 0; k < 4; k++) {
+		uint8_t v = (uint8_t)(0x20 + k);
+		st_wqe_begin(&w);
+		st_wqe_inline(&w, &v, 1);
+		st_wqe_write(&P.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	}
+	st_ring(&P.a, ST_RING_DB);
+	for (k = 0; k < 4; k++) {
+		if (!ST_POLL(&P.acq, &c, 5000))
+			break;
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ && st_cqe_wqe_counter(&c) == k, "send %d: %s", k,
+		       st_cqe_str(&c, b, sizeof(b)));
+		if (!ST_POLL(&P.brcq, &c, 5000))
+			break;
+		CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_RESP_SEND);
+		CHECK_EQ(((uint8_t *)m.buf)[64 * k], 0x20 + k);    /* in order, once each */
+	}
+	CHECK(st_cq_empty_for(&P.brcq, 20));
+	st_mr_free(&m);
+	st_pair_close(&P);
+
+	/* a new pair (device opened again): with NAKs still to come, one retry is not enough */
+	st_ctx = "RVXSIM_FORCE_RNR, rnr_retry 1";
+	st_pair_open_ex(&P, &a, 32, 1);
+	st_mr_alloc(&P.d, &m, 4096, ST_ACCESS_ALL);
+	st_post_recv1(&P.b, m.buf, 64, m.mr->lkey);
+	st_wqe_begin(&w);
+	st_wqe_inline(&w, "x", 1);
+	st_post(&P.a, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	if (ST_POLL(&P.acq, &c, 5000))
+		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ_ERR &&
+		       st_cqe_syndrome(&c) == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR,
+		       "%s, expected RNR_RETRY_EXC_ERR from the injected RNR NAKs", st_cqe_str(&c, b, sizeof(b)));
+	st_mr_free(&m);
+	st_pair_close(&P);
+	st_ctx = NULL;
+}
+
+int main(int argc, char **argv)
 {
 	st_init("t_rnr", 40);
+	if (getenv("RVXSIM_FORCE_RNR")) {
+		st_name = "t_rnr(RVXSIM_FORCE_RNR)";
+		forced_rnr();
+		st_exit();
+	}
 	receive_in_init();
 	uncounted_receive();
 	run(7);
 	run(0);
 	run(1);
+	if (argc < 2) {
+		pid_t pid;
+		int rc;
+
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			char *args[] = { argv[0], (char *)"sub", NULL };
+			setenv("RVXSIM_FORCE_RNR", "6", 1);
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		rc = st_wait_pid(pid, 30000);
+		CHECKF(rc == 0, "the run with RVXSIM_FORCE_RNR=6 exited with %d", rc);
+	}
 	st_exit();
 	return 0;
 }

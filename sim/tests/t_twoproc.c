@@ -389,79 +389,6 @@ static void phase_pingpong(struct side *s)
 	sync_peer(s);
 }
 
-/*
- * One-sided operations need nothing from the target's CPU: with the child
- * stopped (SIGSTOP), the parent's WRITE, READ, atomic and even a SEND into a
- * posted receive complete; the child finds the results when it resumes.
- */
-#define OFF_STOP 1536000
-static pid_t child_pid;
-
-static void phase_stopped_peer(struct side *s)
-{
-	struct st_wqe w;
-	struct mlx5_cqe64 c;
-	uint8_t *p = at(s, OFF_STOP);
-	char b[200];
-	int k;
-
-	st_ctx = s->parent ? "stopped peer (parent)" : "stopped peer (child)";
-	if (!s->parent) {
-		uint64_t *ctr = (uint64_t *)(p + 4096);
-		memset(p, 0, 8192);
-		*ctr = 40;
-		sync_peer(s);              /* the parent stops us, works, resumes us */
-		sync_peer(s);
-		CHECKF(!memcmp(p, "written while stopped", 22), "WRITE to the stopped process missing");
-		CHECK_EQ(*ctr, 42);
-		/* receives complete in posting order: the ping-pong left NPING % 32 next */
-		if (poll_ok(&s->rcq, MLX5_CQE_RESP_SEND, &c)) {
-			CHECK_EQ(be32toh(c.byte_cnt), 5);
-			if (st_cqe_format(&c) == 0)
-				CHECK(!memcmp(at(s, OFF_RECV) + (NPING % 32) * 4096, "sleep", 5));
-		}
-		sync_peer(s);
-		return;
-	}
-	sync_peer(s);
-	kill(child_pid, SIGSTOP);
-	st_sleep_ms(50);
-	memset(p, 0, 8192);
-	for (k = 0; k < 512; k++)
-		p[k] = (uint8_t)k;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, s->peer.addr + OFF_STOP, s->peer.rkey);
-	st_wqe_inline(&w, "written while stopped", 22);
-	st_wqe_write(&s->q, &w, MLX5_OPCODE_RDMA_WRITE, 0, 0, 0);
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, s->peer.addr + OFF_READ_SRC, s->peer.rkey);
-	st_wqe_data(&w, 4096, s->m.mr->lkey, p + 1024);
-	st_wqe_write(&s->q, &w, MLX5_OPCODE_RDMA_READ, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, s->peer.addr + OFF_STOP + 4096, s->peer.rkey);
-	st_wqe_atomic(&w, 2, 0);
-	st_wqe_data(&w, 8, s->m.mr->lkey, p + 6000);
-	st_wqe_write(&s->q, &w, MLX5_OPCODE_ATOMIC_FA, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
-	st_wqe_begin(&w);
-	st_wqe_inline(&w, "sleep", 5);
-	st_wqe_write(&s->q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
-	st_ring(&s->q, ST_RING_DB);
-	for (k = 0; k < 3; k++) {
-		if (!CHECKF(st_cq_poll(&s->scq, &c, 5000), "no completion %d while the peer is stopped", k))
-			break;
-		CHECKF(st_cqe_opcode(&c) == MLX5_CQE_REQ, "completion %d: %s", k, st_cqe_str(&c, b, sizeof(b)));
-	}
-	{
-		uint8_t want[4096];
-		pattern(want, 4096, 200);
-		CHECKF(!memcmp(p + 1024, want, 4096), "READ from the stopped process differs");
-		CHECK_EQ(*(uint64_t *)(p + 6000), 40);
-	}
-	kill(child_pid, SIGCONT);
-	sync_peer(s);
-	sync_peer(s);
-}
-
 static int run_side(struct side *s)
 {
 	side_setup(s);
@@ -471,7 +398,6 @@ static int run_side(struct side *s)
 	phase_atomics(s);
 	phase_cas(s);
 	phase_pingpong(s);
-	phase_stopped_peer(s);
 	st_ctx = "teardown";
 	st_qp_destroy(&s->q);
 	st_mr_free(&s->m);
@@ -501,6 +427,8 @@ int main(int argc, char **argv)
 	st_init("t_twoproc", 50);
 	if (getenv("RVXSIM_NUM_DEVICES"))
 		st_name = "t_twoproc(2 adapters)";
+	if (getenv("RVXSIM_LINK"))
+		st_name = "t_twoproc(RoCE)";
 	l = ibv_get_device_list(&n);
 	if (l)
 		ibv_free_device_list(l);
@@ -520,7 +448,6 @@ int main(int argc, char **argv)
 		_exit(child_main(NULL));
 	}
 	close(sv[1]);
-	child_pid = pid;
 	memset(&ps, 0, sizeof(ps));
 	ps.sock = sv[0];
 	ps.parent = 1;
@@ -529,18 +456,25 @@ int main(int argc, char **argv)
 	rc = st_wait_pid(pid, 10000);
 	CHECKF(rc == 0, "child exited with %d", rc);
 
-	/* Again with the peer on a second adapter of the model. */
-	if (argc < 2 && !getenv("RVXSIM_NUM_DEVICES") && !st_failures) {
+	/* Again with the peer on a second adapter, and again over RoCE. */
+	if (argc < 2 && !getenv("RVXSIM_NUM_DEVICES") && !getenv("RVXSIM_LINK") && !st_failures) {
 		char *args[] = { argv[0], (char *)"sub", NULL };
-		fflush(NULL);
-		pid = fork();
-		if (pid == 0) {
-			setenv("RVXSIM_NUM_DEVICES", "2", 1);
-			execv("/proc/self/exe", args);
-			_exit(127);
+		int v;
+		for (v = 0; v < 2; v++) {
+			fflush(NULL);
+			pid = fork();
+			if (pid == 0) {
+				if (v == 0)
+					setenv("RVXSIM_NUM_DEVICES", "2", 1);
+				else
+					setenv("RVXSIM_LINK", "eth", 1);
+				execv("/proc/self/exe", args);
+				_exit(127);
+			}
+			rc = st_wait_pid(pid, 30000);
+			CHECKF(rc == 0, "the %s run exited with %d",
+			       v == 0 ? "two-adapter (RVXSIM_NUM_DEVICES=2)" : "RoCE (RVXSIM_LINK=eth)", rc);
 		}
-		rc = st_wait_pid(pid, 30000);
-		CHECKF(rc == 0, "the two-adapter run (RVXSIM_NUM_DEVICES=2) exited with %d", rc);
 	}
 	st_exit();
 	return 0;

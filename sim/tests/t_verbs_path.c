@@ -119,6 +119,31 @@ int main(void)
 	CHECK(LM->lkey != RM->lkey);
 	CHECK(LM->addr == lbuf && LM->length == BUFSZ);
 
+	/* ibv_query_qp reports what the QP was given */
+	st_ctx = "query_qp";
+	{
+		struct ibv_qp_attr at;
+		struct ibv_qp_init_attr ia;
+		memset(&at, 0, sizeof(at));
+		memset(&ia, 0, sizeof(ia));
+		CHECK(ibv_query_qp(A.qp, &at, IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_PATH_MTU |
+				   IBV_QP_ACCESS_FLAGS | IBV_QP_CAP | IBV_QP_RNR_RETRY | IBV_QP_RETRY_CNT |
+				   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &ia) == 0);
+		CHECK_EQ(at.qp_state, IBV_QPS_RTS);
+		CHECK_EQ(at.dest_qp_num, B.qp->qp_num);
+		CHECK_EQ(at.path_mtu, IBV_MTU_1024);
+		CHECK_EQ(at.qp_access_flags, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		CHECK_EQ(at.rnr_retry, 7);
+		CHECK_EQ(at.retry_cnt, 7);
+		CHECK_EQ(at.max_rd_atomic, 16);
+		CHECK_EQ(at.max_dest_rd_atomic, 16);
+		CHECK_EQ(at.cap.max_send_sge, 4);
+		CHECK(at.cap.max_send_wr >= 32 && at.cap.max_inline_data >= 64);
+		CHECK_EQ(ia.qp_type, IBV_QPT_RC);
+		CHECK(ia.send_cq == A.scq && ia.recv_cq == A.rcq);
+	}
+
 	/* RDMA WRITE, gather of two SGEs */
 	st_ctx = "write";
 	for (i = 0; i < 4096; i++)
@@ -318,6 +343,87 @@ int main(void)
 		wr.wr.rdma.rkey = LM->rkey;
 		post_send(B.qp, &wr);
 		expect_wc(B.scq, 40, IBV_WC_LOC_PROT_ERR, IBV_WC_RDMA_WRITE, B.qp->qp_num, -1);
+	}
+
+	/* Shared receive queue through ibv_post_srq_recv. */
+	st_ctx = "srq";
+	{
+		struct ibv_srq_init_attr sia;
+		struct ibv_srq *srq;
+		struct ibv_qp_init_attr ia;
+		struct ibv_cq *c2;
+		struct vq S, T;
+		int k;
+
+		memset(&sia, 0, sizeof(sia));
+		sia.attr.max_wr = 16;
+		sia.attr.max_sge = 1;
+		srq = ibv_create_srq(D.pd, &sia);
+		c2 = ibv_create_cq(D.ctx, 32, NULL, NULL, 0);
+		REQUIRE(srq && c2);
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = ia.recv_cq = c2;
+		ia.srq = srq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = 8;
+		ia.cap.max_send_sge = 1;
+		S.qp = ibv_create_qp(D.pd, &ia);
+		ia.srq = NULL;
+		ia.cap.max_recv_wr = 8;
+		ia.cap.max_recv_sge = 1;
+		T.qp = ibv_create_qp(D.pd, &ia);
+		REQUIRE(S.qp && T.qp);
+		S.scq = S.rcq = T.scq = T.rcq = c2;
+		vq_connect(&S, &T);
+		vq_connect(&T, &S);
+		for (k = 0; k < 4; k++) {
+			struct ibv_recv_wr r2, *b2;
+			struct ibv_sge rs = { (uintptr_t)rbuf + 53248 + 256 * k, 256, RM->lkey };
+			memset(&r2, 0, sizeof(r2));
+			r2.wr_id = 80 + (uint64_t)k;
+			r2.sg_list = &rs;
+			r2.num_sge = 1;
+			CHECK(ibv_post_srq_recv(srq, &r2, &b2) == 0);
+		}
+		for (k = 0; k < 4; k++) {
+			lbuf[k] = (uint8_t)(0x70 + k);
+			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + k, 1, LM->lkey };
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = 90 + (uint64_t)k;
+			wr.sg_list = sg;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			post_send(T.qp, &wr);
+		}
+		/* four send completions and four receives, in some interleaving */
+		{
+			int sends = 0, recvs = 0, got = 0;
+			while (got < 8) {
+				if (!poll1(c2, &wc))
+					break;
+				got++;
+				CHECKF(wc.status == IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+				if (wc.opcode == IBV_WC_RECV) {
+					CHECK_EQ(wc.wr_id, 80 + (uint64_t)recvs);
+					CHECK_EQ(wc.qp_num, S.qp->qp_num);
+					CHECK_EQ(wc.src_qp, T.qp->qp_num);
+					CHECK_EQ(wc.byte_len, 1);
+					CHECK_EQ(rbuf[53248 + 256 * recvs], 0x70 + recvs);
+					recvs++;
+				} else {
+					CHECK_EQ(wc.opcode, IBV_WC_SEND);
+					CHECK_EQ(wc.wr_id, 90 + (uint64_t)sends);
+					sends++;
+				}
+			}
+			CHECK_EQ(sends, 4);
+			CHECK_EQ(recvs, 4);
+		}
+		CHECK(ibv_destroy_qp(S.qp) == 0);
+		CHECK(ibv_destroy_qp(T.qp) == 0);
+		CHECK(ibv_destroy_srq(srq) == 0);
+		CHECK(ibv_destroy_cq(c2) == 0);
 	}
 
 	/* Completion events: a channel, an armed CQ, one event per arm. */
