@@ -1,6 +1,6 @@
 # rvx: header-only RDMA / shared-memory transport kit.
 #
-#   make run       build and run the demo on the default transport (shared memory)
+#   make run       build and run the demo on the default transport (shared memory), then rvxsim
 #   make test      build and run every test; ends with "N passed, N failed, N skipped"
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
@@ -60,6 +60,10 @@ run: deps all
 	$(RVXRUN) -n 4 -t 60 $(B)/examples/atomic_counter 20000
 	@echo "== pingpong: 8-byte active-message ping-pong between 2 ranks"
 	$(RVXRUN) -n 2 -t 60 $(B)/examples/pingpong 200000
+	@echo "== rvxsim: the software ConnectX that stands in for rdma-core (no adapter here)"
+	LD_LIBRARY_PATH=$(B)/sim $(B)/sim/rvxsim_devinfo
+	@echo "== rvxsim: WQEs through the model's engine, and a verbs SEND ping-pong between 2 processes"
+	@$(MAKE) -s sim-bench
 
 test: deps all
 	@tests/run.sh
