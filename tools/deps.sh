@@ -11,6 +11,7 @@ need=(
   "binutils:/usr/bin/objdump"
   "pkg-config:/usr/bin/pkg-config"
   "libibverbs-dev:/usr/include/infiniband/mlx5dv.h"
+  "ibverbs-utils:/usr/bin/ibv_rc_pingpong"
   "valgrind:/usr/bin/valgrind"
   "ucx-utils:/usr/bin/ucx_perftest"
   "hyperfine:/usr/bin/hyperfine"
