@@ -337,6 +337,47 @@ SIM_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_
 	return 0;
 }
 
+/* Exported by rdma-core for its tools (ibv_devinfo reads "board_id" with it). The model's devices
+ * have no sysfs directory, so their files are answered here; other paths are read for real. */
+SIM_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+	char path[512];
+	int fd, n;
+	for (int i = 0; i < SIM_MAX_DEVICES; i++) {
+		if (strcmp(dir, devices[i].dev.ibdev_path) && strcmp(dir, devices[i].dev.dev_path))
+			continue;
+		if (!strcmp(file, "board_id"))
+			return snprintf(buf, size, "RVXSIM_CX6");
+		if (!strcmp(file, "fw_ver"))
+			return snprintf(buf, size, "20.31.1014");
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = (int)read(fd, buf, size);
+	close(fd);
+	if (n > 0 && (size_t)n < size && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	else if (n >= 0 && (size_t)n < size)
+		buf[n] = 0;
+	return n;
+}
+
+/* rdma-core's private helper that Debian's ibv_devinfo binds to (IBVERBS_PRIVATE_34): the
+ * sysfs GID type, 0 for IB or RoCE v1, 1 for RoCE v2. */
+SIM_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
+				  int *type)
+{
+	if (port != 1 || index >= (unsigned int)(sim_env.link_eth ? 2 : 1))
+		return -1;
+	(void)ctx;
+	*type = sim_env.link_eth && index == 1 ? 1 : 0;
+	return 0;
+}
+
 SIM_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
 					size_t max, uint32_t flags, size_t entry_size)
 {

@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
-# Same binary, two worlds: Debian's own, unmodified ibv_rc_pingpong and ibv_srq_pingpong
-# (ibverbs-utils, linked against the real rdma-core) run between two processes on rvxsim, with
-# only LD_LIBRARY_PATH pointing at the model. Their out-of-band exchange is TCP on 127.0.0.1.
+# Same binary, two worlds: Debian's own, unmodified ibv_devinfo, ibv_rc_pingpong and
+# ibv_srq_pingpong (ibverbs-utils, linked against the real rdma-core) run on rvxsim, the
+# pingpongs between two processes, with only LD_LIBRARY_PATH pointing at the model. Their
+# out-of-band exchange is TCP on 127.0.0.1.
 set -u
 cd "$(dirname "$0")/.."
 [ -e build/sim/libibverbs.so.1 ] || { echo "FAIL: rvxsim not built (make)"; exit 1; }
-for b in ibv_rc_pingpong ibv_srq_pingpong; do
+for b in ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong; do
   command -v $b >/dev/null || { echo "FAIL: $b missing (make deps installs ibverbs-utils)"; exit 1; }
 done
 export LD_LIBRARY_PATH=$PWD/build/sim
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 fails=0
+expect_devinfo() { # description, pattern, env...
+  local what=$1 pat=$2; shift 2
+  if env "$@" ibv_devinfo -v >"$tmp/devinfo" 2>&1 && grep -qE "$pat" "$tmp/devinfo"; then
+    echo "ok: ibv_devinfo: $what"
+  else
+    echo "FAIL: ibv_devinfo: $what"; head -20 "$tmp/devinfo" | sed 's/^/  | /'; fails=$((fails + 1))
+  fi
+}
+expect_devinfo "a ConnectX-6 (part 4123)" "vendor_part_id:[[:space:]]+4123"
+expect_devinfo "port active" "PORT_ACTIVE"
+expect_devinfo "two devices" "hca_id:[[:space:]]+mlx5_1" RVXSIM_NUM_DEVICES=2
+expect_devinfo "RoCE v2 GID" "GID\[  1\]:.*RoCE v2" RVXSIM_LINK=eth
 run_pair() { # program, extra args...
   local prog=$1; shift
   local port=$((20000 + RANDOM % 30000)) try
