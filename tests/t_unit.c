@@ -183,6 +183,35 @@ int main(void)
     drain(w);
     T_CHECK(seq_next == 20000 && seq_bad == 0, "ring laps: %d delivered, %d wrong", seq_next, seq_bad);
 
+    /* an endpoint destroyed with frames still in its ring, then created again: the old frames
+     * are delivered first, then the new one, nothing twice and nothing stale */
+    {
+        rvx_ep_t *again;
+        uint64_t a[2];
+        rvx_status_t st;
+        int base_seq = seq_next;
+        for (i = 0; i < 3; i++) {
+            a[0] = (uint64_t)(base_seq + i);
+            a[1] = 0;
+            T_OK(rvx_am_medium(ep, RVX_AM_SEQ, a, 2, NULL, 0));
+        }
+        rvx_ep_destroy(ep);
+        T_OK(rvx_ep_create(w, 0, &again));
+        a[0] = (uint64_t)(base_seq + 3);
+        rvx_am_retry(w, st, rvx_am_medium(again, RVX_AM_SEQ, a, 2, NULL, 0));
+        T_CHECK(st == RVX_OK, "send after re-creation: %s", rvx_status_str(st));
+        drain(w);
+        T_CHECK(seq_next == base_seq + 4 && seq_bad == 0, "re-created endpoint: %d of 4 delivered in order, %d wrong",
+                seq_next - base_seq, seq_bad);
+        ep = again;
+        rvx_rkey_release(&rkey);
+        rvx_rkey_release(&rkey_reg);
+        T_OK(rvx_rkey_pack(mem, packed));
+        T_OK(rvx_rkey_unpack(ep, packed, &rkey));
+        T_OK(rvx_rkey_pack(reg, packed));
+        T_OK(rvx_rkey_unpack(ep, packed, &rkey_reg));
+    }
+
     /* flush with nothing outstanding returns at once */
     T_OK(rvx_ep_flush_nb(ep, NULL));
     T_OK(rvx_worker_flush_nb(w, NULL));

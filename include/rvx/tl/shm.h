@@ -42,6 +42,9 @@
 #define RVX__SHM_NSLOTS      RVX_SHM_RING_SLOTS
 #define RVX__SHM_RING_BYTES  (RVX__SHM_SLOT + RVX__SHM_NSLOTS * RVX__SHM_SLOT)
 #define RVX__SHM_SKIP        0xffffu
+/* A ring's control line: word 0 is the consumer's position (written by the consumer as it goes);
+ * word 1 is where the producer stopped when its endpoint was destroyed. */
+#define RVX__SHM_CTL_TAIL    1
 #define RVX__SHM_MAGIC       0x7276785348u /* "rvxSH" */
 #ifndef RVX__SHM_RX_BATCH
 #define RVX__SHM_RX_BATCH    16
@@ -264,7 +267,10 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
         uint8_t *rxr = rvx__shm_ring(ifc->mbox, rank, c);
         ep->tx[c].slots = txr + RVX__SHM_SLOT;
         ep->tx[c].peer_head = (const volatile uint64_t *)txr;
-        ep->tx[c].tail = ep->tx[c].head_cache = rvx_load_acquire_u64((uint64_t *)txr);
+        ep->tx[c].head_cache = rvx_load_acquire_u64((uint64_t *)txr);
+        /* resume where an earlier endpoint to this peer stopped: restarting at the consumer's
+         * position would leave older, still-valid frames behind the new ones */
+        ep->tx[c].tail = ((uint64_t *)txr)[RVX__SHM_CTL_TAIL];
         ep->rx[c].slots = rxr + RVX__SHM_SLOT;
         ep->rx[c].head_pub = (uint64_t *)rxr;
         ep->rx[c].head = *ep->rx[c].head_pub;
@@ -295,6 +301,8 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
         }
     }
     ifc->nlive--;
+    for (i = 0; i < RVX__TL_AM_CHANNELS; i++)
+        ((uint64_t *)(uintptr_t)ep->tx[i].peer_head)[RVX__SHM_CTL_TAIL] = ep->tx[i].tail;
     if (ep->peer_mbox && ep->peer_mbox != ifc->mbox) munmap(ep->peer_mbox, ep->peer_mbox_len);
     if (ep->pidfd >= 0) close(ep->pidfd);
     ep->peer_mbox = NULL;
