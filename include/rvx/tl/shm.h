@@ -45,6 +45,8 @@
 /* A ring's control line: word 0 is the consumer's position (written by the consumer as it goes);
  * word 1 is where the producer stopped when its endpoint was destroyed. */
 #define RVX__SHM_CTL_TAIL    1
+/* The mailbox's first line: word 0 says the owner destroyed its worker. */
+#define RVX__SHM_MBOX_CLOSED 0xc105edull
 #define RVX__SHM_MAGIC       0x7276785348u /* "rvxSH" */
 #ifndef RVX__SHM_RX_BATCH
 #define RVX__SHM_RX_BATCH    16
@@ -223,6 +225,8 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
 
 RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 {
+    /* peers that still map the mailbox see it closed and stop waiting for room in it */
+    rvx_store_release_u64((uint64_t *)(void *)ifc->mbox, RVX__SHM_MBOX_CLOSED);
     free(ifc->rx);
     munmap(ifc->mbox, ifc->mbox_len);
     close(ifc->mbox_fd);
@@ -311,6 +315,10 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     if (ep->failed) return RVX_ERR_PEER_FAILED;
+    if (rvx_load_acquire_u64((uint64_t *)(void *)ep->peer_mbox) == RVX__SHM_MBOX_CLOSED) {
+        ep->failed = 1;  /* the peer destroyed its worker */
+        return RVX_ERR_PEER_FAILED;
+    }
     if (ep->pid == getpid()) return RVX_OK;
     if (ep->pidfd >= 0) {
         struct pollfd pfd;
