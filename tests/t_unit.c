@@ -1,6 +1,7 @@
 /* t_unit: one process, loopback endpoint to itself: status strings, set-up argument checks,
  * progress bookkeeping, put/get/atomics on its own regions, all AM kinds with replies, ring laps. */
-#define RVX_AM_HANDLERS(X) X(ECHO, on_echo) X(ECHOED, on_echoed) X(SEQ, on_seq) X(TWICE, on_twice)
+#define RVX_AM_HANDLERS(X) X(ECHO, on_echo) X(ECHOED, on_echoed) X(SEQ, on_seq) X(TWICE, on_twice) \
+                           X(NESTED, on_nested)
 #include <rvx/rvx.h>
 #include "testlib.h"
 
@@ -45,6 +46,17 @@ static void on_twice(rvx_am_token_t *t, const uint64_t *args, unsigned nargs, vo
     (void)args; (void)nargs; (void)p; (void)len;
     T_OK(rvx_am_reply_short(t, RVX_AM_ECHOED, NULL, 0));
     twice_second = rvx_am_reply_short(t, RVX_AM_ECHOED, NULL, 0);
+}
+
+static rvx_worker_t *the_worker;
+static int nested_calls, nested_result = -1;
+
+/* Misuse: progress from inside a handler must do nothing (not hand this frame over again). */
+static void on_nested(rvx_am_token_t *t, const uint64_t *args, unsigned nargs, void *p, size_t len)
+{
+    (void)t; (void)args; (void)nargs; (void)p; (void)len;
+    nested_calls++;
+    nested_result = rvx_progress(the_worker);
 }
 
 static void drain(rvx_worker_t *w)
@@ -211,6 +223,14 @@ int main(void)
         T_OK(rvx_rkey_pack(reg, packed));
         T_OK(rvx_rkey_unpack(ep, packed, &rkey_reg));
     }
+
+    /* progress re-entered from a handler does nothing */
+    the_worker = w;
+    T_OK(rvx_am_short(ep, RVX_AM_NESTED, NULL, 0));
+    T_OK(rvx_am_short(ep, RVX_AM_NESTED, NULL, 0));
+    drain(w);
+    T_CHECK(nested_calls == 2 && nested_result == 0, "nested progress: %d calls, returned %d",
+            nested_calls, nested_result);
 
     /* flush with nothing outstanding returns at once */
     T_OK(rvx_ep_flush_nb(ep, NULL));

@@ -18,7 +18,8 @@
  *           rkey) before the handler runs; the handler's `payload` points there.
  * Requests return RVX_ERR_NO_RESOURCE when the ring to the peer is full (progress and retry;
  * rvx_am_retry does that). A request handler may reply once, with rvx_am_reply_*; replies never
- * fail for lack of room (they wait). Handlers must not send requests or call rvx_progress.
+ * fail for lack of room (they wait). Handlers must not send requests; rvx_progress called from
+ * a handler does nothing.
  * From a peer, an unknown handler id or a malformed message is counted in rvx_worker_stats,
  * reported once on stderr, and dropped. Delivery between one pair is in order. */
 #ifndef RVX_PROTO_AM_H

@@ -134,6 +134,8 @@ typedef struct rvx__tl_iface {
     int            mbox_fd;
     int            rank;
     int            nranks;
+    int            in_rx;        /* handlers are running: progress must not re-enter */
+    unsigned       warned_nested;
 } rvx__tl_iface_t;
 
 /* ---- helpers -------------------------------------------------------------------------------- */
@@ -649,11 +651,19 @@ RVX_COLD int rvx__shm_progress_from(rvx__tl_iface_t *ifc, unsigned first)
 {
     unsigned i;
     int done = 0;
+    /* Progress called from inside a handler would hand the same frame over again (the ring's
+     * head moves only after its handler returns): refuse, and say so once. */
+    if (ifc->in_rx) {
+        if (!ifc->warned_nested++) rvx__log("rvx_progress called from an AM handler: ignored");
+        return 0;
+    }
+    ifc->in_rx = 1;
     for (i = first; i < ifc->nrx; i++) {
         rvx__tl_ep_t *ep = ifc->rx[i];
         if (rvx__shm_ready(ep, RVX__CHAN_REPLY)) done += rvx__shm_consume(ep, RVX__CHAN_REPLY);
         if (rvx__shm_ready(ep, RVX__CHAN_REQUEST)) done += rvx__shm_consume(ep, RVX__CHAN_REQUEST);
     }
+    ifc->in_rx = 0;
     return done;
 }
 #endif
