@@ -47,6 +47,18 @@ static int st_report_fd = 2;   /* where failure lines go (stderr may be captured
 static const char *st_name = "test";
 static const char *st_ctx;     /* current step, printed with failures */
 
+/* Ends the report line begun in buf (n bytes so far) with fmt and a newline, and writes it. */
+static inline void st_vreport(char *buf, size_t size, int n, const char *fmt, va_list ap)
+{
+	n += vsnprintf(buf + n, size - (size_t)n - 2, fmt, ap);
+	if (n > (int)size - 2)
+		n = (int)size - 2;
+	buf[n++] = '\n';
+	if (write(st_report_fd, buf, (size_t)n) < 0) {
+		/* nothing better to do */
+	}
+}
+
 __attribute__((format(printf, 3, 4)))
 static inline void st_fail_at(const char *file, int line, const char *fmt, ...)
 {
@@ -56,14 +68,8 @@ static inline void st_fail_at(const char *file, int line, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 2, fmt, ap);
+	st_vreport(buf, sizeof(buf), n, fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(st_report_fd, buf, (size_t)n) < 0) {
-		/* nothing better to do */
-	}
 	st_failures++;
 }
 
@@ -75,14 +81,8 @@ static inline void st_note(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 2, fmt, ap);
+	st_vreport(buf, sizeof(buf), n, fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(st_report_fd, buf, (size_t)n) < 0) {
-		/* ignore */
-	}
 }
 
 /* CHECK(cond) reports and counts a failed check; it evaluates to cond. */
@@ -191,6 +191,19 @@ struct st_dev {
 	uint8_t port_num;
 	int eth;
 };
+
+/* Exits 77 unless a device is listed. Opens nothing: a test that forks opens its
+ * devices in each process afterwards. */
+static inline void st_require_device(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+
+	if (list)
+		ibv_free_device_list(list);
+	if (n <= 0)
+		st_skip(ST_SKIP_NODEV);
+}
 
 /* Opens device number idx (0 = mlx5_0). Exits 77 when no device exists. */
 static inline void st_dev_open(struct st_dev *d, int idx)
@@ -447,6 +460,17 @@ static inline void st_qp_create(struct st_dev *d, struct st_qp *q, struct st_cq 
 	REQUIRE(q->dv.sq.wqe_cnt && (q->dv.sq.wqe_cnt & (q->dv.sq.wqe_cnt - 1)) == 0);
 }
 
+/* Two QPs on d, each on its own CQ of n entries for both queues (created in that order). */
+static inline void st_qp_create_two(struct st_dev *d, struct st_qp *a, struct st_cq *ac,
+				    struct st_qp *b, struct st_cq *bc, int n,
+				    const struct st_qp_attr *attr)
+{
+	st_cq_create(d, ac, n);
+	st_cq_create(d, bc, n);
+	st_qp_create(d, a, ac, ac, attr);
+	st_qp_create(d, b, bc, bc, attr);
+}
+
 static inline void st_qp_destroy(struct st_qp *q)
 {
 	if (q->qp)
@@ -553,6 +577,18 @@ static inline void st_qp_connect_ex(struct st_dev *d, struct st_qp *q, const str
 static inline void st_qp_connect(struct st_dev *d, struct st_qp *q, const struct st_addr *r)
 {
 	st_qp_connect_ex(d, q, r, 7, 7, 14);
+}
+
+/* Connects two QPs on one device to each other (retry_cnt 7, timeout 14). */
+static inline void st_qp_connect_pair(struct st_dev *d, struct st_qp *a, struct st_qp *b,
+				      uint8_t rnr_retry)
+{
+	struct st_addr aa, ba;
+
+	st_addr_of(d, a, &aa);
+	st_addr_of(d, b, &ba);
+	st_qp_connect_ex(d, a, &ba, 7, rnr_retry, 14);
+	st_qp_connect_ex(d, b, &aa, 7, rnr_retry, 14);
 }
 
 /* ------------------------------------------------------------------ */
@@ -904,8 +940,6 @@ struct st_pair {
 static inline void st_pair_open_ex(struct st_pair *p, const struct st_qp_attr *attr, int cqe,
 				   uint8_t rnr_retry)
 {
-	struct st_addr aa, ba;
-
 	memset(p, 0, sizeof(*p));
 	st_dev_open(&p->d, 0);
 	st_cq_create(&p->d, &p->acq, cqe);
@@ -914,10 +948,7 @@ static inline void st_pair_open_ex(struct st_pair *p, const struct st_qp_attr *a
 	st_cq_create(&p->d, &p->brcq, cqe);
 	st_qp_create(&p->d, &p->a, &p->acq, &p->arcq, attr);
 	st_qp_create(&p->d, &p->b, &p->bcq, &p->brcq, attr);
-	st_addr_of(&p->d, &p->a, &aa);
-	st_addr_of(&p->d, &p->b, &ba);
-	st_qp_connect_ex(&p->d, &p->a, &ba, 7, rnr_retry, 14);
-	st_qp_connect_ex(&p->d, &p->b, &aa, 7, rnr_retry, 14);
+	st_qp_connect_pair(&p->d, &p->a, &p->b, rnr_retry);
 }
 
 static inline void st_pair_open(struct st_pair *p)
@@ -1069,6 +1100,58 @@ static inline int st_run_child(int (*fn)(void *), void *arg, unsigned timeout_s)
 	return st_wait_pid(pid, timeout_s * 1000 + 2000);
 }
 
+/*
+ * Forks a peer process joined to this one by a socket pair. Returns the pid in
+ * the parent and 0 in the child (which gets its own watchdog of alarm_s), each
+ * with its end of the pair in *sock.
+ */
+static inline pid_t st_fork_peer(int *sock, unsigned alarm_s)
+{
+	int sv[2];
+	pid_t pid;
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		*sock = sv[1];
+		alarm(alarm_s);
+		return 0;
+	}
+	close(sv[1]);
+	*sock = sv[0];
+	return pid;
+}
+
+/*
+ * Runs this program again, as argv0 with the argument "sub" (which the tests take
+ * as "do not run again"), with the "NAME=value" strings that follow (up to NULL)
+ * put in its environment. Returns its exit code (as st_wait_pid with timeout_ms).
+ */
+__attribute__((sentinel))
+static inline int st_rerun(const char *argv0, unsigned timeout_ms, ...)
+{
+	char *args[] = { (char *)argv0, (char *)"sub", NULL };
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		va_list ap;
+		char *kv;
+
+		va_start(ap, timeout_ms);
+		while ((kv = va_arg(ap, char *)) != NULL)
+			putenv(kv);
+		va_end(ap);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	return st_wait_pid(pid, timeout_ms);
+}
+
 /* Exact-size socket I/O with a deadline. */
 static inline int st_sock_io(int fd, void *p, size_t n, int wr, unsigned timeout_ms)
 {
@@ -1101,6 +1184,27 @@ static inline int st_send_all(int fd, const void *p, size_t n)
 static inline int st_recv_all(int fd, void *p, size_t n)
 {
 	return st_sock_io(fd, p, n, 0, 10000);
+}
+
+/*
+ * Tells the peer behind sock this QP's address (and m's buffer and rkey, if m is
+ * given), reads the peer's into *peer and connects q to it. Returns 0, or -1 when
+ * the exchange failed (q is then left unconnected).
+ */
+static inline int st_exchange_connect(struct st_dev *d, struct st_qp *q, const struct st_mr *m,
+				      int sock, struct st_addr *peer)
+{
+	struct st_addr me;
+
+	st_addr_of(d, q, &me);
+	if (m) {
+		me.addr = (uintptr_t)m->buf;
+		me.rkey = m->mr->rkey;
+	}
+	if (st_send_all(sock, &me, sizeof(me)) || st_recv_all(sock, peer, sizeof(*peer)))
+		return -1;
+	st_qp_connect(d, q, peer);
+	return 0;
 }
 
 #endif /* SIMTEST_H */

@@ -65,18 +65,16 @@ static int from_build_sim(const char *path)
 	return strstr(real, "/build/sim/") != NULL;
 }
 
-static int reexec(char **argv, const char *name, const char *val)
+/* Extended create attributes of a small RC QP on cq in pd. */
+static void rc_attr_ex(struct ibv_qp_init_attr_ex *ix, struct ibv_cq *cq, struct ibv_pd *pd)
 {
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		setenv(name, val, 1);
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	return st_wait_pid(pid, 15000);
+	memset(ix, 0, sizeof(*ix));
+	ix->send_cq = ix->recv_cq = cq;
+	ix->qp_type = IBV_QPT_RC;
+	ix->cap.max_send_wr = ix->cap.max_recv_wr = 16;
+	ix->cap.max_send_sge = ix->cap.max_recv_sge = 1;
+	ix->comp_mask = IBV_QP_INIT_ATTR_PD;
+	ix->pd = pd;
 }
 
 int main(int argc, char **argv)
@@ -254,26 +252,14 @@ int main(int argc, char **argv)
 				CHECK_EQ(dax.orig_attr.vendor_id, da.vendor_id);
 				CHECK_EQ(dax.orig_attr.max_qp_wr, da.max_qp_wr);
 
-				memset(&ix, 0, sizeof(ix));
-				ix.send_cq = ix.recv_cq = cq;
-				ix.qp_type = IBV_QPT_RC;
-				ix.cap.max_send_wr = ix.cap.max_recv_wr = 16;
-				ix.cap.max_send_sge = ix.cap.max_recv_sge = 1;
-				ix.comp_mask = IBV_QP_INIT_ATTR_PD;
-				ix.pd = pd;
+				rc_attr_ex(&ix, cq, pd);
 				q2 = ibv_create_qp_ex(ctx, &ix);
 				if (CHECKF(q2 != NULL, "ibv_create_qp_ex: %s", strerror(errno))) {
 					CHECK_EQ(ix.cap.max_inline_data, 60);
 					CHECK(ibv_destroy_qp(q2) == 0);
 				}
 
-				memset(&ix, 0, sizeof(ix));
-				ix.send_cq = ix.recv_cq = cq;
-				ix.qp_type = IBV_QPT_RC;
-				ix.cap.max_send_wr = ix.cap.max_recv_wr = 16;
-				ix.cap.max_send_sge = ix.cap.max_recv_sge = 1;
-				ix.comp_mask = IBV_QP_INIT_ATTR_PD;
-				ix.pd = pd;
+				rc_attr_ex(&ix, cq, pd);
 				memset(&mx, 0, sizeof(mx));
 				q2 = mlx5dv_create_qp(ctx, &ix, &mx);
 				if (CHECKF(q2 != NULL, "mlx5dv_create_qp: %s", strerror(errno))) {
@@ -330,10 +316,9 @@ int main(int argc, char **argv)
 
 	/* The model's configurations: two devices, and RoCE. */
 	if (argc < 2 && !getenv("RVXSIM_NUM_DEVICES") && !getenv("RVXSIM_LINK")) {
-		char *args[] = { argv[0], (char *)"sub", NULL };
-		int rc = reexec(args, "RVXSIM_NUM_DEVICES", "2");
+		int rc = st_rerun(argv[0], 15000, "RVXSIM_NUM_DEVICES=2", NULL);
 		CHECKF(rc == 0, "run with RVXSIM_NUM_DEVICES=2 exited with %d", rc);
-		rc = reexec(args, "RVXSIM_LINK", "eth");
+		rc = st_rerun(argv[0], 15000, "RVXSIM_LINK=eth", NULL);
 		CHECKF(rc == 0, "run with RVXSIM_LINK=eth exited with %d", rc);
 	}
 	st_exit();

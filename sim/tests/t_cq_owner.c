@@ -256,18 +256,8 @@ int main(int argc, char **argv)
 
 	/* Again with 128-byte CQEs (libmlx5's MLX5_CQE_SIZE=128). */
 	if (argc < 2 && !csz && !st_failures) {
-		char *args[] = { argv[0], (char *)"sub", NULL };
-		pid_t pid;
-		int rc;
+		int rc = st_rerun(argv[0], 30000, "MLX5_CQE_SIZE=128", NULL);
 
-		fflush(NULL);
-		pid = fork();
-		if (pid == 0) {
-			setenv("MLX5_CQE_SIZE", "128", 1);
-			execv("/proc/self/exe", args);
-			_exit(127);
-		}
-		rc = st_wait_pid(pid, 30000);
 		CHECKF(rc == 0, "the run with MLX5_CQE_SIZE=128 exited with %d", rc);
 	}
 	st_exit();

@@ -61,68 +61,57 @@ static void idle_connected_pair(void)
 	struct st_dev d;
 	struct st_cq cq;
 	struct st_qp q;
-	struct st_addr me, peer;
-	int sv[2], rc;
+	struct st_addr peer;
+	int sock, rc;
 	pid_t pid;
 	char ch = 'g';
 	struct mlx5_cqe64 c;
 	uint16_t idx;
 
 	st_ctx = "idle across processes";
-	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
+	pid = st_fork_peer(&sock, 20);
 	if (pid == 0) {
 		struct st_dev cd;
 		struct st_cq ccq;
 		struct st_qp cq_;
-		struct st_addr cme, cpeer;
+		struct st_addr cpeer;
 		uint64_t c0, w0;
 		double frac;
 
-		close(sv[0]);
 		st_name = "t_idle_cpu(child)";
-		alarm(20);
 		st_dev_open(&cd, 0);
 		st_cq_create(&cd, &ccq, 16);
 		st_qp_create(&cd, &cq_, &ccq, &ccq, &a);
-		st_addr_of(&cd, &cq_, &cme);
-		if (st_send_all(sv[1], &cme, sizeof(cme)) || st_recv_all(sv[1], &cpeer, sizeof(cpeer)))
+		if (st_exchange_connect(&cd, &cq_, NULL, sock, &cpeer))
 			_exit(1);
-		st_qp_connect(&cd, &cq_, &cpeer);
-		if (st_send_all(sv[1], &ch, 1))
+		if (st_send_all(sock, &ch, 1))
 			_exit(1);
 		c0 = cpu_ns();
 		w0 = st_now_ns();
-		if (st_recv_all(sv[1], &ch, 1))     /* idle until the parent is done */
+		if (st_recv_all(sock, &ch, 1))     /* idle until the parent is done */
 			_exit(1);
 		frac = (double)(cpu_ns() - c0) / (double)(st_now_ns() - w0);
 		st_note("connected peer process: %.2f%% of a core while idle", frac * 100.0);
 		CHECKF(frac < 0.05, "idle connected peer used %.1f%% of a core", frac * 100.0);
 		_exit(st_failures ? 1 : 0);
 	}
-	close(sv[1]);
 	st_dev_open(&d, 0);
 	st_cq_create(&d, &cq, 16);
 	st_qp_create(&d, &q, &cq, &cq, &a);
-	st_addr_of(&d, &q, &me);
-	REQUIRE(st_send_all(sv[0], &me, sizeof(me)) == 0);
-	REQUIRE(st_recv_all(sv[0], &peer, sizeof(peer)) == 0);
-	st_qp_connect(&d, &q, &peer);
-	REQUIRE(st_recv_all(sv[0], &ch, 1) == 0);
+	REQUIRE(st_exchange_connect(&d, &q, NULL, sock, &peer) == 0);
+	REQUIRE(st_recv_all(sock, &ch, 1) == 0);
 	/* one round trip so the connection is really in use, then idle */
 	idx = st_post_nop(&q, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_DB);
 	if (ST_POLL(&cq, &c, 3000))
 		CHECK_EQ(st_cqe_wqe_counter(&c), idx);
 	measure("idle with a cross-process connection", 1000);
-	REQUIRE(st_send_all(sv[0], &ch, 1) == 0);
+	REQUIRE(st_send_all(sock, &ch, 1) == 0);
 	rc = st_wait_pid(pid, 5000);
 	CHECKF(rc == 0, "peer process exited with %d", rc);
 	st_qp_destroy(&q);
 	st_cq_destroy(&cq);
 	st_dev_close(&d);
-	close(sv[0]);
+	close(sock);
 	st_ctx = NULL;
 }
 

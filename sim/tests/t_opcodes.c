@@ -335,47 +335,63 @@ static void t_read(void)
 	CHECK(!memcmp(dst + 8000, src + 8, 8));
 }
 
+/* Starts an atomic WQE on the R location tgt. */
+static void stage_at(struct st_wqe *w, void *tgt)
+{
+	st_wqe_begin(w);
+	st_wqe_raddr(w, (uintptr_t)tgt, R.mr->rkey);
+}
+
+/*
+ * Ends the atomic staged with stage_at() and its operand segment with the result
+ * buffer res (len bytes), checks its size in DS if ds is nonzero, posts it on
+ * P.a and expects its completion. Masked atomics take opmod 0x08 | (log2(len) - 2)
+ * and their CQE byte count is not checked; standard ones return 8 bytes.
+ */
+static void post_atomic(struct st_wqe *w, uint8_t opcode, void *res, uint32_t len, unsigned ds,
+			enum st_ring_mode mode)
+{
+	int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+	uint8_t opmod = masked ? (len == 8 ? 0x09 : 0x08) : 0;
+	uint16_t idx;
+
+	st_wqe_data(w, len, L.mr->lkey, res);
+	if (ds)
+		CHECK_EQ(w->len / 16, ds);
+	idx = st_post(&P.a, w, opcode, opmod, MLX5_WQE_CTRL_CQ_UPDATE, 0, mode);
+	expect_req(&P.a, idx, opcode, masked ? -1 : 8);
+}
+
 /* Standard 8-byte atomics: operands big-endian in the WQE, memory native. */
 static void t_atomics(void)
 {
 	struct st_wqe w;
 	uint64_t *tgt = (uint64_t *)((uint8_t *)R.buf + 49152);
 	uint64_t *res = (uint64_t *)((uint8_t *)L.buf + 49152);
-	uint16_t idx;
 
 	st_ctx = "ATOMIC_CS success";
 	*tgt = 0x1122334455667788ull;
 	*res = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)tgt, R.mr->rkey);
+	stage_at(&w, tgt);
 	st_wqe_atomic(&w, 0xa5a5a5a5a5a5a5a5ull, 0x1122334455667788ull);
-	st_wqe_data(&w, 8, L.mr->lkey, res);
-	CHECK_EQ(w.len / 16, 4);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_CS, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_CS, 8);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_CS, res, 8, 4, ST_RING_BF);
 	CHECK_EQ(*res, 0x1122334455667788ull);
 	CHECK_EQ(*tgt, 0xa5a5a5a5a5a5a5a5ull);
 
 	st_ctx = "ATOMIC_CS mismatch";
 	*res = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)tgt, R.mr->rkey);
+	stage_at(&w, tgt);
 	st_wqe_atomic(&w, 42, 0x1122334455667788ull);
-	st_wqe_data(&w, 8, L.mr->lkey, res);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_CS, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_CS, 8);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_CS, res, 8, 0, ST_RING_DB);
 	CHECK_EQ(*res, 0xa5a5a5a5a5a5a5a5ull);
 	CHECK_EQ(*tgt, 0xa5a5a5a5a5a5a5a5ull);
 
 	st_ctx = "ATOMIC_FA";
 	*tgt = 0xfffffffffffffff0ull;
 	*res = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)tgt, R.mr->rkey);
+	stage_at(&w, tgt);
 	st_wqe_atomic(&w, 0x21, 0);
-	st_wqe_data(&w, 8, L.mr->lkey, res);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_FA, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_FA, 8);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_FA, res, 8, 0, ST_RING_BF);
 	CHECK_EQ(*res, 0xfffffffffffffff0ull);
 	CHECK_EQ(*tgt, 0x11ull);   /* wraps modulo 2^64 */
 }
@@ -388,20 +404,15 @@ static void t_masked(void)
 	uint8_t *lb = (uint8_t *)L.buf + 53248;
 	uint32_t *t32 = (uint32_t *)rb, *r32 = (uint32_t *)lb;
 	uint64_t *t64 = (uint64_t *)(rb + 64), *r64 = (uint64_t *)(lb + 64);
-	uint16_t idx;
 
 	st_ctx = "MASKED_CS 32 full masks";
 	t32[0] = 0xdeadbeef;
 	t32[1] = 0x77777777;       /* neighbour must stay */
 	r32[0] = 0;
 	r32[1] = 0x66666666;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t32, R.mr->rkey);
+	stage_at(&w, t32);
 	st_wqe_masked_cs32(&w, 0x01020304, 0xdeadbeef, 0xffffffff, 0xffffffff);
-	st_wqe_data(&w, 4, L.mr->lkey, r32);
-	CHECK_EQ(w.len / 16, 4);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_CS, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_CS, r32, 4, 4, ST_RING_BF);
 	CHECK_EQ(r32[0], 0xdeadbeef);
 	CHECK_EQ(r32[1], 0x66666666);
 	CHECK_EQ(t32[0], 0x01020304);
@@ -410,23 +421,17 @@ static void t_masked(void)
 	st_ctx = "MASKED_CS 32 partial masks";
 	/* compare only the low byte (0x04 matches), swap only the high half */
 	r32[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t32, R.mr->rkey);
+	stage_at(&w, t32);
 	st_wqe_masked_cs32(&w, 0xabcd9999, 0x99999904, 0xffff0000, 0x000000ff);
-	st_wqe_data(&w, 4, L.mr->lkey, r32);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_CS, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_CS, r32, 4, 0, ST_RING_DB);
 	CHECK_EQ(r32[0], 0x01020304);
 	CHECK_EQ(t32[0], 0xabcd0304);
 
 	st_ctx = "MASKED_CS 32 compare fails";
 	r32[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t32, R.mr->rkey);
+	stage_at(&w, t32);
 	st_wqe_masked_cs32(&w, 0, 0x00000005, 0xffffffff, 0x000000ff);
-	st_wqe_data(&w, 4, L.mr->lkey, r32);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_CS, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_CS, r32, 4, 0, ST_RING_DB);
 	CHECK_EQ(r32[0], 0xabcd0304);
 	CHECK_EQ(t32[0], 0xabcd0304);
 
@@ -434,27 +439,20 @@ static void t_masked(void)
 	t64[0] = 0x0123456789abcdefull;
 	t64[1] = 0x5555555555555555ull;
 	r64[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t64, R.mr->rkey);
+	stage_at(&w, t64);
 	st_wqe_masked_cs64(&w, 0xfedcba9876543210ull, 0x0123456789abcdefull, ~0ull, ~0ull);
-	st_wqe_data(&w, 8, L.mr->lkey, r64);
-	CHECK_EQ(w.len / 16, 5);     /* two WQEBBs */
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_CS, 0x09, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_CS, r64, 8, 5, ST_RING_BF);     /* two WQEBBs */
 	CHECK_EQ(r64[0], 0x0123456789abcdefull);
 	CHECK_EQ(t64[0], 0xfedcba9876543210ull);
 	CHECK_EQ(t64[1], 0x5555555555555555ull);
 
 	st_ctx = "MASKED_CS 64 partial masks";
 	r64[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t64, R.mr->rkey);
+	stage_at(&w, t64);
 	/* compare the top 32 bits (match), swap the low 16 bits */
 	st_wqe_masked_cs64(&w, 0x000000000000aaaaull, 0xfedcba9800000000ull,
 			   0x000000000000ffffull, 0xffffffff00000000ull);
-	st_wqe_data(&w, 8, L.mr->lkey, r64);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_CS, 0x09, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_CS, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_CS, r64, 8, 0, ST_RING_DB);
 	CHECK_EQ(r64[0], 0xfedcba9876543210ull);
 	CHECK_EQ(t64[0], 0xfedcba987654aaaaull);
 
@@ -462,13 +460,9 @@ static void t_masked(void)
 	t32[0] = 0xfffffffe;
 	t32[1] = 0x77777777;
 	r32[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t32, R.mr->rkey);
+	stage_at(&w, t32);
 	st_wqe_masked_fa32(&w, 5, 0);
-	st_wqe_data(&w, 4, L.mr->lkey, r32);
-	CHECK_EQ(w.len / 16, 4);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_FA, r32, 4, 4, ST_RING_BF);
 	CHECK_EQ(r32[0], 0xfffffffe);
 	CHECK_EQ(t32[0], 3);               /* 32-bit wrap, no carry into the neighbour */
 	CHECK_EQ(t32[1], 0x77777777);
@@ -476,13 +470,9 @@ static void t_masked(void)
 	st_ctx = "MASKED_FA 64";
 	t64[0] = 0x00000000ffffffffull;
 	r64[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t64, R.mr->rkey);
+	stage_at(&w, t64);
 	st_wqe_masked_fa64(&w, 1, 0);
-	st_wqe_data(&w, 8, L.mr->lkey, r64);
-	CHECK_EQ(w.len / 16, 4);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x09, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_FA, r64, 8, 4, ST_RING_DB);
 	CHECK_EQ(r64[0], 0x00000000ffffffffull);
 	CHECK_EQ(t64[0], 0x0000000100000000ull);
 
@@ -490,25 +480,19 @@ static void t_masked(void)
 	st_ctx = "MASKED_FA 64 with field boundary";
 	t64[0] = 0x00000001ffffffffull;
 	r64[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t64, R.mr->rkey);
+	stage_at(&w, t64);
 	st_wqe_masked_fa64(&w, 0x0000000100000001ull, 0x0000000080000000ull);
-	st_wqe_data(&w, 8, L.mr->lkey, r64);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x09, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_FA, r64, 8, 0, ST_RING_DB);
 	CHECK_EQ(r64[0], 0x00000001ffffffffull);
 	CHECK_EQ(t64[0], 0x0000000200000000ull);   /* low field wrapped alone */
 
 	st_ctx = "MASKED_FA 32 with field boundary";
 	t32[0] = 0x00ff00ff;
 	r32[0] = 0;
-	st_wqe_begin(&w);
-	st_wqe_raddr(&w, (uintptr_t)t32, R.mr->rkey);
+	stage_at(&w, t32);
 	/* four 8-bit fields: bits 7, 15, 23, 31 are boundaries */
 	st_wqe_masked_fa32(&w, 0x01010101, 0x80808080);
-	st_wqe_data(&w, 4, L.mr->lkey, r32);
-	idx = st_post(&P.a, &w, MLX5_OPCODE_ATOMIC_MASKED_FA, 0x08, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
-	expect_req(&P.a, idx, MLX5_OPCODE_ATOMIC_MASKED_FA, -1);
+	post_atomic(&w, MLX5_OPCODE_ATOMIC_MASKED_FA, r32, 4, 0, ST_RING_DB);
 	CHECK_EQ(r32[0], 0x00ff00ff);
 	CHECK_EQ(t32[0], 0x01000100);
 }
@@ -827,17 +811,8 @@ int main(int argc, char **argv)
 
 	/* Once more over RoCE (Ethernet link layer, GRH addressing) when the model offers it. */
 	if (!link && !st_failures) {
-		pid_t pid;
-		int rc;
+		int rc = st_rerun(argv[0], 30000, "RVXSIM_LINK=eth", NULL);
 
-		fflush(NULL);
-		pid = fork();
-		if (pid == 0) {
-			setenv("RVXSIM_LINK", "eth", 1);
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		rc = st_wait_pid(pid, 30000);
 		CHECKF(rc == 0 || rc == 77, "the RoCE run (RVXSIM_LINK=eth) exited with %d", rc);
 	}
 	st_exit();

@@ -11,6 +11,9 @@
 
 static struct st_dev D;
 static struct st_mr M;
+/* QPs of this process (the survivor) */
+static const struct st_qp_attr QA = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				      .max_recv_sge = 1, .max_inline = 32 };
 
 /* The peer: connect, post nothing, then wait to be killed (mode 'k') or, on a
  * byte from the parent, exit without tearing anything down (mode 'x'). */
@@ -20,7 +23,7 @@ static int child(int sock, char mode)
 	struct st_cq scq, rcq;
 	struct st_qp q;
 	struct st_mr m;
-	struct st_addr me, peer;
+	struct st_addr peer;
 	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
 				.max_recv_sge = 1 };
 	char c;
@@ -31,12 +34,8 @@ static int child(int sock, char mode)
 	st_cq_create(&d, &rcq, 32);
 	st_qp_create(&d, &q, &scq, &rcq, &a);
 	st_mr_alloc(&d, &m, BUFSZ, ST_ACCESS_ALL);
-	st_addr_of(&d, &q, &me);
-	me.addr = (uintptr_t)m.buf;
-	me.rkey = m.mr->rkey;
-	if (st_send_all(sock, &me, sizeof(me)) || st_recv_all(sock, &peer, sizeof(peer)))
+	if (st_exchange_connect(&d, &q, &m, sock, &peer))
 		return 1;
-	st_qp_connect(&d, &q, &peer);
 	c = 'r';
 	if (st_send_all(sock, &c, 1))
 		return 1;
@@ -67,43 +66,31 @@ static void poll_err(struct st_cq *cq, uint16_t idx, uint8_t synd, uint64_t t0, 
 /* The peer exits normally (exit(0), nothing destroyed) while a SEND waits on it. */
 static void exit_scenario(void)
 {
-	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-				.max_recv_sge = 1, .max_inline = 32 };
 	struct st_cq scq;
 	struct st_qp q;
-	struct st_addr me, peer;
+	struct st_addr peer;
 	struct st_wqe w;
 	uint16_t i1, i2;
 	uint64_t t0;
-	int sv[2], rc;
+	int sock, rc;
 	pid_t pid;
 	char ch = 'x';
 
 	st_ctx = "peer exits";
-	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		alarm(60);
-		_exit(child(sv[1], 'x'));
-	}
-	close(sv[1]);
+	pid = st_fork_peer(&sock, 60);
+	if (pid == 0)
+		_exit(child(sock, 'x'));
 	st_cq_create(&D, &scq, 32);
-	st_qp_create(&D, &q, &scq, &scq, &a);
-	st_addr_of(&D, &q, &me);
-	REQUIRE(st_send_all(sv[0], &me, sizeof(me)) == 0);
-	REQUIRE(st_recv_all(sv[0], &peer, sizeof(peer)) == 0);
-	st_qp_connect(&D, &q, &peer);
-	REQUIRE(st_recv_all(sv[0], &ch, 1) == 0);
+	st_qp_create(&D, &q, &scq, &scq, &QA);
+	REQUIRE(st_exchange_connect(&D, &q, NULL, sock, &peer) == 0);
+	REQUIRE(st_recv_all(sock, &ch, 1) == 0);
 	st_wqe_begin(&w);
 	st_wqe_inline(&w, "bye", 4);
 	i1 = st_wqe_write(&q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
 	i2 = st_wqe_write(&q, &w, MLX5_OPCODE_SEND, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
 	st_ring(&q, ST_RING_DB);
 	CHECK(st_cq_empty_for(&scq, 100));
-	REQUIRE(st_send_all(sv[0], &ch, 1) == 0);
+	REQUIRE(st_send_all(sock, &ch, 1) == 0);
 	rc = st_wait_pid(pid, 5000);
 	CHECK_EQ(rc, 0);
 	t0 = st_now_ns();
@@ -111,7 +98,7 @@ static void exit_scenario(void)
 	poll_err(&scq, i2, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, t0, "SEND after it");
 	st_qp_destroy(&q);
 	st_cq_destroy(&scq);
-	close(sv[0]);
+	close(sock);
 	st_ctx = NULL;
 }
 
@@ -183,21 +170,17 @@ static void injected_loss(void)
 
 int main(int argc, char **argv)
 {
-	int sv[2], rc;
+	int sock, rc;
 	pid_t pid;
 	struct st_cq scq, rcq;
 	struct st_qp q;
-	struct st_addr me, peer;
-	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-				.max_recv_sge = 1, .max_inline = 32 };
+	struct st_addr peer;
 	struct st_pair lp;           /* survivor's unrelated loopback QPs */
 	struct mlx5_cqe64 c;
 	struct st_wqe w;
 	uint16_t i_send, i_w1, i_w2, i_read;
 	uint64_t t0;
 	char ch;
-	int n = 0;
-	struct ibv_device **l;
 
 	st_init("t_peer_death", 40);
 	if (getenv("RVXSIM_KILL_PEER_AFTER")) {
@@ -207,36 +190,20 @@ int main(int argc, char **argv)
 	}
 	/* a short transport timeout if the model offers one; hardware-like otherwise */
 	setenv("RVXSIM_RETRY_TIMEOUT_MS", "500", 0);
-	l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	if (n <= 0)
-		st_skip(ST_SKIP_NODEV);
+	st_require_device();
 
-	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		alarm(60);
-		_exit(child(sv[1], 'k'));
-	}
-	close(sv[1]);
+	pid = st_fork_peer(&sock, 60);
+	if (pid == 0)
+		_exit(child(sock, 'k'));
 
 	st_dev_open(&D, 0);
 	st_cq_create(&D, &scq, 32);
 	st_cq_create(&D, &rcq, 32);
-	st_qp_create(&D, &q, &scq, &rcq, &a);
+	st_qp_create(&D, &q, &scq, &rcq, &QA);
 	st_mr_alloc(&D, &M, BUFSZ, ST_ACCESS_ALL);
-	st_addr_of(&D, &q, &me);
-	me.addr = (uintptr_t)M.buf;
-	me.rkey = M.mr->rkey;
-	REQUIRE(st_send_all(sv[0], &me, sizeof(me)) == 0);
-	REQUIRE(st_recv_all(sv[0], &peer, sizeof(peer)) == 0);
 	/* retry_cnt 7, rnr_retry 7 (infinite), timeout 14 */
-	st_qp_connect(&D, &q, &peer);
-	REQUIRE(st_recv_all(sv[0], &ch, 1) == 0);
+	REQUIRE(st_exchange_connect(&D, &q, &M, sock, &peer) == 0);
+	REQUIRE(st_recv_all(sock, &ch, 1) == 0);
 
 	/* The connection works while the peer lives. */
 	st_ctx = "alive";
@@ -289,21 +256,12 @@ int main(int argc, char **argv)
 	/* The survivor's other QPs keep working. */
 	st_ctx = "survivor";
 	{
-		struct st_qp_attr la = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-					 .max_recv_sge = 1, .max_inline = 32 };
-		struct st_addr aa, ba;
 		uint8_t *dst = (uint8_t *)M.buf + 4096;
 		uint16_t idx;
 
 		memset(&lp, 0, sizeof(lp));
-		st_cq_create(&D, &lp.acq, 32);
-		st_cq_create(&D, &lp.bcq, 32);
-		st_qp_create(&D, &lp.a, &lp.acq, &lp.acq, &la);
-		st_qp_create(&D, &lp.b, &lp.bcq, &lp.bcq, &la);
-		st_addr_of(&D, &lp.a, &aa);
-		st_addr_of(&D, &lp.b, &ba);
-		st_qp_connect(&D, &lp.a, &ba);
-		st_qp_connect(&D, &lp.b, &aa);
+		st_qp_create_two(&D, &lp.a, &lp.acq, &lp.b, &lp.bcq, 32, &QA);
+		st_qp_connect_pair(&D, &lp.a, &lp.b, 7);
 		st_wqe_begin(&w);
 		st_wqe_raddr(&w, (uintptr_t)dst, M.mr->rkey);
 		st_wqe_inline(&w, "still alive", 12);
@@ -323,21 +281,12 @@ int main(int argc, char **argv)
 	 * retries run out (TRANSPORT_RETRY_EXC_ERR) and the rest is flushed. */
 	st_ctx = "peer QP destroyed";
 	{
-		struct st_qp_attr la = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-					 .max_recv_sge = 1, .max_inline = 32 };
 		struct st_cq c1, c2;
 		struct st_qp qa, qb;
-		struct st_addr aa, ba;
 		uint16_t i1, i2;
 
-		st_cq_create(&D, &c1, 32);
-		st_cq_create(&D, &c2, 32);
-		st_qp_create(&D, &qa, &c1, &c1, &la);
-		st_qp_create(&D, &qb, &c2, &c2, &la);
-		st_addr_of(&D, &qa, &aa);
-		st_addr_of(&D, &qb, &ba);
-		st_qp_connect(&D, &qa, &ba);
-		st_qp_connect(&D, &qb, &aa);
+		st_qp_create_two(&D, &qa, &c1, &qb, &c2, 32, &QA);
+		st_qp_connect_pair(&D, &qa, &qb, 7);
 		st_qp_destroy(&qb);
 		st_wqe_begin(&w);
 		st_wqe_raddr(&w, (uintptr_t)M.buf + 8192, M.mr->rkey);
@@ -363,16 +312,7 @@ int main(int argc, char **argv)
 	st_dev_close(&D);
 
 	if (argc < 2) {
-		char *args[] = { argv[0], (char *)"sub", NULL };
-		fflush(NULL);
-		pid = fork();
-		if (pid == 0) {
-			setenv("RVXSIM_NUM_DEVICES", "2", 1);
-			setenv("RVXSIM_KILL_PEER_AFTER", "5", 1);
-			execv("/proc/self/exe", args);
-			_exit(127);
-		}
-		rc = st_wait_pid(pid, 30000);
+		rc = st_rerun(argv[0], 30000, "RVXSIM_NUM_DEVICES=2", "RVXSIM_KILL_PEER_AFTER=5", NULL);
 		CHECKF(rc == 0, "the run with RVXSIM_KILL_PEER_AFTER=5 exited with %d", rc);
 	}
 	st_exit();

@@ -33,19 +33,12 @@ static void side_setup(struct side *s, int sock)
 {
 	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
 				.max_recv_sge = 1, .max_inline = 64 };
-	struct st_addr me;
-
 	st_dev_open(&s->d, 0);
 	st_cq_create(&s->d, &s->scq, 32);
 	st_cq_create(&s->d, &s->rcq, 32);
 	st_qp_create(&s->d, &s->q, &s->scq, &s->rcq, &a);
 	st_mr_alloc(&s->d, &s->m, BUFSZ, ST_ACCESS_ALL);
-	st_addr_of(&s->d, &s->q, &me);
-	me.addr = (uintptr_t)s->m.buf;
-	me.rkey = s->m.mr->rkey;
-	REQUIRE(st_send_all(sock, &me, sizeof(me)) == 0);
-	REQUIRE(st_recv_all(sock, &s->peer, sizeof(s->peer)) == 0);
-	st_qp_connect(&s->d, &s->q, &s->peer);
+	REQUIRE(st_exchange_connect(&s->d, &s->q, &s->m, sock, &s->peer) == 0);
 }
 
 static int child(int sock)
@@ -96,30 +89,18 @@ int main(void)
 	struct st_wqe w;
 	struct mlx5_cqe64 c;
 	uint8_t *p, want[4096];
-	int sv[2], k, rc, n = 0;
+	int sock, k, rc;
 	pid_t pid;
 	char ch, b[200];
-	struct ibv_device **l;
 
 	st_init("t_stopped_peer", 30);
-	l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	if (n <= 0)
-		st_skip(ST_SKIP_NODEV);
-	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(sv[0]);
-		alarm(25);
-		_exit(child(sv[1]));
-	}
-	close(sv[1]);
+	st_require_device();
+	pid = st_fork_peer(&sock, 25);
+	if (pid == 0)
+		_exit(child(sock));
 	memset(&s, 0, sizeof(s));
-	side_setup(&s, sv[0]);
-	REQUIRE(st_recv_all(sv[0], &ch, 1) == 0);
+	side_setup(&s, sock);
+	REQUIRE(st_recv_all(sock, &ch, 1) == 0);
 
 	kill(pid, SIGSTOP);
 	st_sleep_ms(50);
@@ -159,8 +140,8 @@ int main(void)
 		CHECKF(!memcmp(p + 1024, want, 4096), "READ from the stopped process differs");
 		CHECK_EQ(*(uint64_t *)(p + 6000), 40);
 	}
-	REQUIRE(st_send_all(sv[0], &ch, 1) == 0);
-	CHECK(st_recv_all(sv[0], &ch, 1) == 0);
+	REQUIRE(st_send_all(sock, &ch, 1) == 0);
+	CHECK(st_recv_all(sock, &ch, 1) == 0);
 	rc = st_wait_pid(pid, 10000);
 	CHECKF(rc == 0, "child exited with %d", rc);
 	st_qp_destroy(&s.q);

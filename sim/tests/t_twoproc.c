@@ -70,7 +70,6 @@ static void side_setup(struct side *s)
 {
 	struct st_qp_attr a = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
 				.max_recv_sge = 1, .max_inline = 64 };
-	struct st_addr me;
 
 	{
 		/* with two devices the child uses the second adapter */
@@ -84,12 +83,7 @@ static void side_setup(struct side *s)
 	pattern(at(s, OFF_READ_SRC), 8192, s->parent ? 100 : 200);
 	pattern(at(s, OFF_BIG_SRC), BIG, s->parent ? 51 : 52);
 
-	st_addr_of(&s->d, &s->q, &me);
-	me.addr = (uintptr_t)s->m.buf;
-	me.rkey = s->m.mr->rkey;
-	REQUIRE(st_send_all(s->sock, &me, sizeof(me)) == 0);
-	REQUIRE(st_recv_all(s->sock, &s->peer, sizeof(s->peer)) == 0);
-	st_qp_connect(&s->d, &s->q, &s->peer);
+	REQUIRE(st_exchange_connect(&s->d, &s->q, &s->m, s->sock, &s->peer) == 0);
 	sync_peer(s);
 }
 
@@ -212,19 +206,12 @@ static void phase_atomics(struct side *s)
 		struct st_qp qa, qb;
 		struct st_qp_attr a = { .max_send_wr = 64, .max_recv_wr = 1, .max_send_sge = 1,
 					.max_recv_sge = 1 };
-		struct st_addr aa, ba;
 		static uint64_t all[2 * NFA];
 		int i, dup = 0;
 
 		*ctr = 0;
-		st_cq_create(&s->d, &c1, 64);
-		st_cq_create(&s->d, &c2, 64);
-		st_qp_create(&s->d, &qa, &c1, &c1, &a);
-		st_qp_create(&s->d, &qb, &c2, &c2, &a);
-		st_addr_of(&s->d, &qa, &aa);
-		st_addr_of(&s->d, &qb, &ba);
-		st_qp_connect(&s->d, &qa, &ba);
-		st_qp_connect(&s->d, &qb, &aa);
+		st_qp_create_two(&s->d, &qa, &c1, &qb, &c2, 64, &a);
+		st_qp_connect_pair(&s->d, &qa, &qb, 7);
 		sync_peer(s);       /* go */
 		run_fadds(&qa, (uintptr_t)ctr, s->m.mr->rkey, res, s->m.mr->lkey, NFA);
 		sync_peer(s);       /* both done */
@@ -418,38 +405,26 @@ static int child_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	int sv[2], rc;
+	int sock, rc;
 	pid_t pid;
 	struct side ps;
-	int n = 0;
-	struct ibv_device **l;
 
 	st_init("t_twoproc", 50);
 	if (getenv("RVXSIM_NUM_DEVICES"))
 		st_name = "t_twoproc(2 adapters)";
 	if (getenv("RVXSIM_LINK"))
 		st_name = "t_twoproc(RoCE)";
-	l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	if (n <= 0)
-		st_skip(ST_SKIP_NODEV);
+	st_require_device();
 
-	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
+	pid = st_fork_peer(&sock, 20);
 	if (pid == 0) {
-		close(sv[0]);
 		memset(&child_side, 0, sizeof(child_side));
-		child_side.sock = sv[1];
+		child_side.sock = sock;
 		child_side.parent = 0;
-		alarm(20);
 		_exit(child_main(NULL));
 	}
-	close(sv[1]);
 	memset(&ps, 0, sizeof(ps));
-	ps.sock = sv[0];
+	ps.sock = sock;
 	ps.parent = 1;
 	rc = run_side(&ps);
 	(void)rc;
@@ -458,23 +433,10 @@ int main(int argc, char **argv)
 
 	/* Again with the peer on a second adapter, and again over RoCE. */
 	if (argc < 2 && !getenv("RVXSIM_NUM_DEVICES") && !getenv("RVXSIM_LINK") && !st_failures) {
-		char *args[] = { argv[0], (char *)"sub", NULL };
-		int v;
-		for (v = 0; v < 2; v++) {
-			fflush(NULL);
-			pid = fork();
-			if (pid == 0) {
-				if (v == 0)
-					setenv("RVXSIM_NUM_DEVICES", "2", 1);
-				else
-					setenv("RVXSIM_LINK", "eth", 1);
-				execv("/proc/self/exe", args);
-				_exit(127);
-			}
-			rc = st_wait_pid(pid, 30000);
-			CHECKF(rc == 0, "the %s run exited with %d",
-			       v == 0 ? "two-adapter (RVXSIM_NUM_DEVICES=2)" : "RoCE (RVXSIM_LINK=eth)", rc);
-		}
+		rc = st_rerun(argv[0], 30000, "RVXSIM_NUM_DEVICES=2", NULL);
+		CHECKF(rc == 0, "the two-adapter (RVXSIM_NUM_DEVICES=2) run exited with %d", rc);
+		rc = st_rerun(argv[0], 30000, "RVXSIM_LINK=eth", NULL);
+		CHECKF(rc == 0, "the RoCE (RVXSIM_LINK=eth) run exited with %d", rc);
 	}
 	st_exit();
 	return 0;

@@ -53,6 +53,54 @@ static void vq_connect(struct vq *q, struct vq *peer)
 	st_qp_connect(&D, &tmp, &r);
 }
 
+static void vq_connect_pair(struct vq *a, struct vq *b)
+{
+	vq_connect(a, b);
+	vq_connect(b, a);
+}
+
+/* A small RC QP on one CQ: 8 sends of one SGE, and 8 receives of one SGE unless
+ * it takes them from srq. */
+static struct ibv_qp *small_qp(struct ibv_cq *cq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_send_sge = 1;
+	if (!srq) {
+		ia.cap.max_recv_wr = 8;
+		ia.cap.max_recv_sge = 1;
+	}
+	return ibv_create_qp(D.pd, &ia);
+}
+
+/* A signaled send WR on the one SGE sg, with a remote address for RDMA (0 otherwise). */
+static void wr_one(struct ibv_send_wr *wr, struct ibv_sge *sg, uint64_t wr_id, enum ibv_wr_opcode op,
+		   uint64_t raddr, uint32_t rkey)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sg;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = rkey;
+}
+
+/* A receive WR on the one SGE sg. */
+static void recv_one(struct ibv_recv_wr *rr, struct ibv_sge *sg, uint64_t wr_id)
+{
+	memset(rr, 0, sizeof(*rr));
+	rr->wr_id = wr_id;
+	rr->sg_list = sg;
+	rr->num_sge = 1;
+}
+
 /* Polls one work completion from cq within 3 s. */
 static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
 {
@@ -106,8 +154,7 @@ int main(void)
 	st_dev_open(&D, 0);
 	vq_create(&A);
 	vq_create(&B);
-	vq_connect(&A, &B);
-	vq_connect(&B, &A);
+	vq_connect_pair(&A, &B);
 	lbuf = aligned_alloc(4096, BUFSZ);
 	rbuf = aligned_alloc(4096, BUFSZ);
 	REQUIRE(lbuf && rbuf);
@@ -150,14 +197,8 @@ int main(void)
 		lbuf[i] = (uint8_t)(i * 7 + 3);
 	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 1000, LM->lkey };
 	sg[1] = (struct ibv_sge){ (uintptr_t)lbuf + 2000, 2000, LM->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 11;
-	wr.sg_list = sg;
+	wr_one(&wr, sg, 11, IBV_WR_RDMA_WRITE, (uintptr_t)rbuf + 100, RM->rkey);
 	wr.num_sge = 2;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 100;
-	wr.wr.rdma.rkey = RM->rkey;
 	post_send(A.qp, &wr);
 	expect_wc(A.scq, 11, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
 	CHECK(!memcmp(rbuf + 100, lbuf, 1000));
@@ -179,14 +220,7 @@ int main(void)
 	for (i = 0; i < 3000; i++)
 		rbuf[16384 + i] = (uint8_t)(i ^ 0x5a);
 	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + 16384, 3000, LM->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 13;
-	wr.sg_list = sg;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 16384;
-	wr.wr.rdma.rkey = RM->rkey;
+	wr_one(&wr, sg, 13, IBV_WR_RDMA_READ, (uintptr_t)rbuf + 16384, RM->rkey);
 	post_send(A.qp, &wr);
 	expect_wc(A.scq, 13, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, A.qp->qp_num, 3000);
 	CHECK(!memcmp(lbuf + 16384, rbuf + 16384, 3000));
@@ -194,19 +228,11 @@ int main(void)
 	/* SEND with immediate into a posted receive */
 	st_ctx = "send/recv";
 	sg[1] = (struct ibv_sge){ (uintptr_t)rbuf + 24576, 4096, RM->lkey };
-	memset(&rr, 0, sizeof(rr));
-	rr.wr_id = 99;
-	rr.sg_list = &sg[1];
-	rr.num_sge = 1;
+	recv_one(&rr, &sg[1], 99);
 	CHECK(ibv_post_recv(B.qp, &rr, &badr) == 0);
 	sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 777, LM->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 14;
-	wr.sg_list = sg;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr_one(&wr, sg, 14, IBV_WR_SEND_WITH_IMM, 0, 0);
 	wr.imm_data = htobe32(0xabcdef01);
-	wr.send_flags = IBV_SEND_SIGNALED;
 	post_send(A.qp, &wr);
 	expect_wc(A.scq, 14, IBV_WC_SUCCESS, IBV_WC_SEND, A.qp->qp_num, -1);
 	if (poll1(B.rcq, &wc)) {
@@ -249,12 +275,7 @@ int main(void)
 		*tgt = 100;
 		*res = 0;
 		sg[0] = (struct ibv_sge){ (uintptr_t)res, 8, LM->lkey };
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 16;
-		wr.sg_list = sg;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr_one(&wr, sg, 16, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0);
 		wr.wr.atomic.remote_addr = (uintptr_t)tgt;
 		wr.wr.atomic.rkey = RM->rkey;
 		wr.wr.atomic.compare_add = 23;
@@ -301,14 +322,7 @@ int main(void)
 	st_ctx = "errors";
 	{
 		sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 16, LM->lkey };
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 30;
-		wr.sg_list = sg;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = (uintptr_t)rbuf;
-		wr.wr.rdma.rkey = RM->rkey + 0x100000;
+		wr_one(&wr, sg, 30, IBV_WR_RDMA_WRITE, (uintptr_t)rbuf, RM->rkey + 0x100000);
 		post_send(A.qp, &wr);
 		expect_wc(A.scq, 30, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
 		wr.wr_id = 31;
@@ -333,14 +347,7 @@ int main(void)
 	st_ctx = "local protection";
 	{
 		sg[0] = (struct ibv_sge){ (uintptr_t)rbuf, 16, RM->lkey ^ 0x3300 };
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 40;
-		wr.sg_list = sg;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = (uintptr_t)lbuf;
-		wr.wr.rdma.rkey = LM->rkey;
+		wr_one(&wr, sg, 40, IBV_WR_RDMA_WRITE, (uintptr_t)lbuf, LM->rkey);
 		post_send(B.qp, &wr);
 		expect_wc(B.scq, 40, IBV_WC_LOC_PROT_ERR, IBV_WC_RDMA_WRITE, B.qp->qp_num, -1);
 	}
@@ -350,7 +357,6 @@ int main(void)
 	{
 		struct ibv_srq_init_attr sia;
 		struct ibv_srq *srq;
-		struct ibv_qp_init_attr ia;
 		struct ibv_cq *c2;
 		struct vq S, T;
 		int k;
@@ -361,39 +367,21 @@ int main(void)
 		srq = ibv_create_srq(D.pd, &sia);
 		c2 = ibv_create_cq(D.ctx, 32, NULL, NULL, 0);
 		REQUIRE(srq && c2);
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = ia.recv_cq = c2;
-		ia.srq = srq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = 8;
-		ia.cap.max_send_sge = 1;
-		S.qp = ibv_create_qp(D.pd, &ia);
-		ia.srq = NULL;
-		ia.cap.max_recv_wr = 8;
-		ia.cap.max_recv_sge = 1;
-		T.qp = ibv_create_qp(D.pd, &ia);
+		S.qp = small_qp(c2, srq);
+		T.qp = small_qp(c2, NULL);
 		REQUIRE(S.qp && T.qp);
 		S.scq = S.rcq = T.scq = T.rcq = c2;
-		vq_connect(&S, &T);
-		vq_connect(&T, &S);
+		vq_connect_pair(&S, &T);
 		for (k = 0; k < 4; k++) {
 			struct ibv_recv_wr r2, *b2;
 			struct ibv_sge rs = { (uintptr_t)rbuf + 53248 + 256 * k, 256, RM->lkey };
-			memset(&r2, 0, sizeof(r2));
-			r2.wr_id = 80 + (uint64_t)k;
-			r2.sg_list = &rs;
-			r2.num_sge = 1;
+			recv_one(&r2, &rs, 80 + (uint64_t)k);
 			CHECK(ibv_post_srq_recv(srq, &r2, &b2) == 0);
 		}
 		for (k = 0; k < 4; k++) {
 			lbuf[k] = (uint8_t)(0x70 + k);
 			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf + k, 1, LM->lkey };
-			memset(&wr, 0, sizeof(wr));
-			wr.wr_id = 90 + (uint64_t)k;
-			wr.sg_list = sg;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_SEND;
-			wr.send_flags = IBV_SEND_SIGNALED;
+			wr_one(&wr, sg, 90 + (uint64_t)k, IBV_WR_SEND, 0, 0);
 			post_send(T.qp, &wr);
 		}
 		/* four send completions and four receives, in some interleaving */
@@ -434,7 +422,6 @@ int main(void)
 		struct vq E, F;
 		struct pollfd pfd;
 		void *evctx = NULL;
-		struct ibv_qp_init_attr ia;
 		int k;
 
 		REQUIRE(ch != NULL);
@@ -447,17 +434,10 @@ int main(void)
 		E.rcq = ecq;
 		F.scq = erq;
 		F.rcq = erq;
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = ia.recv_cq = ecq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-		E.qp = ibv_create_qp(D.pd, &ia);
-		ia.send_cq = ia.recv_cq = erq;
-		F.qp = ibv_create_qp(D.pd, &ia);
+		E.qp = small_qp(ecq, NULL);
+		F.qp = small_qp(erq, NULL);
 		REQUIRE(E.qp && F.qp);
-		vq_connect(&E, &F);
-		vq_connect(&F, &E);
+		vq_connect_pair(&E, &F);
 		pfd.fd = ch->fd;
 		pfd.events = POLLIN;
 
@@ -465,14 +445,7 @@ int main(void)
 			CHECK(ibv_req_notify_cq(ecq, 0) == 0);
 			CHECK_EQ(poll(&pfd, 1, 0), 0);     /* armed, nothing yet */
 			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 8, LM->lkey };
-			memset(&wr, 0, sizeof(wr));
-			wr.wr_id = 50 + (uint64_t)k;
-			wr.sg_list = sg;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_RDMA_WRITE;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = (uintptr_t)rbuf + 50000;
-			wr.wr.rdma.rkey = RM->rkey;
+			wr_one(&wr, sg, 50 + (uint64_t)k, IBV_WR_RDMA_WRITE, (uintptr_t)rbuf + 50000, RM->rkey);
 			post_send(E.qp, &wr);
 			if (!CHECKF(poll(&pfd, 1, 3000) == 1, "no completion event within 3 s (round %d)", k))
 				break;
@@ -493,18 +466,11 @@ int main(void)
 		for (k = 0; k < 2; k++) {
 			struct ibv_recv_wr r2, *b2;
 			struct ibv_sge rs = { (uintptr_t)rbuf + 52000, 64, RM->lkey };
-			memset(&r2, 0, sizeof(r2));
-			r2.wr_id = 60 + (uint64_t)k;
-			r2.sg_list = &rs;
-			r2.num_sge = 1;
+			recv_one(&r2, &rs, 60 + (uint64_t)k);
 			CHECK(ibv_post_recv(F.qp, &r2, &b2) == 0);
 			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 8, LM->lkey };
-			memset(&wr, 0, sizeof(wr));
-			wr.wr_id = 70 + (uint64_t)k;
-			wr.sg_list = sg;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_SEND;
-			wr.send_flags = IBV_SEND_SIGNALED | (k ? IBV_SEND_SOLICITED : 0);
+			wr_one(&wr, sg, 70 + (uint64_t)k, IBV_WR_SEND, 0, 0);
+			wr.send_flags |= k ? IBV_SEND_SOLICITED : 0;
 			post_send(E.qp, &wr);
 			expect_wc(ecq, 70 + (uint64_t)k, IBV_WC_SUCCESS, IBV_WC_SEND, E.qp->qp_num, -1);
 			if (k == 0) {
