@@ -9,8 +9,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "bench: instruction counts (callgrind)..."
 bench/icount.sh >"$tmp/icount" 2>&1
-echo "bench: latency and rate beside UCX (3 rounds)..."
-bench/compare.sh >"$tmp/compare" 2>&1
+echo "bench: latency and rate beside UCX (${ROUNDS:-5} rounds)..."
+ROUNDS=${ROUNDS:-5} bench/compare.sh >"$tmp/compare" 2>&1
 echo "bench: whole-program timings (hyperfine)..."
 hyperfine -N --warmup 1 --runs 5 --export-markdown "$tmp/hyperfine.md" \
   'build/bin/rvxrun -n 2 build/examples/pingpong 100000' \
@@ -36,7 +36,7 @@ r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
   echo
   echo "Produced by \`make bench\` (bench/run.sh) on $(date -u +%Y-%m-%d): $(nproc) cores,"
   echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), Linux $(uname -r),"
-  echo "$(ucx_info -v 2>/dev/null | grep -m1 -o 'version=[0-9.]*' | sed 's/version=/UCX /')."
+  echo "UCX $(ucx_info -v 2>/dev/null | grep -m1 -oE '[0-9]+\.[0-9]+\.[0-9]+')."
   echo "Build: \`$(build/bench/icount_shm put8 1 2>/dev/null | sed 's/.*(\(.*\))/\1/')\`."
   echo
   echo "## Targets (issue: foundation)"
