@@ -9,7 +9,7 @@
  *
  * The whole bootstrap interface is these calls; another bootstrap (PMIx) provides the same:
  *   rvx__boot_init, rvx__boot_gather_start, rvx__boot_gather_test, rvx__boot_allgather,
- *   rvx__boot_barrier, rvx__boot_fini.
+ *   rvx__boot_fini. (A barrier is an allgather of one byte: core.h's rvx_barrier.)
  * Collectives are called by every rank in the same order; each one is a numbered round of files
  * "<round>.<rank>", written under a temporary name and renamed so a reader never sees half. */
 #ifndef RVX_BOOT_LOCAL_H
@@ -148,18 +148,6 @@ RVX_COLD rvx_status_t rvx__boot_allgather(rvx__boot_t *b, const void *mine, size
     rvx_status_t st = rvx__boot_gather_start(b, mine, len, all);
     if (st != RVX_OK) return st;
     while ((st = rvx__boot_gather_test(b, len, all)) == RVX_INPROGRESS) rvx__backoff(&spins);
-    return st;
-}
-
-RVX_COLD rvx_status_t rvx__boot_barrier(rvx__boot_t *b)
-{
-    char one = 1, *all;
-    rvx_status_t st;
-    if (b->size == 1) return RVX_OK;
-    all = (char *)malloc((size_t)b->size);
-    if (!all) return RVX_ERR_NO_MEMORY;
-    st = rvx__boot_allgather(b, &one, 1, all);
-    free(all);
     return st;
 }
 

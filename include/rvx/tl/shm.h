@@ -414,18 +414,14 @@ RVX_COLD void rvx__tl_rkey_release(rvx_rkey_t *rkey)
 /* ---- RMA ------------------------------------------------------------------------------------ */
 
 /* Not in the mapping: cross-memory attach into registered memory, or an error. The bounds are
- * checked against the region's real length before any byte moves. */
+ * checked against the region's real length before any byte moves; a mapped key (maplen == len)
+ * only comes here when it is out of bounds. */
 RVX_COLD rvx_status_t rvx__shm_rma_slow(rvx__tl_ep_t *ep, void *local, size_t len, uint64_t raddr,
                                         const rvx_rkey_t *rkey, int is_put)
 {
     uint64_t off = raddr - rkey->rbase;
     size_t done = 0;
-    if (off > rkey->len || len > rkey->len - off) return RVX_ERR_REMOTE_ACCESS;
-    if (rkey->lbase) { /* inside the mapping after all (callers only come here on a miss) */
-        if (len && is_put) memcpy(rkey->lbase + off, local, len);
-        else if (len) memcpy(local, rkey->lbase + off, len);
-        return RVX_OK;
-    }
+    if (off > rkey->len || len > rkey->len - off || rkey->lbase) return RVX_ERR_REMOTE_ACCESS;
     while (done < len) {
         struct iovec l, r;
         ssize_t n;
