@@ -104,8 +104,7 @@ int main(int argc, char **argv)
     rvx_status_t st;
 
     t_spawn(argc, argv, NR, 300);
-    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
-    me = t_rank = rvx_rank(ctx);
+    me = t_start(&ctx, &w);
     T_OK(rvx_mem_alloc(ctx, REGION, &mem));
     rm = t_exchange(ctx, mem);
     for (r = 0; r < NR; r++) {

@@ -45,8 +45,7 @@ int main(int argc, char **argv)
     uint64_t mask;
 
     t_spawn(argc, argv, NR, 300);
-    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
-    me = t_rank = rvx_rank(ctx);
+    me = t_start(&ctx, &w);
     n = rvx_size(ctx);
     if (me == 0) {
         uint64_t *p;

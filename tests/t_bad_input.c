@@ -68,8 +68,7 @@ int main(int argc, char **argv)
     uint64_t v = 0;
 
     t_spawn(argc, argv, 2, 120);
-    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
-    me = t_rank = rvx_rank(ctx);
+    me = t_start(&ctx, &w);
     peer = 1 - me;
     T_OK(rvx_mem_alloc(ctx, REGION, &mapped));
     T_OK(rvx_mem_reg(ctx, user, REGION, &reg));

@@ -19,8 +19,7 @@ int main(int argc, char **argv)
     int me, i;
 
     t_spawn(argc, argv, 2, 60);
-    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
-    me = t_rank = rvx_rank(ctx);
+    me = t_start(&ctx, &w);
     T_OK(rvx_ep_create(w, 1 - me, &ep));
     T_OK(rvx_barrier(ctx));
     if (me == 1) {

@@ -31,8 +31,7 @@ int main(int argc, char **argv)
 
     t_spawn(argc, argv, 3, 120);
     setenv("RVX_BOOT_TIMEOUT", "3", 1); /* how long a collective waits for the missing rank */
-    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
-    me = t_rank = rvx_rank(ctx);
+    me = t_start(&ctx, &w);
     for (r = 0; r < 3; r++) T_OK(rvx_ep_create(w, r, &eps[r]));
     T_OK(rvx_barrier(ctx));
     if (me == 2) _exit(0); /* gone, mid-run */

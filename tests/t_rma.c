@@ -71,8 +71,7 @@ int main(int argc, char **argv)
 
     t_spawn(argc, argv, 2, 300);
     make_sizes();
-    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK) return 1;
-    me = t_rank = rvx_rank(ctx);
+    me = t_start(&ctx, &w);
     peer = 1 - me;
     user = (unsigned char *)malloc(REGION);
     src = (unsigned char *)malloc(MAXLEN + 64);

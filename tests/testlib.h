@@ -74,6 +74,18 @@ static inline void t_spawn(int argc, char **argv, int n, int timeout_s)
     exit(1);
 }
 
+/* Context and worker of a multi-process test; returns this rank (also kept in t_rank). */
+static inline int t_start(rvx_context_t **ctx, rvx_worker_t **w)
+{
+    rvx_status_t st = rvx_init(ctx);
+    if (st == RVX_OK) st = rvx_worker_create(*ctx, w);
+    if (st != RVX_OK) {
+        fprintf(stderr, "FAIL: start: %s\n", rvx_status_str(st));
+        exit(1);
+    }
+    return t_rank = rvx_rank(*ctx);
+}
+
 /* Deterministic bytes: position i of stream `seed`. */
 static inline unsigned char t_byte(uint64_t seed, uint64_t i)
 {
