@@ -18,6 +18,8 @@
  *   RVX_RNDV_THRESH     pin the eager/rendezvous switch in bytes (default: computed)
  *   RVX_SHM_RING_SLOTS  64-byte slots per shared-memory ring (default 256, power of two, 64..1024)
  *   RVX_DEBUG           1: argument checks on the fast path too (default 0: only on set-up calls)
+ *   RVX_BOOT            bootstrap: RVX_BOOT_LOCAL (default: environment, rvxrun) or RVX_BOOT_PMIX
+ *                       (mpirun, srun --mpi=pmix; link with `pkg-config --libs pmix`)
  *
  * Run-time settings are only what cannot be known at build time (environment, read once at
  * rvx_init): RVX_RANK, RVX_SIZE, RVX_BOOT_DIR (set by rvxrun), RVX_BOOT_TIMEOUT (seconds),
@@ -45,6 +47,24 @@
 #else
 #error "RVX_TL has an unknown value: define it as RVX_TL_SHM or RVX_TL_RC_MLX5"
 #endif
+
+/* ---- bootstrap ------------------------------------------------------------------------------ */
+/* How ranks find each other: RVX_BOOT_LOCAL reads RVX_RANK/RVX_SIZE/RVX_BOOT_DIR from the
+ * environment (rvxrun, one machine); RVX_BOOT_PMIX asks the launcher's PMIx server (mpirun, srun
+ * --mpi=pmix, any PMIx launcher) and needs `pkg-config --cflags --libs pmix` (libpmix-dev). */
+#define RVX_BOOT_LOCAL 1
+#define RVX_BOOT_PMIX  2
+#ifndef RVX_BOOT
+#define RVX_BOOT RVX_BOOT_LOCAL
+#endif
+#if RVX_BOOT == RVX_BOOT_LOCAL
+#define RVX_BOOT_NAME "local"
+#elif RVX_BOOT == RVX_BOOT_PMIX
+#define RVX_BOOT_NAME "pmix"
+#else
+#error "RVX_BOOT has an unknown value: define it as RVX_BOOT_LOCAL (rvxrun, environment) or RVX_BOOT_PMIX (mpirun/srun; add `pkg-config --cflags --libs pmix`)"
+#endif
+/* ---- end of bootstrap ----------------------------------------------------------------------- */
 
 /* ---- fabric --------------------------------------------------------------------------------- */
 #ifndef RVX_FABRIC
@@ -162,6 +182,7 @@
 #define RVX__STR(x) RVX__STR2(x)
 #define RVX_CONFIG_STRING                                                                       \
     "rvx " RVX_VERSION_STRING " tl=" RVX_TL_NAME " rndv=" RVX_RNDV_NAME " fabric=" RVX_FAB_NAME \
+    " boot=" RVX_BOOT_NAME                                                                      \
     " am=" RVX__STR(RVX_AM) " tag=" RVX__STR(RVX_TAG) " am_args=" RVX__STR(RVX_AM_MAX_ARGS)     \
     " am_medium=" RVX__STR(RVX_AM_MAX_MEDIUM) " put_short=" RVX__STR(RVX_PUT_SHORT_MAX)         \
     " put_bcopy=" RVX__STR(RVX_PUT_BCOPY_MAX) " debug=" RVX__STR(RVX_DEBUG)

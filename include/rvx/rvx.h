@@ -33,7 +33,11 @@
 #include "config.h"
 #include "sys/compiler.h"
 #include "types.h"
+#if RVX_BOOT == RVX_BOOT_PMIX
+#include "boot/pmix.h"
+#else
 #include "boot/local.h"
+#endif
 
 #if RVX_TL == RVX_TL_SHM
 #include "tl/shm.h"
