@@ -15,7 +15,12 @@
  *   RVX_PUT_SHORT_MAX   puts up to this size take the short path (default: the tl's inline size)
  *   RVX_PUT_BCOPY_MAX   puts up to this size are copied; larger ones are zero-copy where the
  *                       transport can (default: the fabric header's RVX_FAB_PUT_BCOPY_MAX)
- *   RVX_RNDV_THRESH     pin the eager/rendezvous switch in bytes (default: computed)
+ *   RVX_RNDV_THRESH     pin the eager/rendezvous switch in bytes (default: computed from the fabric
+ *                       header by proto/thresh.h, seed 001's model)
+ *   RVX_RNDV_THRESH_FALLBACK  the switch when the model's curves do not meet (default SIZE_MAX:
+ *                       never rendezvous, as UCX's default of infinity)
+ *   RVX_RCACHE_MAX_ENTRIES, RVX_RCACHE_MAX_BYTES  bounds of the registration cache (sys/rcache.h;
+ *                       default 1024 regions, 1 GiB)
  *   RVX_SHM_RING_SLOTS  64-byte slots per shared-memory ring (default 256, power of two, 64..1024)
  *   RVX_DEBUG           1: argument checks on the fast path too (default 0: only on set-up calls)
  *   RVX_BOOT            bootstrap: RVX_BOOT_LOCAL (default: environment, rvxrun) or RVX_BOOT_PMIX
@@ -104,6 +109,20 @@
 #endif
 #if defined(RVX_RNDV_THRESH) && (RVX_RNDV_THRESH < 1)
 #error "RVX_RNDV_THRESH must be a positive number of bytes"
+#endif
+#ifndef RVX_RNDV_THRESH_FALLBACK
+#define RVX_RNDV_THRESH_FALLBACK SIZE_MAX /* checked in proto/thresh.h, after <stdint.h> */
+#endif
+
+/* ---- registration cache (sys/rcache.h) ------------------------------------------------------ */
+#ifndef RVX_RCACHE_MAX_ENTRIES
+#define RVX_RCACHE_MAX_ENTRIES 1024
+#endif
+#ifndef RVX_RCACHE_MAX_BYTES
+#define RVX_RCACHE_MAX_BYTES (1ull << 30)
+#endif
+#if RVX_RCACHE_MAX_ENTRIES < 1 || RVX_RCACHE_MAX_BYTES < 1
+#error "RVX_RCACHE_MAX_ENTRIES and RVX_RCACHE_MAX_BYTES must be at least 1"
 #endif
 
 /* ---- features ------------------------------------------------------------------------------- */
