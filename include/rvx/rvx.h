@@ -44,6 +44,8 @@
 #endif
 
 #include "core.h"
+#include "sys/rcache.h"
+#include "proto/thresh.h"
 #include "proto/rma.h"
 #include "proto/amo.h"
 #if RVX_AM

@@ -10,5 +10,6 @@
 #define RVX_FAB_REG_OVERHEAD_NS   16000
 #define RVX_FAB_REG_GROWTH_NS_PER_KB 60
 #define RVX_FAB_LANES             1
+#define RVX_FAB_RNDV_PERF_DIFF_PCT 1  /* d = 1 - 1/100 (see fabric/shm_local.h) */
 #define RVX_FAB_PUT_BCOPY_MAX     8192
 #endif

@@ -11,7 +11,9 @@
 #define RVX_FAB_BW_MBS            8000   /* single-copy bandwidth into a peer's mapping */
 #define RVX_FAB_BCOPY_BW_MBS      5000   /* bandwidth of a copy through a bounce buffer */
 #define RVX_FAB_REG_OVERHEAD_NS   0      /* no registration on shared memory */
-#define RVX_FAB_REG_GROWTH_NS_PER_KB 0
+#define RVX_FAB_REG_GROWTH_NS_PER_KB 0 /* registration time per KB (1000 bytes) */
 #define RVX_FAB_LANES             1
+#define RVX_FAB_RNDV_PERF_DIFF_PCT 1  /* seed 001's d = 1 - this/100: rendezvous may be this
+                                        * much slower than eager and still be chosen (UCX: 1) */
 #define RVX_FAB_PUT_BCOPY_MAX     8192   /* above this, puts and gets are zero-copy where possible */
 #endif
