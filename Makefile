@@ -5,6 +5,7 @@
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
+#   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
 #   make deps      install the Debian packages the project needs (run, test and bench call it)
 
@@ -81,6 +82,27 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 $(B)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
+
+# ---- eager/rendezvous threshold tool (proto/thresh.h): build/bin/rvxthresh for the default
+# fabric; `make thresh` builds it once per fabric header and draws bench/thresh_<fabric>.png.
+FABRICS := $(basename $(notdir $(wildcard include/rvx/fabric/*.h)))
+.PHONY: thresh
+all: $(B)/bin/rvxthresh
+
+$(B)/bin/rvxthresh: tools/rvxthresh.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< -lm
+
+$(B)/thresh/rvxthresh_%: tools/rvxthresh.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) '-DRVX_FABRIC=<rvx/fabric/$*.h>' -o $@ $< -lm
+
+bench/thresh_%.png: $(B)/thresh/rvxthresh_%
+	$< --png $@ > $(B)/thresh/$*.txt
+
+thresh: deps $(addprefix bench/thresh_,$(addsuffix .png,$(FABRICS)))
+	@for f in $(FABRICS); do echo "== $$f"; sed -n 3,5p $(B)/thresh/$$f.txt; done
+# ---- end of threshold tool
 
 examples: $(RVXRUN) $(EXAMPLE_BINS)
 tests: $(RVXRUN) $(TEST_BINS)

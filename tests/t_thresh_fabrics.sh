@@ -70,5 +70,23 @@ else
   echo "$out" | grep -q 'RVX_FAB_LANES must be at most 64' || { fail "65 lanes: wrong message"; echo "$out" | head -3; }
 fi
 
+# the tool prints the same thresholds as the test program, and draws a PNG when gnuplot is there
+n=$((n + 1))
+f=ib_hdr
+if ! "$CC" -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -DRVX_FABRIC="<rvx/fabric/$f.h>" \
+     tools/rvxthresh.c -o "$tmp/rvxthresh" -lm 2>"$tmp/err"; then
+  fail "rvxthresh does not build"; head -5 "$tmp/err"
+else
+  "$CC" -std=c11 -O2 -Iinclude -Itests -DRVX_FABRIC="<rvx/fabric/$f.h>" tests/t_thresh.c -o "$tmp/t"
+  want=$("$tmp/t" --build | sed -n 's/.*rrc=0 \([0-9]*\), rrc=1 \([0-9]*\);.*/\1 \2/p')
+  got=$("$tmp/rvxthresh" | awk '/threshold, AM/ {a=$(NF-1)} /threshold, RMA/ {r=$(NF-1)} END {print a, r}')
+  [ -n "$want" ] && [ "$want" = "$got" ] || fail "rvxthresh says '$got', t_thresh says '$want'"
+  if command -v gnuplot >/dev/null; then
+    n=$((n + 1))
+    "$tmp/rvxthresh" --png "$tmp/x.png" >/dev/null &&
+      [ "$(head -c 8 "$tmp/x.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] || fail "rvxthresh --png"
+  fi
+fi
+
 echo "$((n - fails)) of $n checks passed"
 [ $fails -eq 0 ]

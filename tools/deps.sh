@@ -15,6 +15,7 @@ need=(
   "valgrind:/usr/bin/valgrind"
   "ucx-utils:/usr/bin/ucx_perftest"
   "hyperfine:/usr/bin/hyperfine"
+  "gnuplot-nox:/usr/bin/gnuplot"
   "libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a"
   "libpmix-dev:/usr/lib/x86_64-linux-gnu/pkgconfig/pmix.pc"
   "openmpi-bin:/usr/bin/mpirun.openmpi"
