@@ -70,6 +70,13 @@ else
   echo "$out" | grep -q 'RVX_FAB_LANES must be at most 64' || { fail "65 lanes: wrong message"; echo "$out" | head -3; }
 fi
 
+n=$((n + 1))
+if out=$("$CC" -std=c11 -Iinclude -DRVX_RNDV_THRESH_FALLBACK=0 -fsyntax-only -x c - <<<'#include <rvx/proto/thresh.h>' 2>&1); then
+  fail "RVX_RNDV_THRESH_FALLBACK=0 compiled"
+else
+  echo "$out" | grep -q 'RVX_RNDV_THRESH_FALLBACK must be a positive' || { fail "fallback 0: wrong message"; echo "$out" | head -3; }
+fi
+
 # the tool prints the same thresholds as the test program, and draws a PNG when gnuplot is there
 n=$((n + 1))
 f=ib_hdr
