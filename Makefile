@@ -52,6 +52,18 @@ $(B)/tests/%: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
+# ---- tag matching: the tag tests once per rendezvous protocol, from the same source
+TAG_RNDV := get put am pipeline
+RNDV_get := GET
+RNDV_put := PUT
+RNDV_am := AM
+RNDV_pipeline := PIPELINE
+TAG_VARIANTS := $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV))
+all tests: $(TAG_VARIANTS)
+$(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
+
 # ---- PMIx builds: the flags are read when a rule runs, after `make deps` installed libpmix-dev
 PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix 2>/dev/null)
 # mpirun on this machine alone: no remote daemons, more ranks than cores, root allowed (containers)

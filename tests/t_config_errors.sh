@@ -35,7 +35,10 @@ expect_error plain.c "RVX_RNDV has an unknown value" -DRVX_RNDV=7
 expect_error plain.c "RVX_RNDV_THRESH must be a positive" -DRVX_RNDV_THRESH=0
 expect_error plain.c "RVX_AM=1 needs a handler table" -DRVX_AM=1
 expect_error am.c "RVX_AM_HANDLERS is defined but RVX_AM=0" -DRVX_AM=0
-expect_error plain.c "tag matching is not part of this release" -DRVX_TAG=1
+expect_error plain.c "RVX_TAG must be 0 or 1" -DRVX_TAG=2
+expect_error plain.c "RVX_TAG_SHORT_MAX must be between 0 and 64" -DRVX_TAG=1 -DRVX_TAG_SHORT_MAX=65
+expect_error plain.c "RVX_PIPE_EAGER must be between 0 and RVX_AM_MAX_MEDIUM - 24" -DRVX_TAG=1 -DRVX_PIPE_EAGER=5000
+expect_error plain.c "RVX_PIPE_BOUNCE_BUFS must be between 1 and 64" -DRVX_TAG=1 -DRVX_PIPE_BOUNCE_BUFS=0
 expect_error plain.c "RVX_AM_MAX_ARGS must be between 0 and 15" -DRVX_AM_MAX_ARGS=16
 expect_error plain.c "RVX_AM_MAX_MEDIUM must be at least 512" -DRVX_AM_MAX_MEDIUM=100
 expect_error plain.c "does not fit the shared-memory ring" -DRVX_AM_MAX_MEDIUM=9000
@@ -50,6 +53,8 @@ expect_error late.c "include <rvx/rvx.h> before system headers"
 
 expect_ok plain.c
 expect_ok am.c
+expect_ok plain.c -DRVX_TAG=1
+expect_ok am.c -DRVX_TAG=1 -DRVX_RNDV=RVX_RNDV_PIPELINE
 expect_ok plain.c -DRVX_RNDV=RVX_RNDV_PIPELINE -DRVX_RNDV_THRESH=65536
 expect_ok plain.c '-DRVX_FABRIC=<rvx/fabric/ib_hdr.h>'
 expect_ok am.c -DRVX_SHM_RING_SLOTS=1024 -DRVX_AM_MAX_MEDIUM=16000

@@ -9,7 +9,8 @@
  *                       default <rvx/fabric/shm_local.h> for shm, <rvx/fabric/ib_edr.h> for mlx5
  *   RVX_AM_HANDLERS(X)  X-macro list of active-message handlers: X(NAME, function) ...
  *   RVX_AM              1: active messages compiled in (default: 1 iff RVX_AM_HANDLERS is defined)
- *   RVX_TAG             1: tag matching compiled in (default 0)
+ *   RVX_TAG             1: tag matching compiled in (default 0); its limits RVX_TAG_SHORT_MAX
+ *                       and RVX_PIPE_* are described in the RVX_TAG section below
  *   RVX_AM_MAX_ARGS     64-bit arguments per active message (default 8, at most 15)
  *   RVX_AM_MAX_MEDIUM   largest medium payload in bytes (default 3992, at least 512)
  *   RVX_PUT_SHORT_MAX   puts up to this size take the short path (default: the tl's inline size)
@@ -143,8 +144,8 @@
 #ifndef RVX_TAG
 #define RVX_TAG 0
 #endif
-#if RVX_TAG
-#error "RVX_TAG=1: tag matching is not part of this release yet; use active messages (RVX_AM_HANDLERS)"
+#if RVX_TAG != 0 && RVX_TAG != 1
+#error "RVX_TAG must be 0 or 1"
 #endif
 
 /* A build that can receive polls receive queues in progress; an RMA-only build never does. */
@@ -161,6 +162,48 @@
 #endif
 #if RVX_AM_MAX_MEDIUM < 512
 #error "RVX_AM_MAX_MEDIUM must be at least 512 bytes (as GASNet requires of its medium size)"
+#endif
+
+/* Tag matching (proto/tag.h). A tag frame is a message-channel frame whose body is at most
+ * RVX_AM_MAX_MEDIUM bytes, headers included; longer eager messages are sent as several frames.
+ *   RVX_TAG_SHORT_MAX     eager messages up to this size are copied inline, without a memcpy
+ *                         call (default 48: tag and data fill one 64-byte slot)
+ *   RVX_PIPE_EAGER        PIPELINE phase 1: bytes sent with the match information (default: as
+ *                         many as fit in one frame)
+ *   RVX_PIPE_FRAG         PIPELINE phase 2: size of one pre-registered bounce buffer (16 KiB)
+ *   RVX_PIPE_BOUNCE       PIPELINE phase 2: bytes copied through bounce buffers while phase 3
+ *                         registers (64 KiB)
+ *   RVX_PIPE_BOUNCE_BUFS  bounce buffers per worker (8)
+ *   RVX_PIPE_CHUNK        PIPELINE phase 3: bytes registered and written at a time (256 KiB) */
+#ifndef RVX_TAG_SHORT_MAX
+#define RVX_TAG_SHORT_MAX 48
+#endif
+#ifndef RVX_PIPE_EAGER
+#define RVX_PIPE_EAGER (RVX_AM_MAX_MEDIUM - 24)
+#endif
+#ifndef RVX_PIPE_FRAG
+#define RVX_PIPE_FRAG 16384
+#endif
+#ifndef RVX_PIPE_BOUNCE
+#define RVX_PIPE_BOUNCE 65536
+#endif
+#ifndef RVX_PIPE_BOUNCE_BUFS
+#define RVX_PIPE_BOUNCE_BUFS 8
+#endif
+#ifndef RVX_PIPE_CHUNK
+#define RVX_PIPE_CHUNK 262144
+#endif
+#if RVX_TAG_SHORT_MAX < 0 || RVX_TAG_SHORT_MAX > 64
+#error "RVX_TAG_SHORT_MAX must be between 0 and 64 bytes (larger messages take the memcpy path)"
+#endif
+#if RVX_PIPE_EAGER < 0 || RVX_PIPE_EAGER > RVX_AM_MAX_MEDIUM - 24
+#error "RVX_PIPE_EAGER must be between 0 and RVX_AM_MAX_MEDIUM - 24 (one frame with the match header)"
+#endif
+#if RVX_PIPE_FRAG < 1024 || RVX_PIPE_CHUNK < 4096 || RVX_PIPE_BOUNCE < 0
+#error "RVX_PIPE_FRAG must be at least 1024 bytes, RVX_PIPE_CHUNK at least 4096, RVX_PIPE_BOUNCE not negative"
+#endif
+#if RVX_PIPE_BOUNCE_BUFS < 1 || RVX_PIPE_BOUNCE_BUFS > 64
+#error "RVX_PIPE_BOUNCE_BUFS must be between 1 and 64"
 #endif
 
 #ifndef RVX_DEBUG

@@ -52,6 +52,11 @@ struct rvx_worker {
     rvx__tl_addr_t    *addrs;       /* every rank's worker address, from the bootstrap */
     rvx_worker_stats_t stats;
     unsigned           reported;    /* bit per stats kind already reported on stderr */
+#if RVX_TAG
+    unsigned           tag_pending; /* tag-protocol operations in flight: progress steps them */
+    unsigned           tag_queued;  /* peers with tag sends waiting for ring room */
+    struct rvx__tag_state *tag;     /* queues and protocol state (proto/tag.h) */
+#endif
 };
 
 struct rvx_ep {
@@ -104,6 +109,13 @@ static inline int rvx_rank(const rvx_context_t *ctx) { return ctx->boot.rank; }
 static inline int rvx_size(const rvx_context_t *ctx) { return ctx->boot.size; }
 
 RVX_INLINE int rvx_progress(rvx_worker_t *w);
+#if RVX_TAG
+/* defined in proto/tag.h */
+static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w);
+static void rvx__tag_worker_fini(rvx_worker_t *w);
+static void rvx__tag_ep_destroy(rvx_ep_t *ep);
+static int rvx__tag_progress(rvx_worker_t *w);
+#endif
 
 /* A bootstrap collective that keeps every worker of the context progressing while it waits, so
  * that a rank still waiting for an answer from one already in the collective gets it. */
@@ -170,6 +182,9 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
         ctx->cap_workers = cap;
     }
     st = rvx__ctx_gather(ctx, &mine, sizeof(mine), w->addrs);
+#if RVX_TAG
+    if (st == RVX_OK) st = rvx__tag_worker_init(w);
+#endif
     if (st != RVX_OK) {
         rvx__tl_iface_fini(&w->iface);
         goto fail;
@@ -195,6 +210,9 @@ static inline void rvx_worker_destroy(rvx_worker_t *w)
     ctx = w->ctx;
     for (r = 0; r < ctx->boot.size; r++)
         if (w->eps[r]) rvx_ep_destroy(w->eps[r]);
+#if RVX_TAG
+    rvx__tag_worker_fini(w);
+#endif
     rvx__tl_iface_fini(&w->iface);
     for (i = 0; i < ctx->nworkers; i++)
         if (ctx->workers[i] == w) ctx->workers[i] = ctx->workers[--ctx->nworkers];
@@ -235,6 +253,9 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
 static inline void rvx_ep_destroy(rvx_ep_t *ep)
 {
     if (!ep) return;
+#if RVX_TAG
+    rvx__tag_ep_destroy(ep); /* its pending tag operations end with RVX_ERR_CANCELED */
+#endif
     ep->worker->eps[ep->rank] = NULL;
     rvx__tl_ep_disconnect(&ep->tl);
     free(ep);
@@ -357,8 +378,18 @@ static inline void rvx_rkey_release(rvx_rkey_t *rkey)
 /* ---- progress, flush, waiting --------------------------------------------------------------- */
 
 /* Handle what has arrived and what has completed; returns the number of events. A few
- * instructions when there is nothing to do. Not to be called from an AM handler. */
-RVX_INLINE int rvx_progress(rvx_worker_t *w) { return rvx__tl_progress(&w->iface); }
+ * instructions when there is nothing to do. Not to be called from an AM handler. In tag builds,
+ * pending rendezvous steps run too, only while some are in flight (one compare otherwise). */
+RVX_INLINE int rvx_progress(rvx_worker_t *w)
+{
+#if RVX_TAG
+    int n = rvx__tl_progress(&w->iface);
+    if (RVX_UNLIKELY(w->tag_pending)) n += rvx__tag_progress(w);
+    return n;
+#else
+    return rvx__tl_progress(&w->iface);
+#endif
+}
 
 /* Remote completion of everything issued on ep: RVX_OK (done), RVX_INPROGRESS (req completes
  * later) or an error (the failure of an earlier operation on this endpoint). */

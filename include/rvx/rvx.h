@@ -18,6 +18,7 @@
  *   rvx_put / rvx_put_zcopy / rvx_get / rvx_get_zcopy                              proto/rma.h
  *   rvx_atomic32 / rvx_atomic64                                                    proto/amo.h
  *   rvx_am_short / _medium / _long, rvx_am_reply_*                                 proto/am.h
+ *   rvx_tag_send / rvx_tag_recv / rvx_tag_probe / rvx_tag_cancel (RVX_TAG=1)       proto/tag.h
  *   rvx_wait / rvx_wait_flag / rvx_status_str / rvx_config_string                  core.h */
 #ifndef RVX_RVX_H
 #define RVX_RVX_H
@@ -50,6 +51,12 @@
 #include "proto/amo.h"
 #if RVX_AM
 #include "proto/am.h"
+#endif
+#if RVX_TAG
+#include "proto/tag.h"
+#endif
+#if RVX_CAN_RECEIVE
+#include "proto/rx.h"
 #endif
 
 #endif /* RVX_RVX_H */

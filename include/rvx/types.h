@@ -66,6 +66,7 @@ typedef struct rvx_worker_stats {
     uint64_t am_unknown_id;     /* AM for a handler id this build does not have */
     uint64_t am_bad_frame;      /* header and length disagree, too many arguments, ... */
     uint64_t am_bad_long_target;/* long AM whose payload address is not in a registered region */
+    uint64_t tag_bad_frame;     /* tag-protocol frame of unknown type, wrong length or stale id */
 } rvx_worker_stats_t;
 
 /* One line on stderr, prefixed so that it is clear where it comes from. Cold paths only. */

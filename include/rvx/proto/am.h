@@ -171,10 +171,10 @@ enum { RVX__BAD_UNKNOWN_ID, RVX__BAD_FRAME, RVX__BAD_LONG_TARGET };
 #define RVX__AM_CASE(NAME, fn) \
     case RVX_AM_##NAME: fn(&tok, args, nargs, payload, plen); break;
 
-static void rvx__rx_deliver(struct rvx__tl_ep *tlep, unsigned chan, unsigned info, void *body,
-                            size_t len)
+/* An AM frame (class 0) handed over by proto/rx.h; frames of other classes that reach it are
+ * counted as malformed. */
+RVX_INLINE void rvx__am_rx(rvx_ep_t *ep, unsigned chan, unsigned info, void *body, size_t len)
 {
-    rvx_ep_t *ep = RVX_CONTAINER_OF(tlep, rvx_ep_t, tl);
     rvx_worker_t *w = ep->worker;
     unsigned id = info & 0xff, kind = (info >> 8) & 3, nargs = (info >> 10) & 15;
     size_t hlen = 8 * (size_t)nargs, plen = 0;

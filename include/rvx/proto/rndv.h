@@ -1,0 +1,566 @@
+/* rvx/proto/rndv.h: the rendezvous protocols of tag matching, one per build (RVX_RNDV). Included
+ * by proto/tag.h; written against the tl contract only.
+ *
+ * Every protocol starts with an RTS on the request channel carrying the match information (tag,
+ * length, the sender's id), so it is matched in order with eager messages. Then:
+ *
+ *   GET       The RTS also carries the send buffer's address and packed rkey (registered when
+ *             the send starts). The receiver registers its buffer, unpacks the key, reads
+ *             (get_zcopy) and answers ATS; the ATS completes the sender.
+ *   PUT       The receiver registers its buffer and answers RTR with its address and rkey; the
+ *             sender writes (put_zcopy), flushes the endpoint, then sends FIN, which completes
+ *             the receiver.
+ *   AM        For memory that cannot be registered: the receiver answers RTR (no key) and the
+ *             sender streams the data in DATA frames through the message channel; the receiver
+ *             copies them out and completes when the last byte is in.
+ *   PIPELINE  Open MPI's three phases. Phase 1: the RTS carries the first RVX_PIPE_EAGER bytes.
+ *             The receiver copies them, registers its buffer and answers RTR (the CTS) with its
+ *             rkey. Phase 2: the next RVX_PIPE_BOUNCE bytes are copied into pre-registered bounce
+ *             buffers (RVX_PIPE_BOUNCE_BUFS of RVX_PIPE_FRAG bytes) and written at once, with no
+ *             registration to wait for. Phase 3: the rest is registered RVX_PIPE_CHUNK bytes at a
+ *             time, each chunk written as soon as it is registered, while the previous ones are
+ *             on the wire. Then flush and FIN. With the registration cache the chunks stay
+ *             registered (leave pinned): a buffer sent again skips phase 2 and is written straight
+ *             after the CTS, every chunk a cache hit, no waiting in between.
+ *
+ * Truncation: the receiver moves min(length, buffer) bytes (the RTR carries that count) and
+ * reports RVX_ERR_MSG_TRUNCATED; the sender completes normally.
+ * Control frames (ATS, RTR, FIN) use the reply channel and are retried by progress when it is
+ * full. A failed RMA or registration is reported to both sides (ATS / FIN carry a status).
+ * An operation whose peer dies ends with RVX_ERR_PEER_FAILED; if a transfer of its own is still
+ * in the transport, its memory is kept until the transport lets go of it. */
+#ifndef RVX_PROTO_RNDV_H
+#define RVX_PROTO_RNDV_H
+
+#if RVX_RNDV == RVX_RNDV_GET
+#define RVX__RNDV_RTS_LEN(mlen) ((size_t)(RVX__TAG_RTS_HDR + 8 + RVX_RKEY_PACKED_SIZE))
+#elif RVX_RNDV == RVX_RNDV_PIPELINE
+#define RVX__RNDV_P1(mlen)      ((size_t)(mlen) < (size_t)RVX_PIPE_EAGER ? (size_t)(mlen) : (size_t)RVX_PIPE_EAGER)
+#define RVX__RNDV_RTS_LEN(mlen) ((size_t)RVX__TAG_RTS_HDR + RVX__RNDV_P1(mlen))
+#else
+#define RVX__RNDV_RTS_LEN(mlen) ((size_t)RVX__TAG_RTS_HDR)
+#endif
+#if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
+#define RVX__RNDV_RTR_LEN ((size_t)(24 + RVX_RKEY_PACKED_SIZE))
+#else
+#define RVX__RNDV_RTR_LEN ((size_t)16)
+#endif
+#define RVX__RS_ZOMBIE 200 /* failed; its transfer is still in the transport */
+
+/* ---- send side --------------------------------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__rndv_send(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
+                                     size_t len, uint64_t tag, rvx_request_t *req)
+{
+    rvx__tag_op_t *op = rvx__tag_op_new(t);
+    if (!op) return RVX_ERR_NO_MEMORY;
+    op->kind = RVX__OP_SEND;
+    op->state = RVX__SS_RTS;
+    op->buf = (uint8_t *)(uintptr_t)buf;
+    op->len = op->mlen = len;
+    op->tag = tag;
+    op->ep = ep;
+#if RVX_RNDV == RVX_RNDV_GET || RVX_RNDV == RVX_RNDV_PUT
+    {
+        rvx_status_t st = rvx__tag_reg(t, op->buf, len, &op->mem);
+        if (st != RVX_OK) {
+            op->mem = NULL;
+            rvx__tag_op_free(t, op);
+            return st;
+        }
+    }
+#endif
+    if (!rvx__tag_id_new(t, op)) {
+        rvx__tag_release(t, op);
+        rvx__tag_op_free(t, op);
+        return RVX_ERR_NO_MEMORY;
+    }
+    op->req = req;
+    req->status = RVX_INPROGRESS;
+    rvx__tag_sq_push(t, op);
+    rvx__tag_sq_run(t, &t->peers[ep->rank]);
+    return (rvx_status_t)req->status;
+}
+
+/* The op's request-channel frames: the RTS, or (AM) the data; 1 when all are in the ring. */
+static int rvx__rndv_emit(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    rvx__tl_ep_t *tl = &op->ep->tl;
+    uint8_t *b;
+    (void)t;
+    if (op->state == RVX__SS_RTS) {
+        size_t blen = RVX__RNDV_RTS_LEN(op->mlen);
+        if (!(b = (uint8_t *)rvx__tl_am_claim(tl, RVX__CHAN_REQUEST, blen))) return 0;
+        rvx__tag_st64(b, op->tag);
+        rvx__tag_st64(b + 8, op->mlen);
+        rvx__tag_st32(b + 16, op->id);
+        rvx__tag_st32(b + 20, 0);
+#if RVX_RNDV == RVX_RNDV_GET
+        rvx__tag_st64(b + 24, (uint64_t)(uintptr_t)op->buf);
+        rvx_rkey_pack(op->mem, b + 32);
+#elif RVX_RNDV == RVX_RNDV_PIPELINE
+        memcpy(b + RVX__TAG_RTS_HDR, op->buf, blen - RVX__TAG_RTS_HDR);
+        op->done = blen - RVX__TAG_RTS_HDR;
+#endif
+        rvx__tl_am_publish(tl, RVX__CHAN_REQUEST, b, blen, RVX__TAG_CLASS | RVX__TF_RTS);
+        return 1;
+    }
+    while (op->done < op->eff) { /* AM: DATA frames */
+        size_t n = op->eff - op->done < RVX__TAG_FRAME - 16 ? op->eff - op->done : RVX__TAG_FRAME - 16;
+        if (!(b = (uint8_t *)rvx__tl_am_claim(tl, RVX__CHAN_REQUEST, 16 + n))) return 0;
+        rvx__tag_st32(b, op->peer_id);
+        rvx__tag_st32(b + 4, 0);
+        rvx__tag_st64(b + 8, op->done);
+        memcpy(b + 16, op->buf + op->done, n);
+        rvx__tl_am_publish(tl, RVX__CHAN_REQUEST, b, 16 + n, RVX__TAG_CLASS | RVX__TF_DATA);
+        op->done += n;
+    }
+    return 1;
+}
+
+/* The op left the send queue. */
+static void rvx__rndv_sent(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    if (op->state == RVX__SS_RTS) op->state = RVX__SS_WAIT; /* for ATS / RTR */
+    else rvx__tag_done(t, op, RVX_OK);                     /* AM data all sent */
+}
+
+/* ---- receive side ------------------------------------------------------------------------------ */
+
+/* A receive matched a rendezvous request (op: RECV with ep, mlen, peer_id and, for GET, raddr
+ * and packed set). `data`/`n`: the phase-1 bytes that came with it (PIPELINE). */
+RVX_COLD void rvx__rndv_recv_start(struct rvx__tag_state *t, rvx__tag_op_t *op, const uint8_t *data,
+                                   size_t n)
+{
+    op->eff = op->mlen < op->len ? op->mlen : op->len;
+    op->done = 0;
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+    if (n > op->eff) n = op->eff;
+    if (n && data) memcpy(op->buf, data, n);
+    op->done = n;
+#else
+    (void)data;
+    (void)n;
+#endif
+#if RVX_RNDV != RVX_RNDV_GET
+    if (!rvx__tag_id_new(t, op)) { /* no id: ask for nothing more and fail the receive */
+        op->status = RVX_ERR_NO_MEMORY;
+        op->eff = op->done;
+    }
+#endif
+    if (op->stage && op->stage != op->small) free(op->stage);
+    op->stage = NULL;
+    op->state = RVX__RS_START;
+    rvx__tag_ready(t, op);
+}
+
+/* Rendezvous frames (RTS, DATA, ATS, RTR, FIN): 1 if taken, 0 if malformed (counted by the
+ * caller). */
+RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan, unsigned type,
+                          const uint8_t *b, size_t len)
+{
+    rvx__tag_op_t *op;
+    switch (type) {
+    case RVX__TF_RTS: {
+        uint64_t tag, mlen;
+        if (chan != RVX__CHAN_REQUEST || len < RVX__TAG_RTS_HDR) return 0;
+        tag = rvx__tag_ld64(b);
+        mlen = rvx__tag_ld64(b + 8);
+        if (!mlen || mlen >= RVX__TAG_MLEN_MAX || len != RVX__RNDV_RTS_LEN(mlen) || !rvx__tag_ld32(b + 16))
+            return 0;
+        if ((op = rvx__tag_match(t, tag)) != NULL) {
+            rvx__tag_op_proto(op);
+            op->kind = RVX__OP_RECV;
+            rvx__tag_fill(op, tag, (size_t)mlen, ep->rank);
+        } else if ((op = rvx__tag_unexp(t, ep, tag, (size_t)mlen, RVX__US_RTS)) == NULL) {
+            return 1;
+        }
+        op->ep = ep;
+        op->mlen = (size_t)mlen;
+        op->peer_id = rvx__tag_ld32(b + 16);
+#if RVX_RNDV == RVX_RNDV_GET
+        op->raddr = rvx__tag_ld64(b + 24);
+        memcpy(op->packed, b + 32, RVX_RKEY_PACKED_SIZE);
+#endif
+        if (op->kind == RVX__OP_RECV) {
+            rvx__rndv_recv_start(t, op, b + RVX__TAG_RTS_HDR, len - RVX__TAG_RTS_HDR);
+        } else if (len > RVX__TAG_RTS_HDR) { /* PIPELINE phase 1, kept until a receive comes */
+            rvx__tag_stage(op, len - RVX__TAG_RTS_HDR);
+            if (op->stage) memcpy(op->stage, b + RVX__TAG_RTS_HDR, len - RVX__TAG_RTS_HDR);
+            op->done = len - RVX__TAG_RTS_HDR;
+        }
+        return 1;
+    }
+#if RVX_RNDV == RVX_RNDV_GET
+    case RVX__TF_ATS: {
+        int32_t st;
+        if (len != 8 || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_SEND)) ||
+            op->state != RVX__SS_WAIT)
+            return 0;
+        st = (int32_t)rvx__tag_ld32(b + 4);
+        rvx__tag_done(t, op, st < 0 && st != RVX_ERR_MSG_TRUNCATED ? (rvx_status_t)st : RVX_OK);
+        return 1;
+    }
+#else
+    case RVX__TF_RTR: {
+        uint64_t eff;
+        if (len != RVX__RNDV_RTR_LEN || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_SEND)) ||
+            op->state != RVX__SS_WAIT)
+            return 0;
+        eff = rvx__tag_ld64(b + 8);
+        if (eff > op->mlen) return 0;
+        op->peer_id = rvx__tag_ld32(b + 4);
+        op->eff = (size_t)eff;
+#if RVX_RNDV == RVX_RNDV_AM
+        if (!eff) {
+            rvx__tag_done(t, op, RVX_OK);
+        } else {
+            op->state = RVX__SS_DATA;
+            op->done = 0;
+            rvx__tag_sq_push(t, op); /* after whatever is queued to this peer */
+        }
+#else
+        op->raddr = rvx__tag_ld64(b + 16);
+        memcpy(op->packed, b + 24, RVX_RKEY_PACKED_SIZE);
+#if RVX_RNDV == RVX_RNDV_PUT
+        if (!eff) {
+            rvx__tag_done(t, op, RVX_OK);
+        } else {
+            op->state = RVX__SS_PUT;
+            rvx__tag_ready(t, op);
+        }
+#else
+        if (eff <= op->done) { /* phase 1 carried all the receiver wanted */
+            rvx__tag_done(t, op, RVX_OK);
+        } else {
+            op->state = RVX__SS_PIPE;
+            rvx__tag_ready(t, op);
+        }
+#endif
+#endif
+        return 1;
+    }
+#endif
+#if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
+    case RVX__TF_FIN: {
+        int32_t st;
+        if (len != 8 || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_RECV)) ||
+            op->state != RVX__RS_WAIT)
+            return 0;
+        st = (int32_t)rvx__tag_ld32(b + 4);
+        rvx__tag_done(t, op, rvx__tag_rstatus(op, st < 0 ? (rvx_status_t)st : (rvx_status_t)op->status));
+        return 1;
+    }
+#endif
+#if RVX_RNDV == RVX_RNDV_AM
+    case RVX__TF_DATA: {
+        uint64_t off;
+        size_t n = len - 16;
+        if (chan != RVX__CHAN_REQUEST || len <= 16 ||
+            !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_RECV)) || op->state != RVX__RS_WAIT)
+            return 0;
+        off = rvx__tag_ld64(b + 8);
+        if (off > op->eff || n > op->eff - off || n > op->eff - op->done) return 0;
+        memcpy(op->buf + off, b + 16, n);
+        op->done += n;
+        if (op->done == op->eff) rvx__tag_done(t, op, rvx__tag_rstatus(op, (rvx_status_t)op->status));
+        return 1;
+    }
+#endif
+    default:
+        return 0;
+    }
+}
+
+/* ---- steps run by progress ---------------------------------------------------------------------- */
+
+/* Issue a transport operation once (ISSUED), then wait for its request: RVX_INPROGRESS while it
+ * runs (or there was no room to post it), else its final status. */
+#define RVX__RNDV_ISSUE(op, call)                                                                 \
+    do {                                                                                          \
+        if (!((op)->flags & RVX__F_ISSUED)) {                                                     \
+            rvx_status_t st_;                                                                     \
+            rvx_request_init(&(op)->tlreq);                                                       \
+            st_ = (call);                                                                         \
+            if (st_ == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, 0);                     \
+            (op)->flags |= RVX__F_ISSUED;                                                         \
+            if (st_ != RVX_INPROGRESS) (op)->tlreq.status = st_;                                  \
+        }                                                                                         \
+        if ((op)->tlreq.status == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);               \
+        (op)->flags &= ~RVX__F_ISSUED;                                                            \
+    } while (0)
+
+static inline int rvx__rndv_again(struct rvx__tag_state *t, rvx__tag_op_t *op, int progressed)
+{
+    rvx__tag_ready(t, op);
+    return progressed;
+}
+
+RVX_COLD rvx_status_t rvx__rndv_unpack(rvx__tag_op_t *op)
+{
+    rvx_status_t st;
+    if (op->flags & RVX__F_RKEY) return RVX_OK;
+    st = rvx__tl_rkey_unpack(&op->ep->tl, op->packed, &op->rkey);
+    if (st == RVX_OK) op->flags |= RVX__F_RKEY;
+    return st;
+}
+
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+RVX_INLINE unsigned rvx__pipe_memo_slot(uintptr_t a)
+{
+    return (unsigned)(((a >> 6) ^ (a >> 17)) % RVX__PIPE_MEMO);
+}
+
+/* Phases 2 and 3 of a pipelined send: post as much as resources allow. */
+RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    rvx_status_t st = RVX_OK;
+    int progressed = 0;
+    if (!(op->flags & RVX__F_STARTED)) {
+        size_t rest;
+        unsigned slot = rvx__pipe_memo_slot((uintptr_t)op->buf);
+        if ((st = rvx__rndv_unpack(op)) != RVX_OK) goto failed;
+        op->pinned = t->memo[slot].len && t->memo[slot].addr == (uintptr_t)op->buf &&
+                     t->memo[slot].len >= op->mlen;
+        op->p2_end = op->pinned ? op->done
+                   : op->eff - op->done < (size_t)RVX_PIPE_BOUNCE ? op->eff
+                   : op->done + (size_t)RVX_PIPE_BOUNCE;
+        if (op->p2_end > op->done && !t->bounce &&
+            rvx_mem_alloc(t->w->ctx, (size_t)RVX_PIPE_BOUNCE_BUFS * RVX_PIPE_FRAG, &t->bounce) != RVX_OK) {
+            t->bounce = NULL;
+            op->p2_end = op->done; /* no bounce buffers: phase 3 does it all */
+        }
+        rest = op->eff - op->p2_end;
+        op->chunks = (rvx__tag_chunk_t *)calloc(rest / RVX_PIPE_CHUNK + 1, sizeof(*op->chunks));
+        if (!op->chunks) { st = RVX_ERR_NO_MEMORY; goto failed; }
+        op->flags |= RVX__F_STARTED;
+    }
+    /* phase 2: copy into a free bounce buffer and write it at once */
+    while (op->done < op->p2_end) {
+        size_t n = op->p2_end - op->done < RVX_PIPE_FRAG ? op->p2_end - op->done : RVX_PIPE_FRAG;
+        unsigned s;
+        uint8_t *src;
+        for (s = 0; s < RVX_PIPE_BOUNCE_BUFS; s++)
+            if (t->bslot[s].status != RVX_INPROGRESS) break;
+        if (s == RVX_PIPE_BOUNCE_BUFS) return rvx__rndv_again(t, op, progressed);
+        src = (uint8_t *)rvx_mem_addr(t->bounce) + (size_t)s * RVX_PIPE_FRAG;
+        memcpy(src, op->buf + op->done, n);
+        rvx_request_init(&t->bslot[s]);
+        st = rvx__tl_put_zcopy(&op->ep->tl, src, n, &t->bounce->tl, op->raddr + op->done, &op->rkey,
+                               &t->bslot[s]);
+        if (st != RVX_INPROGRESS) t->bslot[s].status = RVX_OK;
+        if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
+        if (st < 0) goto failed;
+        op->done += n;
+        progressed = 1;
+    }
+    /* phase 3: register a chunk, write it, go on with the next while it moves */
+    while (op->done < op->eff) {
+        size_t n = op->eff - op->done < RVX_PIPE_CHUNK ? op->eff - op->done : RVX_PIPE_CHUNK;
+        rvx__tag_chunk_t *c = &op->chunks[op->nposted];
+        if (op->nposted == op->nchunks) {
+            if ((st = rvx__tag_reg(t, op->buf + op->done, n, &c->mem)) != RVX_OK) {
+                c->mem = NULL;
+                goto failed;
+            }
+            op->nchunks++;
+        }
+        rvx_request_init(&c->req);
+        st = rvx__tl_put_zcopy(&op->ep->tl, op->buf + op->done, n, &c->mem->tl, op->raddr + op->done,
+                               &op->rkey, &c->req);
+        if (st != RVX_INPROGRESS) c->req.status = RVX_OK;
+        if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
+        if (st < 0) goto failed;
+        op->nposted++;
+        op->done += n;
+        progressed = 1;
+    }
+    op->state = RVX__SS_FLUSH;
+    return rvx__rndv_again(t, op, 1);
+failed:
+    op->status = st;
+    op->state = RVX__SS_FLUSH; /* let what was posted finish, then tell the receiver */
+    return rvx__rndv_again(t, op, 1);
+}
+#endif
+
+/* Has the transport let go of everything this op posted? */
+static inline int rvx__rndv_quiet(const rvx__tag_op_t *op)
+{
+    unsigned i;
+    if ((op->flags & RVX__F_ISSUED) && op->tlreq.status == RVX_INPROGRESS) return 0;
+    for (i = 0; i < op->nposted; i++)
+        if (op->chunks[i].req.status == RVX_INPROGRESS) return 0;
+    return 1;
+}
+
+/* One step of a rendezvous operation; 1 if it moved. Ops that wait on the transport or on room
+ * in a ring put themselves back on the ready list. */
+RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    rvx_status_t st;
+    unsigned char body[24 + RVX_RKEY_PACKED_SIZE];
+    (void)st;
+    switch (op->state) {
+    case RVX__RS_ZOMBIE:
+        if (!rvx__rndv_quiet(op)) return rvx__rndv_again(t, op, 0);
+        op->req = NULL;
+        rvx__tag_done(t, op, RVX_OK);
+        return 1;
+    /* ---- receiver ---- */
+    case RVX__RS_START:
+#if RVX_RNDV == RVX_RNDV_GET
+        st = RVX_OK;
+        if (op->eff) {
+            if (!op->mem && (st = rvx__tag_reg(t, op->buf, op->eff, &op->mem)) != RVX_OK) op->mem = NULL;
+            if (st == RVX_OK) st = rvx__rndv_unpack(op);
+            if (st != RVX_OK) {
+                op->status = st;
+                op->state = RVX__RS_ATS;
+                return rvx__rndv_again(t, op, 1);
+            }
+        }
+        op->state = RVX__RS_GET;
+        /* fall through */
+    case RVX__RS_GET:
+        if (op->eff) {
+            RVX__RNDV_ISSUE(op, rvx__tl_get_zcopy(&op->ep->tl, op->buf, op->eff, &op->mem->tl,
+                                                  op->raddr, &op->rkey, &op->tlreq));
+            op->status = op->tlreq.status;
+        }
+        op->state = RVX__RS_ATS;
+        /* fall through */
+    case RVX__RS_ATS:
+        rvx__tag_st32(body, op->peer_id);
+        rvx__tag_st32(body + 4, (uint32_t)op->status);
+        if (!rvx__tag_ctrl(op->ep, RVX__TF_ATS, body, 8)) return rvx__rndv_again(t, op, 0);
+        rvx__tag_done(t, op, rvx__tag_rstatus(op, (rvx_status_t)op->status));
+        return 1;
+#else
+#if RVX_RNDV != RVX_RNDV_AM
+        if (op->eff > op->done && !op->status) {
+            st = rvx__tag_reg(t, op->buf, op->eff, &op->mem);
+            if (st != RVX_OK) { /* ask for nothing more; the receive fails */
+                op->mem = NULL;
+                op->status = st;
+                op->eff = op->done;
+            }
+        }
+#endif
+        op->state = RVX__RS_RTR;
+        /* fall through */
+    case RVX__RS_RTR:
+        rvx__tag_st32(body, op->peer_id);
+        rvx__tag_st32(body + 4, op->id);
+        rvx__tag_st64(body + 8, op->eff);
+#if RVX_RNDV != RVX_RNDV_AM
+        rvx__tag_st64(body + 16, (uint64_t)(uintptr_t)op->buf);
+        if (op->mem) rvx_rkey_pack(op->mem, body + 24);
+        else memset(body + 24, 0, RVX_RKEY_PACKED_SIZE);
+#endif
+        if (!rvx__tag_ctrl(op->ep, RVX__TF_RTR, body, RVX__RNDV_RTR_LEN)) return rvx__rndv_again(t, op, 0);
+        if (op->eff <= op->done) {
+            rvx__tag_done(t, op, rvx__tag_rstatus(op, (rvx_status_t)op->status));
+        } else {
+            op->state = RVX__RS_WAIT; /* for FIN / DATA */
+        }
+        return 1;
+#endif
+    /* ---- sender ---- */
+#if RVX_RNDV == RVX_RNDV_PUT
+    case RVX__SS_PUT:
+        if ((st = rvx__rndv_unpack(op)) != RVX_OK) {
+            op->status = st;
+            op->state = RVX__SS_FIN;
+            return rvx__rndv_again(t, op, 1);
+        }
+        RVX__RNDV_ISSUE(op, rvx__tl_put_zcopy(&op->ep->tl, op->buf, op->eff, &op->mem->tl, op->raddr,
+                                              &op->rkey, &op->tlreq));
+        op->status = op->tlreq.status;
+        op->state = RVX__SS_FLUSH;
+        goto flush;
+#endif
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+    case RVX__SS_PIPE:
+        return rvx__pipe_step(t, op);
+#endif
+#if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
+    case RVX__SS_FLUSH:
+#if RVX_RNDV == RVX_RNDV_PUT
+    flush:
+#endif
+        if (!rvx__rndv_quiet(op)) return rvx__rndv_again(t, op, 0); /* pipeline writes in flight */
+        RVX__RNDV_ISSUE(op, rvx__tl_ep_flush(&op->ep->tl, &op->tlreq));
+        if (op->tlreq.status != RVX_OK && !op->status) op->status = op->tlreq.status;
+        op->state = RVX__SS_FIN;
+        /* fall through */
+    case RVX__SS_FIN:
+        rvx__tag_st32(body, op->peer_id);
+        rvx__tag_st32(body + 4, (uint32_t)op->status);
+        if (!rvx__tag_ctrl(op->ep, RVX__TF_FIN, body, 8)) return rvx__rndv_again(t, op, 0);
+#if RVX_RNDV == RVX_RNDV_PIPELINE && RVX__TAG_RCACHE
+        if (!op->status) { /* its chunks stay registered in the cache: next time, no pipeline */
+            unsigned slot = rvx__pipe_memo_slot((uintptr_t)op->buf);
+            t->memo[slot].addr = (uintptr_t)op->buf;
+            t->memo[slot].len = op->mlen;
+        }
+#endif
+        rvx__tag_done(t, op, (rvx_status_t)op->status);
+        return 1;
+#endif
+    default:
+        return 0;
+    }
+}
+
+RVX_COLD int rvx__rndv_run_ready(struct rvx__tag_state *t)
+{
+    rvx__tag_link_t todo;
+    int n = 0;
+    /* take the list as it is: ops that put themselves back run on the next call */
+    todo.next = t->ready.next;
+    todo.prev = t->ready.prev;
+    todo.next->prev = &todo;
+    todo.prev->next = &todo;
+    rvx__tag_link_init(&t->ready);
+    while (todo.next != &todo) {
+        rvx__tag_op_t *op = RVX_CONTAINER_OF(todo.next, rvx__tag_op_t, rlink);
+        rvx__tag_link_del(&op->rlink);
+        op->flags &= ~RVX__F_READY;
+        n += rvx__rndv_step(t, op);
+    }
+    return n;
+}
+
+/* End an operation early with `st` (peer failed, endpoint destroyed). If the transport still
+ * holds a transfer of it, the user's request completes now and the op lingers until it is let
+ * go (a zombie, polled by progress). */
+static void rvx__rndv_fail(struct rvx__tag_state *t, rvx__tag_op_t *op, rvx_status_t st)
+{
+    rvx__tag_peer_t *p = op->ep ? &t->peers[op->ep->rank] : NULL;
+    if (op->flags & RVX__F_SQ) rvx__tag_sq_del(t, op);
+    if (p && p->cur == op) p->cur = NULL;
+    if (op->kind == RVX__OP_UNEXP) {
+        rvx__tag_q_del(&t->unx_head, &t->unx_tail, op);
+        rvx__tag_done(t, op, st);
+        return;
+    }
+    if (op->state == RVX__RS_ZOMBIE) {
+        if (st == RVX_ERR_CANCELED) { /* the endpoint goes: nothing more will complete */
+            op->nposted = 0;
+            op->flags &= ~RVX__F_ISSUED;
+            rvx__tag_done(t, op, RVX_OK);
+        }
+        return;
+    }
+    if (st != RVX_ERR_CANCELED && !rvx__rndv_quiet(op)) {
+        if (op->req) op->req->status = st;
+        op->req = NULL;
+        op->state = RVX__RS_ZOMBIE;
+        rvx__tag_ready(t, op);
+        return;
+    }
+    rvx__tag_done(t, op, st);
+}
+
+#endif /* RVX_PROTO_RNDV_H */
