@@ -58,9 +58,12 @@ RNDV_get := GET
 RNDV_put := PUT
 RNDV_am := AM
 RNDV_pipeline := PIPELINE
-TAG_VARIANTS := $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV))
+TAG_VARIANTS := $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV))
 all tests: $(TAG_VARIANTS)
 $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
+$(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 

@@ -5,17 +5,21 @@ set -u
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 srcs=(examples/*.c tests/t_unit.c tests/t_tl_contract.c tests/t_am.c tests/t_bad_input.c)
+# tag matching (RVX_TAG=1) under every rendezvous protocol, and the AM + tag build: "file:flags"
+for p in GET PUT AM PIPELINE; do srcs+=("tests/t_tag.c:-DRVX_RNDV=RVX_RNDV_$p"); done
+srcs+=(tests/t_tag_bad.c)
 fails=0 n=0
 for cc in gcc clang; do
   case $cc in gcc) cxx=g++ ;; clang) cxx=clang++ ;; esac
   command -v $cc >/dev/null && command -v $cxx >/dev/null || { echo "FAIL: $cc/$cxx not installed (make deps)"; exit 1; }
   for lang in c11 c++17; do
     for opt in -O0 -O2; do
-      for src in "${srcs[@]}"; do
+      for entry in "${srcs[@]}"; do
+        src=${entry%%:*}; extra=(); [ "$src" != "$entry" ] && extra=(${entry#*:})
         if [ $lang = c11 ]; then cmd=($cc -std=c11); else cmd=($cxx -x c++ -std=c++17); fi
         n=$((n + 1))
-        if ! out=$("${cmd[@]}" $opt -Wall -Wextra -Werror -Iinclude -Itests -c "$src" -o "$tmp/o.o" 2>&1); then
-          echo "FAIL: ${cmd[*]} $opt $src"; echo "$out" | head -8; fails=$((fails + 1))
+        if ! out=$("${cmd[@]}" $opt -Wall -Wextra -Werror -Iinclude -Itests "${extra[@]}" -c "$src" -o "$tmp/o.o" 2>&1); then
+          echo "FAIL: ${cmd[*]} $opt ${extra[*]} $src"; echo "$out" | head -8; fails=$((fails + 1))
         fi
       done
     done

@@ -8,7 +8,7 @@ mkdir -p "$out"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=67
 fails=0
-for t in t_unit t_rma t_atomics t_am t_flush t_bad_input t_peer_exit; do
+for t in t_unit t_rma t_atomics t_am t_flush t_bad_input t_peer_exit t_tag t_tag_bad t_tag_peer_death; do
   if ! clang -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
        -fno-sanitize-recover=all -Wall -Wextra -Werror -Iinclude -o "$out/$t" "tests/$t.c"; then
     echo "FAIL: $t does not build with sanitizers"; fails=$((fails + 1)); continue

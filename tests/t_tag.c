@@ -9,6 +9,7 @@
  *  D  any source and wildcards: two senders, one receiver matching on a masked tag
  *  E  truncation: short buffers with guard bytes behind them, expected and unexpected
  *  F  probe and cancel
+ *  G  the same buffer sent again (PIPELINE: the second time skips the pipeline, left pinned)
  * Each wait has a deadline: a lost message fails the test instead of hanging it. */
 #ifndef RVX_TAG
 #define RVX_TAG 1
@@ -377,6 +378,45 @@ static void section_probe_cancel(void)
     T_OK(rvx_barrier(ctx));
 }
 
+/* G: the same buffers sent again. With PIPELINE and the registration cache, the second send of a
+ * buffer skips the pipeline (no bounce buffers); the data must be right either way. */
+static void section_reuse(void)
+{
+    int prev = (me + NR - 1) % NR, next = (me + 1) % NR, round;
+    size_t len = RVX_RNDV_THRESH_BYTES + RVX_PIPE_BOUNCE + 2 * RVX_PIPE_CHUNK + 3;
+    unsigned char *sbuf = (unsigned char *)malloc(len), *rbuf = (unsigned char *)malloc(len);
+    struct rvx__tag_state *t = w->tag;
+    for (round = 0; round < 3; round++) {
+        rvx_request_t sr, rr;
+        rvx_tag_info_t info;
+        uint64_t bounce = t->n_pipe_bounce, pinned = t->n_pipe_pinned, chunks = t->n_pipe_chunks;
+        rvx_status_t st;
+        t_fill(sbuf, len, seed_of(8, me, next, round));
+        memset(rbuf, 0, len);
+        st = rvx_tag_recv(w, rbuf, len, TAG(8, prev, round), ~0ull, &rr, &info);
+        T_OK(rvx_barrier(ctx));
+        T_STATUS(rvx_complete(w, rvx_tag_send(eps[next], sbuf, len, TAG(8, me, round), &sr), &sr), RVX_OK);
+        T_STATUS(st == RVX_INPROGRESS ? t_wait(&rr, "reused-buffer receive", round) : st, RVX_OK);
+        T_CHECK(t_verify(rbuf, len, seed_of(8, prev, me, round)) < 0 && info.length == len,
+                "round %d: reused buffer arrived wrong", round);
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+        if (round == 0) {
+            T_CHECK(t->n_pipe_bounce > bounce && t->n_pipe_chunks > chunks && t->n_pipe_pinned == pinned,
+                    "first send of a buffer: bounce %llu chunks %llu pinned %llu", (unsigned long long)(t->n_pipe_bounce - bounce),
+                    (unsigned long long)(t->n_pipe_chunks - chunks), (unsigned long long)(t->n_pipe_pinned - pinned));
+        } else {
+            T_CHECK(t->n_pipe_bounce == bounce && t->n_pipe_pinned == pinned + 1,
+                    "send %d of the same buffer went through the pipeline again", round);
+        }
+#else
+        (void)bounce; (void)pinned; (void)chunks;
+#endif
+        T_OK(rvx_barrier(ctx));
+    }
+    free(sbuf);
+    free(rbuf);
+}
+
 int main(int argc, char **argv)
 {
     rvx_worker_stats_t s;
@@ -402,6 +442,11 @@ int main(int argc, char **argv)
     section_truncate(0);
     section_truncate(1);
     section_probe_cancel();
+    section_reuse();
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+    T_CHECK(w->tag->n_pipe_bounce && w->tag->n_pipe_chunks, "the pipeline's phases 2 and 3 never ran");
+#endif
+    if (RVX_RNDV_THRESH_BYTES < ((size_t)4 << 20)) T_CHECK(w->tag->n_rndv > 0, "no rendezvous ran");
     rvx_worker_stats(w, &s);
     T_CHECK(s.tag_bad_frame == 0, "%llu bad tag frames counted", (unsigned long long)s.tag_bad_frame);
     T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "operations left in flight: %u, queued %u",

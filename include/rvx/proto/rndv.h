@@ -77,6 +77,7 @@ RVX_COLD rvx_status_t rvx__rndv_send(struct rvx__tag_state *t, rvx_ep_t *ep, con
     }
     op->req = req;
     req->status = RVX_INPROGRESS;
+    t->n_rndv++;
     rvx__tag_sq_push(t, op);
     rvx__tag_sq_run(t, &t->peers[ep->rank]);
     return (rvx_status_t)req->status;
@@ -322,6 +323,7 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         if ((st = rvx__rndv_unpack(op)) != RVX_OK) goto failed;
         op->pinned = t->memo[slot].len && t->memo[slot].addr == (uintptr_t)op->buf &&
                      t->memo[slot].len >= op->mlen;
+        t->n_pipe_pinned += op->pinned;
         op->p2_end = op->pinned ? op->done
                    : op->eff - op->done < (size_t)RVX_PIPE_BOUNCE ? op->eff
                    : op->done + (size_t)RVX_PIPE_BOUNCE;
@@ -352,6 +354,7 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
         if (st < 0) goto failed;
         op->done += n;
+        t->n_pipe_bounce++;
         progressed = 1;
     }
     /* phase 3: register a chunk, write it, go on with the next while it moves */
@@ -373,6 +376,7 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         if (st < 0) goto failed;
         op->nposted++;
         op->done += n;
+        t->n_pipe_chunks++;
         progressed = 1;
     }
     op->state = RVX__SS_FLUSH;
@@ -541,6 +545,17 @@ static void rvx__rndv_fail(struct rvx__tag_state *t, rvx__tag_op_t *op, rvx_stat
     if (op->flags & RVX__F_SQ) rvx__tag_sq_del(t, op);
     if (p && p->cur == op) p->cur = NULL;
     if (op->kind == RVX__OP_UNEXP) {
+        if (st == RVX_ERR_PEER_FAILED) {
+            /* cut off between fragments: it stays in the queue, and the receive that takes it
+             * gets the status (a receive posted for it must not wait for ever) */
+            rvx__tag_release(t, op);
+            op->status = st;
+            op->state = RVX__US_DONE;
+            op->flags &= ~RVX__F_ACTIVE;
+            rvx__tag_link_del(&op->alink);
+            t->w->tag_pending--;
+            return;
+        }
         rvx__tag_q_del(&t->unx_head, &t->unx_tail, op);
         rvx__tag_done(t, op, st);
         return;

@@ -206,6 +206,11 @@ struct rvx__tag_state {
     rvx_mem_t       *bounce;               /* PIPELINE phase 2 buffers, registered once */
     rvx_request_t    bslot[RVX_PIPE_BOUNCE_BUFS];
     struct { uintptr_t addr; size_t len; } memo[RVX__PIPE_MEMO];
+    /* what the protocols did (tests and benchmarks read them) */
+    uint64_t         n_rndv;               /* rendezvous sends started */
+    uint64_t         n_pipe_bounce;        /* PIPELINE: phase-2 bounce-buffer writes */
+    uint64_t         n_pipe_chunks;        /* PIPELINE: phase-3 chunk writes */
+    uint64_t         n_pipe_pinned;        /* PIPELINE: sends that skipped phase 2 (left pinned) */
 #if RVX__TAG_RCACHE
     rvx__rcache_t    rcache;
 #endif
