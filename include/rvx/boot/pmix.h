@@ -141,11 +141,14 @@ RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, s
 }
 
 /* RVX_OK once every rank's bytes are in `all`, RVX_INPROGRESS before, RVX_ERR_TIMED_OUT after
- * RVX_BOOT_TIMEOUT seconds, RVX_ERR_PEER_FAILED if the launcher reports a rank of the fence gone. */
+ * RVX_BOOT_TIMEOUT seconds, RVX_ERR_PEER_FAILED if a rank of the job is gone (the fence failed,
+ * or completed without its data). */
 RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *all)
 {
     char key[PMIX_MAX_KEYLEN + 1];
     rvx__pmix_fence_t *f = b->cur_fence;
+    pmix_info_t info;
+    bool optional = true;
     pmix_status_t rc;
     int r;
 
@@ -168,16 +171,21 @@ RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *al
     }
     if (!len) return RVX_OK;
     snprintf(key, sizeof(key), "rvx.%u", b->cur_round);
+    /* The fence collected everyone's data, so look only here: a launcher that lets the job run
+     * on after a rank died (mpirun --enable-recovery) completes the fence without that rank, and
+     * asking the server for its data would wait for ever. */
+    PMIx_Info_load(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
     for (r = 0; r < b->size; r++) {
         pmix_proc_t peer;
         pmix_value_t *v = NULL;
         rvx_status_t st = RVX_OK;
         if (r == b->rank) continue;
         PMIX_LOAD_PROCID(&peer, b->me.nspace, (pmix_rank_t)r);
-        rc = PMIx_Get(&peer, key, NULL, 0, &v);
+        rc = PMIx_Get(&peer, key, &info, 1, &v);
         if (rc != PMIX_SUCCESS || !v) {
-            rvx__log("bootstrap: PMIx_Get of rank %d's %s: %s", r, key, PMIx_Error_string(rc));
-            st = RVX_ERR_IO;
+            rvx__log("bootstrap: no data from rank %d in the PMIx fence of round %u (%s): it has "
+                     "left the job", r, b->cur_round, PMIx_Error_string(rc));
+            st = RVX_ERR_PEER_FAILED;
         } else if (v->type != PMIX_BYTE_OBJECT || v->data.bo.size != len) {
             rvx__log("bootstrap: rank %d published %zu bytes in round %u, expected %zu "
                      "(ranks of one job must run the same build)", r,
