@@ -21,7 +21,7 @@ EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 TEST_SRCS := $(wildcard tests/t_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
-BENCH_BINS := $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong
+BENCH_BINS := $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag
 RVXRUN := $(B)/bin/rvxrun
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
@@ -143,7 +143,7 @@ run: deps all
 test: deps all
 	@tests/run.sh
 
-icount: deps $(B)/bench/icount_shm
+icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag
 	@bench/icount.sh
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong

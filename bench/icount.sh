@@ -2,7 +2,7 @@
 # Instructions per operation, by callgrind: each operation's noinline wrapper is the only function
 # counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
 # cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
-# Usage: bench/icount.sh [N]     (binary: build/bench/icount_shm)
+# Usage: bench/icount.sh [N]     (binaries: build/bench/icount_shm, build/bench/icount_tag)
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-20000}
@@ -28,3 +28,21 @@ for entry in "${ops[@]}"; do
   awk -v op="$op" -v a="$a" -v b="$b" -v n="$N" -v tl="$tl" \
     'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
 done
+
+# Tag matching (RVX_TAG=1 build, build/bench/icount_tag): send, the tag layer's part of a matched
+# expected receive (post + the tl's upcall), the same through shm's ring (post + progress), and
+# progress with nothing to do in a tag build. Entries: printed name:op:wrapper.
+bin=build/bench/icount_tag
+if [ -x $bin ]; then
+  for entry in tag_send8:tag_send8:bench_tag_send8 tag_recv8:tag_recv8:bench_tag_recv8 \
+               tag_recv8_progress:tag_recv8_progress:bench_tag_recv8_progress \
+               tag_progress_idle:progress_idle:bench_tag_progress_idle; do
+    IFS=: read -r name op fn <<<"$entry"
+    a=$(count "$op" "$fn" "$N")
+    b=$(count "$op" "$fn" $((2 * N)))
+    awk -v op="$name" -v a="$a" -v b="$b" -v n="$N" -v tl="$tl" \
+      'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+  done
+else
+  echo "icount: $bin not built (make): tag operations skipped"
+fi

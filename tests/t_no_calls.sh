@@ -20,4 +20,18 @@ for fn in bench_put8 bench_get8 bench_flush_idle bench_progress_idle bench_progr
     echo "ok: $fn: $n instructions, no call, no indirect branch"
   fi
 done
+# the tag build's wrappers (send, the receive's match-and-complete, progress) likewise
+tagbin=build/bench/icount_tag
+[ -x $tagbin ] || { echo "FAIL: $tagbin not built (make)"; exit 1; }
+for fn in bench_tag_send8 bench_tag_recv8 bench_tag_recv8_progress bench_tag_progress_idle; do
+  body=$(objdump -d --no-show-raw-insn "$tagbin" | awk -v f="<$fn>:" '$2 == f { on = 1; next } on && NF == 0 { exit } on')
+  if [ -z "$body" ]; then echo "FAIL: $fn not found in $tagbin"; fails=$((fails + 1)); continue; fi
+  bad=$(grep -E '\b(call|callq)\b|\bjmp[q]? +\*' <<<"$body")
+  n=$(grep -c . <<<"$body")
+  if [ -n "$bad" ]; then
+    echo "FAIL: $fn has a call or an indirect branch:"; echo "$bad"; fails=$((fails + 1))
+  else
+    echo "ok: $fn: $n instructions, no call, no indirect branch"
+  fi
+done
 [ $fails -eq 0 ]

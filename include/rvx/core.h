@@ -383,12 +383,9 @@ static inline void rvx_rkey_release(rvx_rkey_t *rkey)
 RVX_INLINE int rvx_progress(rvx_worker_t *w)
 {
 #if RVX_TAG
-    int n = rvx__tl_progress(&w->iface);
-    if (RVX_UNLIKELY(w->tag_pending)) n += rvx__tag_progress(w);
-    return n;
-#else
-    return rvx__tl_progress(&w->iface);
+    if (RVX_UNLIKELY(w->tag_pending)) return rvx__tag_progress(w); /* polls the tl, then steps */
 #endif
+    return rvx__tl_progress(&w->iface);
 }
 
 /* Remote completion of everything issued on ep: RVX_OK (done), RVX_INPROGRESS (req completes

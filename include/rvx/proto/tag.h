@@ -1031,35 +1031,31 @@ RVX_COLD void rvx__tag_rx_slow(rvx_ep_t *ep, unsigned chan, unsigned info, void 
     rvx__tag_bad(ep, "dropped a malformed tag frame (type %d) from rank %d", (int)type);
 }
 
-/* A tag frame from the tl (through proto/rx.h). The common case, an eager message for the
- * oldest posted receive, is handled here in line; everything else out of line. */
+/* A tag frame from the tl (through proto/rx.h). The common case, a short eager message for the
+ * oldest posted receive, is handled here in line with no call (the slow path is a tail call);
+ * everything else out of line. */
 RVX_INLINE void rvx__tag_rx(rvx_ep_t *ep, unsigned chan, unsigned info, void *body, size_t len)
 {
     struct rvx__tag_state *t = ep->worker->tag;
     rvx__tag_op_t *op = t->exp_head;
-    if (RVX_LIKELY(info == (RVX__TAG_CLASS | RVX__TF_EAGER) && len >= 8 && op != NULL)) {
+    size_t plen = len - 8; /* a frame shorter than a tag wraps around and goes the slow way */
+    if (RVX_LIKELY(info == (RVX__TAG_CLASS | RVX__TF_EAGER) && plen <= RVX_TAG_SHORT_MAX && op != NULL)) {
         uint64_t tag;
         memcpy(&tag, body, 8);
-        if (RVX_LIKELY(((op->tag ^ tag) & op->mask) == 0)) {
+        if (RVX_LIKELY(((op->tag ^ tag) & op->mask) == 0 && plen <= op->len)) {
             rvx_tag_info_t *ti = op->info;
             rvx_request_t *req = op->req;
-            size_t plen = len - 8;
-            rvx_status_t st = RVX_OK;
-            if (RVX_UNLIKELY(plen > op->len)) {
-                st = RVX_ERR_MSG_TRUNCATED;
-                plen = op->len;
-            }
             t->exp_head = op->next;
             if (!op->next) t->exp_tail = &t->exp_head;
-            rvx__tag_copy(op->buf, (const uint8_t *)body + 8, plen);
+            rvx__tag_copy_small(op->buf, (const uint8_t *)body + 8, plen);
             if (ti) {
                 ti->tag = tag;
-                ti->length = len - 8;
+                ti->length = plen;
                 ti->sender = ep->rank;
             }
             op->next = t->free;
             t->free = op;
-            req->status = st;
+            req->status = RVX_OK;
             return;
         }
     }
@@ -1094,10 +1090,12 @@ RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
     return n;
 }
 
-static int rvx__tag_progress(rvx_worker_t *w)
+/* rvx_progress while tag operations are in flight: the transport first (arrivals may move them),
+ * then the send queues, the ready steps, and now and then the peers' liveness. */
+RVX_COLD int rvx__tag_progress(rvx_worker_t *w)
 {
     struct rvx__tag_state *t = w->tag;
-    int n = 0;
+    int n = rvx__tl_progress(&w->iface);
     if (w->tag_queued) {
         int r;
         for (r = 0; r < t->npeers; r++)
