@@ -21,7 +21,8 @@ EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 TEST_SRCS := $(wildcard tests/t_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
-BENCH_BINS := $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag
+BENCH_BINS := $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
+              $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get
 RVXRUN := $(B)/bin/rvxrun
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
@@ -98,6 +99,11 @@ $(B)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
+# the PIPELINE-vs-GET comparison: the same source with RVX_RNDV_GET
+$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_GET -o $@ $<
+
 # ---- eager/rendezvous threshold tool (proto/thresh.h): build/bin/rvxthresh for the default
 # fabric; `make thresh` builds it once per fabric header and draws bench/thresh_<fabric>.png.
 FABRICS := $(basename $(notdir $(wildcard include/rvx/fabric/*.h)))
@@ -146,7 +152,7 @@ test: deps all
 icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag
 	@bench/icount.sh
 
-compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong
+compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat
 	@bench/compare.sh
 
 bench: deps all

@@ -5,6 +5,7 @@
 # three see the same machine state:
 #   build/bench/floor_pingpong   cache-line ping-pong floor
 #   build/bench/rvx_lat          rvx 8-byte AM one-way latency and put rate
+#   build/bench/tag_lat --quick  rvx 8-byte tag one-way latency and message rate
 #   bench/ucx_perftest.sh        UCX: am_lat (UCT), tag_lat, ucp_put_lat,
 #                                ucp_put_bw, tag_bw (UCP) over shared memory
 # then the median of every number over the rounds, and the ratios.
@@ -18,6 +19,8 @@
 #   ratio am_lat_vs_floor <x>           rvx AM one-way / floor one-way
 #   ratio am_lat_vs_ucx_uct_am <x>      rvx AM one-way / UCX UCT am_lat one-way
 #   ratio put_rate_vs_ucx <x>           rvx put rate / UCX ucp_put_bw rate
+#   ratio tag_lat_vs_ucx <x>            rvx tag one-way / UCX UCP tag_lat one-way (8 bytes)
+#   ratio tag_bw_vs_ucx <x>             rvx tag message rate / UCX UCP tag_bw rate (8 bytes)
 #   ratio tag_lat_ucx_vs_floor <x>      UCX UCP tag_lat / floor (informational)
 #   ratio am_lat_ucx_vs_floor <x>       UCX UCT am_lat / floor (informational)
 #   ratio am_lat_vs_floor_two_lines <x> rvx AM / one-line-per-direction floor
@@ -50,6 +53,9 @@ if [ ! -x "$FLOOR_BIN" ]; then
 fi
 HAVE_FLOOR=0; [ -x "$FLOOR_BIN" ] && HAVE_FLOOR=1
 HAVE_RVX=0;   [ -x "$RVX_BIN" ] && HAVE_RVX=1
+TAG_BIN="${TAG_LAT:-build/bench/tag_lat}"
+HAVE_TAG=0;   [ -x "$TAG_BIN" ] && HAVE_TAG=1
+[ "$HAVE_TAG" = 1 ] || echo "# $TAG_BIN is missing (build it first): skipping the rvx tag lines"
 [ "$HAVE_RVX" = 1 ] || echo "# $RVX_BIN is missing (build it first): skipping the rvx lines"
 
 # value KEY... < text : print the field after the key words on the first
@@ -102,6 +108,11 @@ for r in $(seq 1 "$ROUNDS"); do
             echo "round $r rvx error exit code $?"
         echo "$out" | keep "$r"
     fi
+    if [ "$HAVE_TAG" = 1 ]; then
+        out="$(timeout -k 2 "$RUN_TIMEOUT" "$TAG_BIN" --quick)" || echo "round $r rvx error tag_lat exit code $?"
+        [ "$r" = 1 ] && echo "$out" | grep -E '^# eager/rendezvous' | sed 's/^/# tag_lat: /'
+        echo "$out" | keep "$r"
+    fi
     UCX_LOG_APPEND=1 "$UCX_SH" | keep "$r"
 done
 
@@ -119,7 +130,7 @@ echo "$MEDIANS"
 # The host can move the two vCPUs/cores between "near" and "far" placements
 # within seconds (floor 25-30 ns vs ~160 ns seen on a 2-vCPU VM). Warn when
 # the rounds of a latency key disagree by more than 1.5x.
-for key in "floor oneway_ns" "rvx am_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
+for key in "floor oneway_ns" "rvx am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
     awk -v k="$key" 'index($0, k " ") == 1 && NF == split(k, w, " ") + 1 {
             v = $NF + 0; if (n == 0 || v < lo) lo = v; if (n == 0 || v > hi) hi = v; n++ }
          END { if (n > 1 && lo > 0 && hi > 1.5 * lo)
@@ -133,11 +144,17 @@ PUT="$(echo "$MEDIANS" | value rvx put_rate_mops)"
 UAM="$(echo "$MEDIANS" | value ucx am_lat lat_us)"
 UTAG="$(echo "$MEDIANS" | value ucx tag_lat lat_us)"
 UPUT="$(echo "$MEDIANS" | value ucx ucp_put_bw rate_mops)"
+TAG="$(echo "$MEDIANS" | value rvx tag_lat_ns)"
+TAGBW="$(echo "$MEDIANS" | value rvx tag_bw_mops)"
+UTAGBW="$(echo "$MEDIANS" | value ucx tag_bw rate_mops)"
 
 # Latencies: rvx and floor in ns, UCX in us (scaled by 1000 where mixed).
 ratio am_lat_vs_floor      "$AM"   "$FLOOR"
 ratio am_lat_vs_ucx_uct_am "$AM"   "$UAM"   0.001
 ratio put_rate_vs_ucx      "$PUT"  "$UPUT"
+ratio tag_lat_vs_ucx       "$TAG"  "$UTAG"  0.001
+ratio tag_bw_vs_ucx        "$TAGBW" "$UTAGBW"
+ratio tag_lat_vs_am_lat    "$TAG"  "$AM"
 ratio tag_lat_ucx_vs_floor "$UTAG" "$FLOOR" 1000
 ratio am_lat_ucx_vs_floor  "$UAM"  "$FLOOR" 1000
 ratio am_lat_vs_floor_two_lines "$AM" "$FLOOR2"

@@ -11,6 +11,10 @@ echo "bench: instruction counts (callgrind)..."
 bench/icount.sh >"$tmp/icount" 2>&1
 echo "bench: latency and rate beside UCX (${ROUNDS:-5} rounds)..."
 ROUNDS=${ROUNDS:-5} bench/compare.sh >"$tmp/compare" 2>&1
+echo "bench: tag matching against message size, PIPELINE against GET..."
+timeout 600 build/bench/tag_lat >"$tmp/tag_lat" 2>&1 || echo "(tag_lat failed)" >>"$tmp/tag_lat"
+{ timeout 600 build/bench/rndv_pipeline; timeout 600 build/bench/rndv_pipeline_get; } >"$tmp/rndv" 2>&1 ||
+  echo "(rndv_pipeline failed)" >>"$tmp/rndv"
 echo "bench: whole-program timings (hyperfine)..."
 hyperfine -N --warmup 1 --runs 5 --export-markdown "$tmp/hyperfine.md" \
   'build/bin/rvxrun -n 2 build/examples/pingpong 100000' \
@@ -30,6 +34,8 @@ put8=$(val "icount shm put8" "$tmp/icount"); prog=$(val "icount shm progress_idl
 am8=$(val "icount shm am_short8" "$tmp/icount")
 r_floor=$(val "ratio am_lat_vs_floor" "$tmp/compare"); r_ucx=$(val "ratio am_lat_vs_ucx_uct_am" "$tmp/compare")
 r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
+tsend=$(val "icount shm tag_send8" "$tmp/icount"); trecv=$(val "icount shm tag_recv8" "$tmp/icount")
+r_tag=$(val "ratio tag_lat_vs_ucx" "$tmp/compare")
 
 {
   echo "# rvx benchmark results"
@@ -49,6 +55,9 @@ r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
   echo "| AM one-way latency / cache-line floor | <= 1.2 | $r_floor | $(verdict "$r_floor" le 1.2) |"
   echo "| AM one-way latency / UCX UCT am_lat | < 1 | $r_ucx | $(verdict "$r_ucx" le 0.999) |"
   echo "| 8-byte put rate / UCX ucp_put_bw | >= 2 | $r_put | $(verdict "$r_put" ge 2) |"
+  echo "| shm tag_send8 instructions | <= 60 | $tsend | $(verdict "$tsend" le 60) |"
+  echo "| shm tag_recv8 instructions (post + upcall) | <= 60 | $trecv | $(verdict "$trecv" le 60) |"
+  echo "| 8-byte tag one-way latency / UCX UCP tag_lat | <= 0.6 | $r_tag | $(verdict "$r_tag" le 0.6) |"
   echo
   echo "## Instructions per operation"
   echo
@@ -64,6 +73,20 @@ r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
   echo "shared memory, back to back, 3 rounds, medians). Latencies are one-way (half a round trip)."
   echo
   echo '```'; grep -v '^round ' "$tmp/compare"; echo '```'
+  echo
+  echo "## Tag matching against message size"
+  echo
+  echo "Command: \`build/bench/tag_lat\` (ping-pong one-way latency with receives posted first, and"
+  echo "streaming bandwidth in windows of 64; the protocol column marks the eager/rendezvous switch)."
+  echo
+  echo '```'; cat "$tmp/tag_lat"; echo '```'
+  echo
+  echo "## Rendezvous: PIPELINE against GET, first-time and reused buffers"
+  echo
+  echo "Command: \`build/bench/rndv_pipeline; build/bench/rndv_pipeline_get\` (one transfer at a time;"
+  echo "on shm registration is free, so the columns differ only by cache and copy effects)."
+  echo
+  echo '```'; grep -v '^rvx ' "$tmp/rndv"; echo '```'
   echo
   echo "## Whole programs"
   echo
