@@ -26,12 +26,13 @@ mpirun_setup() {
 }
 
 # mpirun_check description expected-regex count command... : the command's output must contain
-# the regex on `count` lines, no line with FAIL, and the command must exit 0.
+# the regex on `count` lines, no line with FAIL, and the command must exit 0 within
+# MPIRUN_LIMIT seconds (default 30).
 mpirun_fails=0
 mpirun_check() {
   local what=$1 want=$2 count=$3; shift 3
   local out rc got
-  out=$(timeout -k 5 60 "$@" 2>&1); rc=$?
+  out=$(timeout -k 5 "${MPIRUN_LIMIT:-30}" "$@" 2>&1); rc=$?
   got=$(grep -cE -- "$want" <<<"$out")
   if [ $rc -ne 0 ] || [ "$got" -ne "$count" ] || grep -q FAIL <<<"$out"; then
     echo "FAIL: $what (exit $rc, $got of $count lines matching \"$want\")"

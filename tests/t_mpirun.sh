@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Under a real launcher: Open MPI's mpirun starts the PMIx builds (RVX_BOOT_PMIX) on shm.
 #   t_boot           the bootstrap contract (rank, size, allgather sizes and order, progress
-#                    while a rank waits in a fence), 3 ranks
+#                    while a rank waits in a fence), 3 ranks and 1; and with the data left at
+#                    the PMIx server (gds=hash), so it is fetched with non-blocking gets
 #   t_finalize_gone  ranks leave one after another; nobody waits for a departed peer, 3 ranks
 #   ring, halo       the examples, 4 ranks (3 for halo too), data checked
 # and, once the rc_mlx5 transport is in the tree, t_boot and ring over rc_mlx5 on rvxsim.
@@ -15,6 +16,10 @@ mpirun_check "bootstrap contract, mpirun -np 3" "bootstrap \(pmix\) ok" 3 \
   "${MPIRUN[@]}" -np 3 build/pmix/t_boot 3
 mpirun_check "bootstrap contract, mpirun -np 1" "rank 0 of 1: bootstrap \(pmix\) ok" 1 \
   "${MPIRUN[@]}" -np 1 build/pmix/t_boot 1
+# With PMIx's hash store the fence leaves the data at the server: the values are then fetched with
+# non-blocking gets, the path a launcher that does not bring collected data to the client takes.
+mpirun_check "bootstrap contract, data fetched from the PMIx server (gds=hash), mpirun -np 3" \
+  "bootstrap \(pmix\) ok" 3 env PMIX_MCA_gds=hash "${MPIRUN[@]}" -x PMIX_MCA_gds -np 3 build/pmix/t_boot 3
 mpirun_check "finalize with departed peers, mpirun -np 3" "left (first|in bounded time)" 3 \
   "${MPIRUN[@]}" -np 3 build/pmix/t_finalize_gone
 mpirun_check "ring example, mpirun -np 4" \

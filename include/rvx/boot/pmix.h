@@ -28,42 +28,75 @@
 
 #include "common.h"
 
-/* One fence in flight. The callback runs on PMIx's progress thread, so the owner and the callback
- * agree through `state` on who frees it: a caller that gives up leaves it to a late callback. */
-typedef struct rvx__pmix_fence {
+/* One PMIx request in flight (a fence, or a get of one rank's value). Its callback runs on PMIx's
+ * progress thread, so the owner and the callback agree through `state` on who frees it: a caller
+ * that gives up leaves it to a late callback. A get's value is copied into `buf` by the callback. */
+typedef struct rvx__pmix_op {
     int           state;           /* RVX__PMIX_PENDING, _DONE or _ABANDONED */
-    pmix_status_t status;          /* the fence's outcome, valid once DONE */
-} rvx__pmix_fence_t;
+    pmix_status_t status;          /* the outcome, valid once DONE */
+    size_t        len, got;        /* a get: bytes expected, bytes the peer published */
+    unsigned char *buf;            /* a get: len bytes, allocated with the op, just after it */
+} rvx__pmix_op_t;
 
 enum { RVX__PMIX_PENDING = 0, RVX__PMIX_DONE = 1, RVX__PMIX_ABANDONED = 2 };
 
 typedef struct rvx__boot {
-    int                rank;
-    int                size;
-    unsigned           round;        /* collectives started so far */
-    int                timeout_s;
-    int                inited;       /* PMIx_Init succeeded: PMIx_Finalize at the end */
-    unsigned           cur_round;    /* the collective under way, its fence and deadline */
-    rvx__pmix_fence_t *cur_fence;
-    double             cur_deadline;
-    pmix_proc_t        me;
+    int              rank;
+    int              size;
+    unsigned         round;        /* collectives started so far */
+    int              timeout_s;
+    int              inited;       /* PMIx_Init succeeded: PMIx_Finalize at the end */
+    unsigned         cur_round;    /* the collective under way: round, deadline, requests */
+    double           cur_deadline;
+    rvx__pmix_op_t  *cur_fence;
+    rvx__pmix_op_t **cur_gets;     /* by rank: values still being fetched from the server */
+    int              cur_pending;
+    pmix_proc_t      me;
 } rvx__boot_t;
+
+RVX_COLD void rvx__pmix_done(rvx__pmix_op_t *op, pmix_status_t status)
+{
+    op->status = status;
+    if (__atomic_exchange_n(&op->state, (int)RVX__PMIX_DONE, __ATOMIC_ACQ_REL) == RVX__PMIX_ABANDONED)
+        free(op);
+}
 
 RVX_COLD void rvx__pmix_fence_cb(pmix_status_t status, void *cbdata)
 {
-    rvx__pmix_fence_t *f = (rvx__pmix_fence_t *)cbdata;
-    f->status = status;
-    if (__atomic_exchange_n(&f->state, (int)RVX__PMIX_DONE, __ATOMIC_ACQ_REL) == RVX__PMIX_ABANDONED)
-        free(f);
+    rvx__pmix_done((rvx__pmix_op_t *)cbdata, status);
 }
 
-/* Give up on a fence that may still complete later. */
+RVX_COLD void rvx__pmix_get_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+    rvx__pmix_op_t *op = (rvx__pmix_op_t *)cbdata;
+    if (status == PMIX_SUCCESS && kv && kv->type == PMIX_BYTE_OBJECT) {
+        op->got = kv->data.bo.size;
+        if (op->got == op->len) memcpy(op->buf, kv->data.bo.bytes, op->len);
+    } else if (status == PMIX_SUCCESS) {
+        status = PMIX_ERR_TYPE_MISMATCH;
+    }
+    rvx__pmix_done(op, status);
+}
+
+RVX_COLD void rvx__pmix_abandon_op(rvx__pmix_op_t *op)
+{
+    if (op && __atomic_exchange_n(&op->state, (int)RVX__PMIX_ABANDONED, __ATOMIC_ACQ_REL) ==
+                  RVX__PMIX_DONE)
+        free(op);
+}
+
+/* Give up on the collective under way; its requests may still complete later. */
 RVX_COLD void rvx__pmix_abandon(rvx__boot_t *b)
 {
-    rvx__pmix_fence_t *f = b->cur_fence;
+    int r;
+    rvx__pmix_abandon_op(b->cur_fence);
     b->cur_fence = NULL;
-    if (f && __atomic_exchange_n(&f->state, (int)RVX__PMIX_ABANDONED, __ATOMIC_ACQ_REL) == RVX__PMIX_DONE)
-        free(f);
+    if (b->cur_gets) {
+        for (r = 0; r < b->size; r++) rvx__pmix_abandon_op(b->cur_gets[r]);
+        free(b->cur_gets);
+        b->cur_gets = NULL;
+    }
+    b->cur_pending = 0;
 }
 
 RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
@@ -127,7 +160,7 @@ RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, s
             return RVX_ERR_IO;
         }
     }
-    b->cur_fence = (rvx__pmix_fence_t *)calloc(1, sizeof(*b->cur_fence));
+    b->cur_fence = (rvx__pmix_op_t *)calloc(1, sizeof(*b->cur_fence));
     if (!b->cur_fence) return RVX_ERR_NO_MEMORY;
     PMIx_Info_load(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, rvx__pmix_fence_cb, b->cur_fence);
@@ -140,64 +173,119 @@ RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, s
     return RVX_OK;
 }
 
-/* RVX_OK once every rank's bytes are in `all`, RVX_INPROGRESS before, RVX_ERR_TIMED_OUT after
- * RVX_BOOT_TIMEOUT seconds, RVX_ERR_PEER_FAILED if a rank of the job is gone (the fence failed,
- * or completed without its data). */
-RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *all)
+/* Check one rank's published value and copy it into its place. */
+RVX_COLD rvx_status_t rvx__pmix_take(rvx__boot_t *b, int r, const void *bytes, size_t got,
+                                     size_t len, void *all)
+{
+    if (got != len) {
+        rvx__log("bootstrap: rank %d published %zu bytes in round %u, expected %zu "
+                 "(ranks of one job must run the same build)", r, got, b->cur_round, len);
+        return RVX_ERR_BAD_MESSAGE;
+    }
+    memcpy((char *)all + (size_t)r * len, bytes, len);
+    return RVX_OK;
+}
+
+/* After the fence: every rank's value, from this process's store when the fence brought it here
+ * (the usual case), otherwise from the server with a non-blocking get, so that a rank that left
+ * the job after the fence (mpirun --enable-recovery lets one) costs a timeout, not a hang. */
+RVX_COLD rvx_status_t rvx__pmix_fetch(rvx__boot_t *b, size_t len, void *all)
 {
     char key[PMIX_MAX_KEYLEN + 1];
-    rvx__pmix_fence_t *f = b->cur_fence;
     pmix_info_t info;
     bool optional = true;
-    pmix_status_t rc;
     int r;
-
-    if (!f) return RVX_OK;
-    if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != RVX__PMIX_DONE) {
-        if (rvx__now_s() <= b->cur_deadline) return RVX_INPROGRESS;
-        rvx__log("bootstrap: rank %d waited %d s in the PMIx fence of round %u and gives up; "
-                 "is every rank running? (RVX_BOOT_TIMEOUT sets the wait)", b->rank,
-                 b->timeout_s, b->cur_round);
-        rvx__pmix_abandon(b);
-        return RVX_ERR_TIMED_OUT;
-    }
-    rc = f->status;
-    free(f);
-    b->cur_fence = NULL;
-    if (rc != PMIX_SUCCESS) {
-        rvx__log("bootstrap: the PMIx fence of round %u failed: %s", b->cur_round,
-                 PMIx_Error_string(rc));
-        return rc == PMIX_ERR_TIMEOUT ? RVX_ERR_TIMED_OUT : RVX_ERR_PEER_FAILED;
-    }
-    if (!len) return RVX_OK;
     snprintf(key, sizeof(key), "rvx.%u", b->cur_round);
-    /* The fence collected everyone's data, so look only here: a launcher that lets the job run
-     * on after a rank died (mpirun --enable-recovery) completes the fence without that rank, and
-     * asking the server for its data would wait for ever. */
     PMIx_Info_load(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
     for (r = 0; r < b->size; r++) {
         pmix_proc_t peer;
         pmix_value_t *v = NULL;
-        rvx_status_t st = RVX_OK;
+        pmix_status_t rc;
+        rvx__pmix_op_t *op;
         if (r == b->rank) continue;
         PMIX_LOAD_PROCID(&peer, b->me.nspace, (pmix_rank_t)r);
-        rc = PMIx_Get(&peer, key, &info, 1, &v);
-        if (rc != PMIX_SUCCESS || !v) {
-            rvx__log("bootstrap: no data from rank %d in the PMIx fence of round %u (%s): it has "
-                     "left the job", r, b->cur_round, PMIx_Error_string(rc));
-            st = RVX_ERR_PEER_FAILED;
-        } else if (v->type != PMIX_BYTE_OBJECT || v->data.bo.size != len) {
-            rvx__log("bootstrap: rank %d published %zu bytes in round %u, expected %zu "
-                     "(ranks of one job must run the same build)", r,
-                     v->type == PMIX_BYTE_OBJECT ? v->data.bo.size : (size_t)0, b->cur_round, len);
-            st = RVX_ERR_BAD_MESSAGE;
-        } else {
-            memcpy((char *)all + (size_t)r * len, v->data.bo.bytes, len);
+        if (PMIx_Get(&peer, key, &info, 1, &v) == PMIX_SUCCESS && v &&
+            v->type == PMIX_BYTE_OBJECT) {
+            rvx_status_t st = rvx__pmix_take(b, r, v->data.bo.bytes, v->data.bo.size, len, all);
+            PMIX_VALUE_RELEASE(v);
+            if (st != RVX_OK) return st;
+            continue;
         }
         if (v) PMIX_VALUE_RELEASE(v);
-        if (st != RVX_OK) return st;
+        if (!b->cur_gets &&
+            !(b->cur_gets = (rvx__pmix_op_t **)calloc((size_t)b->size, sizeof(*b->cur_gets))))
+            return RVX_ERR_NO_MEMORY;
+        op = (rvx__pmix_op_t *)calloc(1, sizeof(*op) + len);
+        if (!op) return RVX_ERR_NO_MEMORY;
+        op->buf = (unsigned char *)(op + 1);
+        op->len = len;
+        rc = PMIx_Get_nb(&peer, key, NULL, 0, rvx__pmix_get_cb, op);
+        if (rc != PMIX_SUCCESS) {
+            free(op);
+            rvx__log("bootstrap: PMIx_Get_nb of rank %d's %s: %s", r, key, PMIx_Error_string(rc));
+            return RVX_ERR_IO;
+        }
+        b->cur_gets[r] = op;
+        b->cur_pending++;
     }
     return RVX_OK;
+}
+
+/* RVX_OK once every rank's bytes are in `all`, RVX_INPROGRESS before, RVX_ERR_TIMED_OUT after
+ * RVX_BOOT_TIMEOUT seconds, RVX_ERR_PEER_FAILED if the launcher failed the fence (a rank died). */
+RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *all)
+{
+    rvx_status_t st = RVX_OK;
+    int r;
+
+    if (b->cur_fence) {
+        rvx__pmix_op_t *f = b->cur_fence;
+        pmix_status_t rc;
+        if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != RVX__PMIX_DONE) goto pending;
+        rc = f->status;
+        free(f);
+        b->cur_fence = NULL;
+        if (rc != PMIX_SUCCESS) {
+            rvx__log("bootstrap: the PMIx fence of round %u failed: %s", b->cur_round,
+                     PMIx_Error_string(rc));
+            return rc == PMIX_ERR_TIMEOUT ? RVX_ERR_TIMED_OUT : RVX_ERR_PEER_FAILED;
+        }
+        if (len && (st = rvx__pmix_fetch(b, len, all)) != RVX_OK) goto fail;
+    }
+    for (r = 0; b->cur_pending && r < b->size; r++) {
+        rvx__pmix_op_t *op = b->cur_gets[r];
+        if (!op || __atomic_load_n(&op->state, __ATOMIC_ACQUIRE) != RVX__PMIX_DONE) continue;
+        if (op->status != PMIX_SUCCESS) {
+            rvx__log("bootstrap: rank %d's value of round %u: %s", r, b->cur_round,
+                     PMIx_Error_string(op->status));
+            st = RVX_ERR_PEER_FAILED;
+        } else {
+            st = rvx__pmix_take(b, r, op->buf, op->got, len, all);
+        }
+        free(op);
+        b->cur_gets[r] = NULL;
+        b->cur_pending--;
+        if (st != RVX_OK) goto fail;
+    }
+    if (b->cur_pending) goto pending;
+    free(b->cur_gets);
+    b->cur_gets = NULL;
+    return RVX_OK;
+pending:
+    if (rvx__now_s() <= b->cur_deadline) return RVX_INPROGRESS;
+    if (b->cur_fence)
+        rvx__log("bootstrap: rank %d waited %d s in the PMIx fence of round %u and gives up; "
+                 "is every rank running? (RVX_BOOT_TIMEOUT sets the wait)", b->rank,
+                 b->timeout_s, b->cur_round);
+    else
+        for (r = 0; r < b->size; r++)
+            if (b->cur_gets[r])
+                rvx__log("bootstrap: rank %d's value of round %u did not arrive in %d s: has it "
+                         "left the job?", r, b->cur_round, b->timeout_s);
+    st = RVX_ERR_TIMED_OUT;
+fail:
+    rvx__pmix_abandon(b);
+    return st;
 }
 
 /* Blocking form, for set-up where there is nothing to progress. */
