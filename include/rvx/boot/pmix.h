@@ -12,9 +12,10 @@
  * rvx__boot_gather_test, rvx__boot_allgather, rvx__boot_fini. Collective round k puts this rank's
  * bytes under the key "rvx.k" (PMIx_Put, PMIX_GLOBAL), commits them and starts a non-blocking fence
  * over the job that collects everyone's data; gather_test polls for the fence's callback and then
- * reads the others' values with PMIx_Get, which the collecting fence made local. The fence is
- * non-blocking so that core's rvx__ctx_gather keeps progressing the workers while it waits: a rank
- * already in a collective still answers the active messages a slower rank is waiting on. */
+ * reads the others' values, from this process's store when the fence brought them here, else with
+ * non-blocking gets from the server. Nothing blocks, so core's rvx__ctx_gather keeps progressing
+ * the workers while it waits: a rank already in a collective still answers the active messages a
+ * slower rank is waiting on; and a rank that never answers costs RVX_BOOT_TIMEOUT, not a hang. */
 #ifndef RVX_BOOT_PMIX_H
 #define RVX_BOOT_PMIX_H
 
