@@ -998,7 +998,7 @@ RVX_COLD void rvx__tag_rx_mid(struct rvx__tag_state *t, rvx_ep_t *ep, const uint
     if (op->done < op->mlen) return;
     p->cur = NULL;
     if (op->kind == RVX__OP_RECV) {
-        rvx__tag_done(t, op, rvx__tag_rstatus(op, RVX_OK));
+        rvx__tag_done(t, op, rvx__tag_rstatus(op, (rvx_status_t)op->status)); /* staging may have failed */
     } else {
         op->state = RVX__US_DONE;
         if (op->flags & RVX__F_ACTIVE) {
