@@ -171,7 +171,8 @@ int main(int argc, char **argv)
                sum ? "DIFFERS from the serial run" : "every cell matches the serial run",
                1e6 * (t1 - t0) / (double)steps);
     }
-    CHECK(rvx_barrier(ctx));
+    CHECK(rvx_worker_flush(w)); /* everything sent has landed (on a NIC: acknowledged) */
+    CHECK(rvx_barrier(ctx));      /* nobody unmaps before everyone is done */
     rvx_rkey_release(&kl);
     rvx_rkey_release(&kr);
     rvx_worker_destroy(w);

@@ -143,7 +143,8 @@ int main(int argc, char **argv)
                total ? "WRONG DATA" : "every block correct on every rank",
                1e6 * (t1 - t0) / (double)rounds);
     }
-    CHECK(rvx_barrier(ctx)); /* nobody unmaps before everyone is done */
+    CHECK(rvx_worker_flush(w)); /* everything sent has landed (on a NIC: acknowledged) */
+    CHECK(rvx_barrier(ctx));      /* nobody unmaps before everyone is done */
     rvx_rkey_release(&rkey);
     rvx_worker_destroy(w);
     rvx_mem_dereg(mem);

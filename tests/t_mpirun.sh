@@ -43,7 +43,7 @@ fi
 # rc_mlx5 on rvxsim, when the transport exists: the same programs, the model's libraries.
 rc_flags=(-DRVX_TL=RVX_TL_RC_MLX5 -DRVX_BOOT=RVX_BOOT_PMIX)
 if [ -f include/rvx/tl/rc_mlx5.h ] && [ -f build/sim/libibverbs.so.1 ] &&
-   echo '#include <rvx/rvx.h>' | cc -xc -Iinclude "${rc_flags[@]}" -E - >/dev/null 2>&1; then
+   echo '#include <rvx/rvx.h>' | cc -xc -Iinclude -DRVX_TL=RVX_TL_RC_MLX5 -E - >/dev/null 2>&1; then
   mkdir -p build/pmix-rc
   ok=1
   for src in tests/t_boot.c examples/ring.c; do
