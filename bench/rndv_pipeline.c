@@ -107,10 +107,13 @@ int main(int argc, char **argv)
     }
     for (len = 64 << 10; len <= maxlen; len *= 4) {
         size_t arena_len = len * (size_t)iters;
-        unsigned char *arena = (unsigned char *)malloc(arena_len), *one = (unsigned char *)malloc(len);
+        unsigned char *arena, *one;
         double t0, first, reused;
         uint64_t b0, c0, p0, bf, cf, pf, b1, c1, p1;
-        if (len < RVX_RNDV_THRESH_BYTES) { free(arena); free(one); continue; }
+        if (len < RVX_RNDV_THRESH_BYTES) continue;
+        /* page-aligned buffers of whole pages: neighbours' registrations share no page (the cache
+         * would merge them and register the earlier ones again) */
+        if (posix_memalign((void **)&arena, 4096, arena_len) || posix_memalign((void **)&one, 4096, len)) return 1;
         memset(arena, me + 1, arena_len); /* touch every page before the clock starts */
         memset(one, me + 1, len);
         rvx_barrier(ctx);

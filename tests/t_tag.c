@@ -390,6 +390,7 @@ static void section_reuse(void)
         rvx_request_t sr, rr;
         rvx_tag_info_t info;
         uint64_t bounce = t->n_pipe_bounce, pinned = t->n_pipe_pinned, chunks = t->n_pipe_chunks;
+        uint64_t misses = t->rcache.misses;
         rvx_status_t st;
         t_fill(sbuf, len, seed_of(8, me, next, round));
         memset(rbuf, 0, len);
@@ -399,6 +400,14 @@ static void section_reuse(void)
         T_STATUS(st == RVX_INPROGRESS ? t_wait(&rr, "reused-buffer receive", round) : st, RVX_OK);
         T_CHECK(t_verify(rbuf, len, seed_of(8, prev, me, round)) < 0 && info.length == len,
                 "round %d: reused buffer arrived wrong", round);
+#if RVX_RNDV != RVX_RNDV_AM
+        /* left pinned: from the second round on, both buffers are registration-cache hits */
+        if (round > 0)
+            T_CHECK(t->rcache.misses == misses, "round %d: %llu registrations missed the cache", round,
+                    (unsigned long long)(t->rcache.misses - misses));
+#else
+        (void)misses;
+#endif
 #if RVX_RNDV == RVX_RNDV_PIPELINE
         if (round == 0) {
             T_CHECK(t->n_pipe_bounce > bounce && t->n_pipe_chunks > chunks && t->n_pipe_pinned == pinned,

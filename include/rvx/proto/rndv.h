@@ -312,6 +312,18 @@ RVX_INLINE unsigned rvx__pipe_memo_slot(uintptr_t a)
     return (unsigned)(((a >> 6) ^ (a >> 17)) % RVX__PIPE_MEMO);
 }
 
+/* The end of a pipeline piece that starts at `off` and wants `want` bytes: on a page boundary
+ * (unless it is the last, or that would halve it), so that the registrations of neighbouring
+ * pieces do not share a page (the cache would merge them, registering the earlier ones again). */
+static inline size_t rvx__pipe_cut(const struct rvx__tag_state *t, const rvx__tag_op_t *op, size_t off,
+                                   size_t want)
+{
+    uintptr_t start = (uintptr_t)op->buf + off, end;
+    if (op->eff - off <= want) return op->eff;
+    end = (start + want) & ~(uintptr_t)(t->page - 1);
+    return end >= start + want / 2 ? off + (size_t)(end - start) : off + want;
+}
+
 /* Phases 2 and 3 of a pipelined send: post as much as resources allow. */
 RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
@@ -321,24 +333,23 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         size_t rest;
         unsigned slot = rvx__pipe_memo_slot((uintptr_t)op->buf);
         if ((st = rvx__rndv_unpack(op)) != RVX_OK) goto failed;
+        op->p1_end = op->done;
         op->pinned = t->memo[slot].len && t->memo[slot].addr == (uintptr_t)op->buf &&
-                     t->memo[slot].len >= op->mlen;
+                     t->memo[slot].len >= op->eff;
         t->n_pipe_pinned += op->pinned;
-        op->p2_end = op->pinned ? op->done
-                   : op->eff - op->done < (size_t)RVX_PIPE_BOUNCE ? op->eff
-                   : op->done + (size_t)RVX_PIPE_BOUNCE;
-        if (op->p2_end > op->done && !t->bounce &&
+        op->p2_end = RVX_PIPE_BOUNCE ? rvx__pipe_cut(t, op, op->done, RVX_PIPE_BOUNCE) : op->done;
+        if (!op->pinned && op->p2_end > op->done && !t->bounce &&
             rvx_mem_alloc(t->w->ctx, (size_t)RVX_PIPE_BOUNCE_BUFS * RVX_PIPE_FRAG, &t->bounce) != RVX_OK) {
             t->bounce = NULL;
             op->p2_end = op->done; /* no bounce buffers: phase 3 does it all */
         }
         rest = op->eff - op->p2_end;
-        op->chunks = (rvx__tag_chunk_t *)calloc(rest / RVX_PIPE_CHUNK + 1, sizeof(*op->chunks));
+        op->chunks = (rvx__tag_chunk_t *)calloc(rest / (RVX_PIPE_CHUNK / 2) + 2, sizeof(*op->chunks));
         if (!op->chunks) { st = RVX_ERR_NO_MEMORY; goto failed; }
         op->flags |= RVX__F_STARTED;
     }
     /* phase 2: copy into a free bounce buffer and write it at once */
-    while (op->done < op->p2_end) {
+    while (!op->pinned && op->done < op->p2_end) {
         size_t n = op->p2_end - op->done < RVX_PIPE_FRAG ? op->p2_end - op->done : RVX_PIPE_FRAG;
         unsigned s;
         uint8_t *src;
@@ -357,9 +368,11 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         t->n_pipe_bounce++;
         progressed = 1;
     }
-    /* phase 3: register a chunk, write it, go on with the next while it moves */
+    /* phase 3: register a chunk, write it, go on with the next while it moves. A buffer left
+     * pinned comes here at once, in the pieces its first send registered (phase 2's range, then
+     * the chunks): each is a cache hit, posted back to back after the CTS. */
     while (op->done < op->eff) {
-        size_t n = op->eff - op->done < RVX_PIPE_CHUNK ? op->eff - op->done : RVX_PIPE_CHUNK;
+        size_t n = (op->done < op->p2_end ? op->p2_end : rvx__pipe_cut(t, op, op->done, RVX_PIPE_CHUNK)) - op->done;
         rvx__tag_chunk_t *c = &op->chunks[op->nposted];
         if (op->nposted == op->nchunks) {
             if ((st = rvx__tag_reg(t, op->buf + op->done, n, &c->mem)) != RVX_OK) {
@@ -503,10 +516,25 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         rvx__tag_st32(body + 4, (uint32_t)op->status);
         if (!rvx__tag_ctrl(op->ep, RVX__TF_FIN, body, 8)) return rvx__rndv_again(t, op, 0);
 #if RVX_RNDV == RVX_RNDV_PIPELINE && RVX__TAG_RCACHE
-        if (!op->status) { /* its chunks stay registered in the cache: next time, no pipeline */
-            unsigned slot = rvx__pipe_memo_slot((uintptr_t)op->buf);
-            t->memo[slot].addr = (uintptr_t)op->buf;
-            t->memo[slot].len = op->mlen;
+        if (!op->status && op->eff > op->p1_end) {
+            /* its chunks stay registered in the cache; register phase 2's range too (once, after
+             * the request completed), so that next time the whole buffer is a hit: no pipeline */
+            uint8_t *buf = op->buf;
+            size_t p1 = op->p1_end, p2 = op->p2_end, eff = op->eff;
+            int ok = 1;
+            rvx_mem_t *mem;
+            if (!op->pinned && p2 > p1) ok = 0;
+            rvx__tag_done(t, op, RVX_OK);
+            if (!ok && rvx__tag_reg(t, buf + p1, p2 - p1, &mem) == RVX_OK) {
+                rvx__tag_dereg(t, mem);
+                ok = 1;
+            }
+            if (ok) {
+                unsigned slot = rvx__pipe_memo_slot((uintptr_t)buf);
+                t->memo[slot].addr = (uintptr_t)buf;
+                t->memo[slot].len = eff;
+            }
+            return 1;
         }
 #endif
         rvx__tag_done(t, op, (rvx_status_t)op->status);

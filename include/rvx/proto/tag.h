@@ -159,6 +159,7 @@ struct rvx__tag_op {
     uint64_t        raddr;
     rvx_mem_t      *mem;    /* registration of buf */
     rvx__tag_chunk_t *chunks; /* PIPELINE phase 3 */
+    size_t          p1_end; /* PIPELINE: end of phase 1 (bytes sent with the RTS) */
     size_t          p2_end; /* PIPELINE: end of phase 2 */
     unsigned        nchunks, nposted;
     uint32_t        id, peer_id;
@@ -203,6 +204,7 @@ struct rvx__tag_state {
     void           **slabs;
     unsigned         nslabs, capslabs;
     double           last_check;
+    size_t           page;                 /* PIPELINE pieces end on page boundaries */
     rvx_mem_t       *bounce;               /* PIPELINE phase 2 buffers, registered once */
     rvx_request_t    bslot[RVX_PIPE_BOUNCE_BUFS];
     struct { uintptr_t addr; size_t len; } memo[RVX__PIPE_MEMO];
@@ -660,6 +662,7 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     }
     t->exp_tail = &t->exp_head;
     t->unx_tail = &t->unx_head;
+    t->page = (size_t)sysconf(_SC_PAGESIZE);
     rvx__tag_link_init(&t->active);
     rvx__tag_link_init(&t->ready);
     for (i = 0; i < RVX_PIPE_BOUNCE_BUFS; i++) t->bslot[i].status = RVX_OK;
