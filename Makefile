@@ -19,11 +19,18 @@ CPPFLAGS_RVX := -Iinclude
 HEADERS := $(shell find include -name '*.h')
 EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
-TEST_SRCS := $(wildcard tests/t_*.c)
+TEST_SRCS := $(filter-out tests/t_rc_%,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get
 RVXRUN := $(B)/bin/rvxrun
+# rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
+# rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
+RC_LIBS := -libverbs -lmlx5
+RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
+RC_SHARED_TESTS := t_rma t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract
+RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
+                $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
 PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
@@ -33,7 +40,7 @@ LAUNCH_BINS := $(B)/launch/peer_kill
 .PHONY: all deps run test bench icount compare install clean examples tests
 .DEFAULT_GOAL := all
 
-all: $(RVXRUN) $(EXAMPLE_BINS) $(TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
+all: $(RVXRUN) $(EXAMPLE_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
 
 # The rvxsim model (its own makefile fragment; it shares no code with include/).
 -include sim/sim.mk
@@ -52,6 +59,10 @@ $(B)/examples/%: examples/%.c $(HEADERS)
 $(B)/tests/%: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
+
+$(B)/tests-rc/%: tests/%.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
 # ---- tag matching: the tag tests once per rendezvous protocol, from the same source
 TAG_RNDV := get put am pipeline

@@ -29,7 +29,10 @@ expect_ok() { # file, flags...
 }
 
 expect_error plain.c "RVX_TL has an unknown value" -DRVX_TL=9
-expect_error plain.c "rc_mlx5 transport is not part of this release" -DRVX_TL=RVX_TL_RC_MLX5
+expect_error plain.c "RVX_MLX5_DOORBELL must be" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_DOORBELL=3
+expect_error plain.c "RVX_MLX5_SIG_EVERY must be between" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_SIG_EVERY=1000
+expect_error plain.c "RVX_MLX5_FRAME is smaller" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_FRAME=1024
+expect_error plain.c "RVX_PUT_BCOPY_MAX must be at most a quarter" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_BOUNCE_BYTES=16384
 expect_error plain.c "dc_mlx5 transport is not part of this release" -DRVX_TL=RVX_TL_DC_MLX5
 expect_error plain.c "RVX_RNDV has an unknown value" -DRVX_RNDV=7
 expect_error plain.c "RVX_RNDV_THRESH must be a positive" -DRVX_RNDV_THRESH=0
@@ -54,6 +57,8 @@ expect_error late.c "include <rvx/rvx.h> before system headers"
 expect_ok plain.c
 expect_ok am.c
 expect_ok plain.c -DRVX_TAG=1
+expect_ok am.c -DRVX_TL=RVX_TL_RC_MLX5
+expect_ok plain.c -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B
 expect_ok am.c -DRVX_TAG=1 -DRVX_RNDV=RVX_RNDV_PIPELINE
 expect_ok plain.c -DRVX_RNDV=RVX_RNDV_PIPELINE -DRVX_RNDV_THRESH=65536
 expect_ok plain.c '-DRVX_FABRIC=<rvx/fabric/ib_hdr.h>'

@@ -47,10 +47,10 @@ int main(int argc, char **argv)
     T_OK(rvx_ep_create(w, me, &self));
     T_OK(rvx_rkey_unpack(ep, rm[peer].packed, &rk));
     T_OK(rvx_rkey_unpack(self, rm[me].packed, &rks));
-    T_OK(rvx_barrier(ctx));
-
+    /* before the barrier: no peer can have sent anything that needs an answer yet */
     T_OK(rvx_ep_flush_nb(ep, NULL));
     T_OK(rvx_worker_flush_nb(w, NULL));
+    T_OK(rvx_barrier(ctx));
 
     for (i = 0; i < 200; i++) {
         uint64_t a[3];

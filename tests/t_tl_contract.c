@@ -25,7 +25,7 @@ int main(void)
     (void)c; (void)e; (void)m; (void)a; (void)k; (void)packed;
     /* set-up */
     NAME(rvx__tl_ctx_init) NAME(rvx__tl_ctx_fini) NAME(rvx__tl_iface_init) NAME(rvx__tl_iface_fini)
-    NAME(rvx__tl_iface_address) NAME(rvx__tl_ep_connect) NAME(rvx__tl_ep_disconnect)
+    NAME(rvx__tl_iface_address) NAME(rvx__tl_iface_wireup) NAME(rvx__tl_ep_connect) NAME(rvx__tl_ep_disconnect)
     NAME(rvx__tl_ep_alive) NAME(rvx__tl_mem_alloc) NAME(rvx__tl_mem_reg) NAME(rvx__tl_mem_dereg)
     NAME(rvx__tl_rkey_pack) NAME(rvx__tl_rkey_unpack) NAME(rvx__tl_rkey_release)
     /* fast path */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int t_failures;
@@ -37,6 +38,14 @@ static int t_rank = -1;
     } while (0)
 
 #define T_OK(call) T_STATUS(call, RVX_OK)
+
+/* Seconds on a monotonic clock. */
+static inline double t_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static inline int t_exit(void)
 {

@@ -2,7 +2,8 @@
  *
  * Define any of these before including <rvx/rvx.h> (or with -D); one build is one configuration.
  *
- *   RVX_TL              transport: RVX_TL_SHM (default) or RVX_TL_RC_MLX5
+ *   RVX_TL              transport: RVX_TL_SHM (default) or RVX_TL_RC_MLX5 (link with
+ *                       -libverbs -lmlx5; RVX_MLX5_* options below)
  *   RVX_RNDV            rendezvous protocol: RVX_RNDV_GET (default), RVX_RNDV_PUT, RVX_RNDV_AM,
  *                       RVX_RNDV_PIPELINE (used by tag matching)
  *   RVX_FABRIC          header with the fabric's cost parameters, e.g. <rvx/fabric/ib_hdr.h>;
@@ -47,7 +48,7 @@
 #if RVX_TL == RVX_TL_SHM
 #define RVX_TL_NAME "shm"
 #elif RVX_TL == RVX_TL_RC_MLX5
-#error "RVX_TL=RVX_TL_RC_MLX5: the rc_mlx5 transport is not part of this release yet; build with RVX_TL=RVX_TL_SHM"
+#define RVX_TL_NAME "rc_mlx5"
 #elif RVX_TL == RVX_TL_DC_MLX5
 #error "RVX_TL=RVX_TL_DC_MLX5: the dc_mlx5 transport is not part of this release yet; build with RVX_TL=RVX_TL_SHM"
 #else
@@ -226,6 +227,70 @@
 #define RVX__TL_SHORT_MAX 64
 #endif
 
+#if RVX_TL == RVX_TL_RC_MLX5
+/* rc_mlx5 (see tl/rc_mlx5.h):
+ *   RVX_MLX5_DOORBELL   RVX_MLX5_DB_BF (default): BlueFlame 64-byte copies of one-WQEBB WQEs;
+ *                       RVX_MLX5_DB_8B: the 8-byte doorbell only
+ *   RVX_MLX5_SIG_EVERY  one WQE in this many asks for a completion (default 64)
+ *   RVX_MLX5_TX_DEPTH   send work requests per QP (default 256)
+ *   RVX_MLX5_RX_DEPTH   receive buffers per peer = message credits (default 64; AM/tag builds)
+ *   RVX_MLX5_INLINE     bytes a put or a message carries inside the WQE (default 60: the
+ *                       inline size libmlx5 gives a one-SGE RC QP)
+ *   RVX_MLX5_FRAME      receive buffer size (default 4096, more if the AM limits need it)
+ *   RVX_MLX5_BOUNCE_BYTES registered copy ring per peer (default 1 MiB)
+ *   RVX_MLX5_TIMEOUT, RVX_MLX5_RETRY  the QP's ACK timeout exponent (default 14: 67 ms) and retry
+ *                       count (default 7): a dead peer is reported after about (RETRY+1) timeouts */
+#define RVX_MLX5_DB_BF 1
+#define RVX_MLX5_DB_8B 2
+#ifndef RVX_MLX5_DOORBELL
+#define RVX_MLX5_DOORBELL RVX_MLX5_DB_BF
+#endif
+#if RVX_MLX5_DOORBELL != RVX_MLX5_DB_BF && RVX_MLX5_DOORBELL != RVX_MLX5_DB_8B
+#error "RVX_MLX5_DOORBELL must be RVX_MLX5_DB_BF or RVX_MLX5_DB_8B"
+#endif
+#ifndef RVX_MLX5_SIG_EVERY
+#define RVX_MLX5_SIG_EVERY 64
+#endif
+#ifndef RVX_MLX5_TX_DEPTH
+#define RVX_MLX5_TX_DEPTH 256
+#endif
+#if RVX_MLX5_SIG_EVERY < 1 || RVX_MLX5_SIG_EVERY > RVX_MLX5_TX_DEPTH / 2
+#error "RVX_MLX5_SIG_EVERY must be between 1 and RVX_MLX5_TX_DEPTH/2 (the queue must see a completion before it fills)"
+#endif
+#ifndef RVX_MLX5_RX_DEPTH
+#define RVX_MLX5_RX_DEPTH 64
+#endif
+#if RVX_MLX5_RX_DEPTH < 8
+#error "RVX_MLX5_RX_DEPTH must be at least 8"
+#endif
+#ifndef RVX_MLX5_INLINE
+#define RVX_MLX5_INLINE 60
+#endif
+#if RVX_MLX5_INLINE < 12 || RVX_MLX5_INLINE > 188
+#error "RVX_MLX5_INLINE must be between 12 and 188 bytes"
+#endif
+#ifndef RVX_MLX5_FRAME
+#if 8 * RVX_AM_MAX_ARGS + 16 + RVX_AM_MAX_MEDIUM <= 4096
+#define RVX_MLX5_FRAME 4096
+#else
+#define RVX_MLX5_FRAME 8192
+#endif
+#endif
+#if 8 * RVX_AM_MAX_ARGS + 16 + RVX_AM_MAX_MEDIUM > RVX_MLX5_FRAME
+#error "RVX_MLX5_FRAME is smaller than the largest active message: raise it or lower RVX_AM_MAX_MEDIUM"
+#endif
+#ifndef RVX_MLX5_BOUNCE_BYTES
+#define RVX_MLX5_BOUNCE_BYTES (1 << 20)
+#endif
+#ifndef RVX_MLX5_TIMEOUT
+#define RVX_MLX5_TIMEOUT 14
+#endif
+#ifndef RVX_MLX5_RETRY
+#define RVX_MLX5_RETRY 7
+#endif
+#define RVX__TL_SHORT_MAX RVX_MLX5_INLINE
+#endif
+
 #ifndef RVX_PUT_SHORT_MAX
 #define RVX_PUT_SHORT_MAX RVX__TL_SHORT_MAX
 #endif
@@ -237,6 +302,9 @@
 #endif
 #if RVX_PUT_SHORT_MAX > RVX__TL_SHORT_MAX
 #error "RVX_PUT_SHORT_MAX exceeds what the transport can send inline (RVX__TL_SHORT_MAX)"
+#endif
+#if RVX_TL == RVX_TL_RC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_MLX5_BOUNCE_BYTES
+#error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_MLX5_BOUNCE_BYTES"
 #endif
 
 /* ---- the name of this build ----------------------------------------------------------------- */

@@ -49,7 +49,7 @@ struct rvx_worker {
     rvx__tl_iface_t    iface;       /* first: progress reads it and nothing else */
     rvx_context_t     *ctx;
     rvx_ep_t         **eps;         /* by rank */
-    rvx__tl_addr_t    *addrs;       /* every rank's worker address, from the bootstrap */
+    uint8_t           *addrs;       /* every rank's worker address (RVX__TL_ADDR_SIZE bytes each) */
     rvx_worker_stats_t stats;
     unsigned           reported;    /* bit per stats kind already reported on stderr */
 #if RVX_TAG
@@ -159,7 +159,7 @@ static inline rvx_status_t rvx_barrier(rvx_context_t *ctx)
 static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **wp)
 {
     rvx_worker_t *w;
-    rvx__tl_addr_t mine;
+    rvx__tl_addr_t *mine = NULL;
     rvx_status_t st;
     int n;
     if (!ctx || !wp) return RVX_ERR_INVALID_PARAM;
@@ -169,11 +169,12 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     if (!w) return RVX_ERR_NO_MEMORY;
     w->ctx = ctx;
     w->eps = (rvx_ep_t **)calloc((size_t)n, sizeof(*w->eps));
-    w->addrs = (rvx__tl_addr_t *)calloc((size_t)n, sizeof(*w->addrs));
-    if (!w->eps || !w->addrs) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    w->addrs = (uint8_t *)calloc((size_t)n, RVX__TL_ADDR_SIZE(n));
+    mine = (rvx__tl_addr_t *)calloc(1, RVX__TL_ADDR_SIZE(n));
+    if (!w->eps || !w->addrs || !mine) { st = RVX_ERR_NO_MEMORY; goto fail; }
     st = rvx__tl_iface_init(&w->iface, &ctx->tl, ctx->boot.rank, n);
     if (st != RVX_OK) goto fail;
-    rvx__tl_iface_address(&w->iface, &mine);
+    rvx__tl_iface_address(&w->iface, mine);
     if (ctx->nworkers == ctx->cap_workers) {
         unsigned cap = ctx->cap_workers ? 2 * ctx->cap_workers : 4;
         rvx_worker_t **ws = (rvx_worker_t **)realloc(ctx->workers, cap * sizeof(*ws));
@@ -181,7 +182,10 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
         ctx->workers = ws;
         ctx->cap_workers = cap;
     }
-    st = rvx__ctx_gather(ctx, &mine, sizeof(mine), w->addrs);
+    st = rvx__ctx_gather(ctx, mine, RVX__TL_ADDR_SIZE(n), w->addrs);
+    /* connection-oriented transports connect to every rank now, so that one-sided operations
+     * reach a rank that never creates an endpoint back */
+    if (st == RVX_OK) st = rvx__tl_iface_wireup(&w->iface, w->addrs, RVX__TL_ADDR_SIZE(n));
 #if RVX_TAG
     if (st == RVX_OK) st = rvx__tag_worker_init(w);
 #endif
@@ -191,8 +195,10 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     }
     ctx->workers[ctx->nworkers++] = w;
     *wp = w;
+    free(mine);
     return RVX_OK;
 fail:
+    free(mine);
     free(w->eps);
     free(w->addrs);
     free(w);
@@ -238,7 +244,8 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
     if (w->eps[rank]) { *epp = w->eps[rank]; return RVX_OK; }
     if (posix_memalign((void **)&ep, RVX_CACHELINE, sizeof(*ep))) return RVX_ERR_NO_MEMORY;
     memset(ep, 0, sizeof(*ep));
-    st = rvx__tl_ep_connect(&w->iface, &ep->tl, rank, &w->addrs[rank]);
+    st = rvx__tl_ep_connect(&w->iface, &ep->tl, rank,
+                            (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__TL_ADDR_SIZE(w->ctx->boot.size)));
     if (st != RVX_OK) {
         free(ep);
         return st;

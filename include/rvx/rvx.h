@@ -42,6 +42,8 @@
 
 #if RVX_TL == RVX_TL_SHM
 #include "tl/shm.h"
+#elif RVX_TL == RVX_TL_RC_MLX5
+#include "tl/rc_mlx5.h"
 #endif
 
 #include "core.h"

@@ -11,7 +11,8 @@
  *                     unsigned outstanding (operations whose completion is not yet known)
  *   rvx__tl_ep_t      per-peer endpoint state (shm: ring cursors; mlx5: the QP)
  *   rvx__tl_mem_t     a local memory region
- *   rvx__tl_addr_t    fixed-size address of an iface, exchanged through the bootstrap
+ *   rvx__tl_addr_t    address of an iface, exchanged through the bootstrap: RVX__TL_ADDR_SIZE(n)
+ *                     bytes in a job of n ranks
  *   rvx_rkey_t        an unpacked remote key: everything a put needs, resolved once
  *   RVX__TL_RKEY_PACKED_SIZE  bytes of a packed rkey
  *   RVX__TL_AM_CHANNELS       message channels per endpoint (request, reply)
@@ -20,6 +21,9 @@
  *   rvx__tl_ctx_init(ctx) / rvx__tl_ctx_fini(ctx)
  *   rvx__tl_iface_init(ifc, ctx, rank, nranks) / rvx__tl_iface_fini(ifc)
  *   rvx__tl_iface_address(ifc, addr)
+ *   rvx__tl_iface_wireup(ifc, addrs, size)     after the address exchange of worker creation:
+ *                                                every rank's address (size bytes each); rc_mlx5
+ *                                                connects all its QPs here
  *   rvx__tl_ep_connect(ifc, ep, rank, addr) / rvx__tl_ep_disconnect(ep)
  *   rvx__tl_ep_alive(ep)                         -> RVX_OK or RVX_ERR_PEER_FAILED
  *   rvx__tl_mem_alloc(ctx, len, mem) / rvx__tl_mem_reg(ctx, addr, len, mem) / rvx__tl_mem_dereg

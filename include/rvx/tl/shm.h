@@ -84,6 +84,8 @@ typedef struct rvx__shm_packed_rkey {
     int32_t  fd;      /* -1: cross-memory attach */
 } rvx__shm_packed_rkey_t;
 #define RVX__TL_RKEY_PACKED_SIZE sizeof(rvx__shm_packed_rkey_t)
+/* bytes of an iface address in a job of n ranks */
+#define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
 
 typedef struct rvx__tl_addr {
     uint64_t magic;
@@ -243,6 +245,15 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     addr->pid = (int32_t)getpid();
     addr->fd = ifc->mbox_fd;
     addr->nranks = ifc->nranks;
+}
+
+/* Nothing to set up per pair in advance: rings are found through the mailbox at ep_connect. */
+RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+{
+    (void)ifc;
+    (void)addrs;
+    (void)size;
+    return RVX_OK;
 }
 
 RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
