@@ -93,6 +93,7 @@ int main(int argc, char **argv)
         T_OK(rvx_am_short(ep, RVX_AM_PING, &a, 1));
         T_OK(rvx_wait_flag(w, ep, &pongs, 10000));
     }
+    T_OK(rvx_worker_flush(w));
     T_OK(rvx_barrier(ctx));
 
     rvx_worker_destroy(w);

@@ -5,7 +5,7 @@
 #                    the PMIx server (gds=hash), so it is fetched with non-blocking gets
 #   t_finalize_gone  ranks leave one after another; nobody waits for a departed peer, 3 ranks
 #   ring, halo       the examples, 4 ranks (3 for halo too), data checked
-# and, once the rc_mlx5 transport is in the tree, t_boot and ring over rc_mlx5 on rvxsim.
+# and, once the rc_mlx5 transport is in the tree, t_boot, ring and halo over rc_mlx5 on rvxsim.
 set -u
 cd "$(dirname "$0")/.."
 . tests/mpirun_env.sh
@@ -46,7 +46,7 @@ if [ -f include/rvx/tl/rc_mlx5.h ] && [ -f build/sim/libibverbs.so.1 ] &&
    echo '#include <rvx/rvx.h>' | cc -xc -Iinclude -DRVX_TL=RVX_TL_RC_MLX5 -E - >/dev/null 2>&1; then
   mkdir -p build/pmix-rc
   ok=1
-  for src in tests/t_boot.c examples/ring.c; do
+  for src in tests/t_boot.c examples/ring.c examples/halo.c; do
     bin=build/pmix-rc/$(basename "$src" .c)
     if ! cc -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -Itests "${rc_flags[@]}" -o "$bin" "$src" \
          $(pkg-config --cflags --libs pmix) -libverbs -lmlx5 2>build/pmix-rc/build.log; then
@@ -61,6 +61,9 @@ if [ -f include/rvx/tl/rc_mlx5.h ] && [ -f build/sim/libibverbs.so.1 ] &&
     mpirun_check "ring example on rc_mlx5 (rvxsim), mpirun -np 3" \
       "ring: 3 ranks, .*every block correct on every rank" 1 \
       "${MPIRUN[@]}" "${sim[@]}" -np 3 build/pmix-rc/ring 4096 50
+    mpirun_check "halo example on rc_mlx5 (rvxsim), mpirun -np 3" \
+      "halo: 3 ranks x 200 cells, 50 steps: every cell matches" 1 \
+      "${MPIRUN[@]}" "${sim[@]}" -np 3 build/pmix-rc/halo 200 50
   fi
 else
   echo "note: rc_mlx5 under mpirun not run: the rc_mlx5 transport (include/rvx/tl/rc_mlx5.h, RVX_TL_RC_MLX5) is not in this tree yet"
