@@ -56,6 +56,7 @@ if [ -f include/rvx/tl/rc_mlx5.h ] && [ -f build/sim/libibverbs.so.1 ] &&
   done
   if [ $ok = 1 ]; then
     sim=(-x LD_LIBRARY_PATH="$PWD/build/sim")
+    MPIRUN_LIMIT=60 # rc_mlx5's endpoint teardown can wait ~20 s for an unsignaled reply's completion
     mpirun_check "bootstrap contract on rc_mlx5 (rvxsim), mpirun -np 3" "bootstrap \(pmix\) ok" 3 \
       "${MPIRUN[@]}" "${sim[@]}" -np 3 build/pmix-rc/t_boot 3
     mpirun_check "ring example on rc_mlx5 (rvxsim), mpirun -np 3" \
