@@ -1364,9 +1364,10 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
     wqe = rvx__mlx5_slot(c, pi);
     flags = rvx__mlx5_flags(c, 0);
     if (len <= 44) { /* body is the scratch area: copy it into the WQE */
-        unsigned ds = 1 + (unsigned)((4 + len + 15) / 16);
+        /* an empty body has no inline segment (libmlx5 emits none for zero bytes) */
+        unsigned ds = 1 + (len ? (unsigned)((4 + len + 15) / 16) : 0);
         rvx__mlx5_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, c->qpn8, ds, flags, imm);
-        *(uint32_t *)(void *)(wqe + 16) = rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG);
+        *(uint32_t *)(void *)(wqe + 16) = len ? rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG) : 0;
         memcpy(wqe + 20, body, len);
         memset(wqe + 20 + len, 0, 44 - len);
     } else {
