@@ -6,6 +6,7 @@
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
+#   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
 #   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
 #   make deps      install the Debian packages the project needs (run, test and bench call it)
 
@@ -37,7 +38,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare install clean examples tests
+.PHONY: all deps run test bench icount compare install clean examples tests explain
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -135,6 +136,18 @@ bench/thresh_%.png: $(B)/thresh/rvxthresh_%
 thresh: deps $(addprefix bench/thresh_,$(addsuffix .png,$(FABRICS)))
 	@for f in $(FABRICS); do echo "== $$f"; sed -n 3,5p $(B)/thresh/$$f.txt; done
 # ---- end of threshold tool
+
+# ---- make explain: the disassembly of rc_mlx5's put, flush and progress wrappers, each
+# instruction annotated with its source line and grouped by purpose (tools/explain.sh). Always
+# -O2 -g: the annotation reads the line tables of the optimised code.
+all: $(B)/bench/explain_rc
+$(B)/bench/explain_rc: bench/explain_rc.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
+
+explain: $(B)/bench/explain_rc
+	@tools/explain.sh $<
+# ---- end of make explain
 
 examples: $(RVXRUN) $(EXAMPLE_BINS)
 tests: $(RVXRUN) $(TEST_BINS)
