@@ -2,7 +2,7 @@
 # Instructions per operation, by callgrind: each operation's noinline wrapper is the only function
 # counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
 # cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
-# Usage: bench/icount.sh [N]     (binaries: build/bench/icount_shm, build/bench/icount_tag)
+# Usage: bench/icount.sh [N]     (binaries: build/bench/icount_shm, icount_tag, icount_rc(_db))
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-20000}
@@ -46,3 +46,23 @@ if [ -x $bin ]; then
 else
   echo "icount: $bin not built (make): tag operations skipped"
 fi
+
+# rc_mlx5 (build/bench/icount_rc, and icount_rc_db with the 8-byte doorbell), on rvxsim unless
+# RVX_ICOUNT_HW=1 asks for the system's rdma-core and a real adapter. Only the application thread
+# runs the wrappers, so the model's engine thread is not counted.
+tl=rc_mlx5
+simlib=$([ "${RVX_ICOUNT_HW:-0}" = 1 ] && echo "" || echo "$PWD/build/sim")
+for entry in put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
+             put8_db:icount_rc_db:put8:bench_put8 ref_put8_db:icount_rc_db:ref_put8:ref_put8 \
+             get8:icount_rc:get8:bench_get8 flush_ready:icount_rc:flush_ready:bench_flush_ready \
+             progress_idle:icount_rc:progress_idle:bench_progress_idle \
+             progress_live_empty:icount_rc:progress_live_empty:bench_progress_live_empty \
+             am_short8:icount_rc:am_short8:bench_am_short8 amo_add8:icount_rc:amo_add8:bench_amo_add8; do
+  IFS=: read -r name b op fn <<<"$entry"
+  bin=build/bench/$b
+  [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
+  a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
+  c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
+  awk -v op="$name" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
+    'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+done

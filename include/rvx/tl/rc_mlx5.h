@@ -129,11 +129,13 @@ typedef struct rvx__mlx5_op {
     rvx_request_t *req;
 } rvx__mlx5_op_t;
 
-/* The BlueFlame register of a QP; QPs that share one share the half toggle. */
+/* The BlueFlame register of a QP; QPs that share one share the half toggle. `cur` is the half
+ * to write next; after a write it flips by `flip` (the half size). */
 typedef struct rvx__mlx5_bf {
-    uint8_t *reg;
-    uint32_t off;
-    uint32_t size;
+    uint8_t  *cur;
+    uintptr_t flip;
+    uint8_t  *reg;
+    uint32_t  size;
 } rvx__mlx5_bf_t;
 
 struct rvx__tl_iface;
@@ -144,14 +146,19 @@ typedef struct rvx__mlx5_conn {
     uint8_t              *sq_buf;
     uint32_t              sq_mask;     /* wqe_cnt - 1 */
     uint32_t              pi;          /* producer index in WQEBBs (free running) */
+    uint32_t              pi_limit;    /* pi may not pass this: ci + room */
+    uint16_t              sig_left;    /* WQEs until one must be signaled (1: the next one) */
+    uint8_t               fence;       /* fence bit for the next WQE (after a READ or atomic) */
+    uint8_t               failed;
+    uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
+    uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 3: a put8's first ctrl
+                                          * word before the byte swap, WQE index excluded */
+    volatile uint32_t    *dbrec;       /* &dbrec[MLX5_SND_DBR] */
+    rvx__mlx5_bf_t       *bf;          /* this QP's register state, or another QP's that shares it */
+    rvx__mlx5_bf_t        bf_own;
     uint32_t              ci;          /* first WQEBB not yet known complete */
     uint32_t              room;        /* WQEBBs usable: wqe_cnt - a reserve */
     uint32_t              qpn8;        /* QPN << 8, to OR with DS */
-    uint16_t              sig_left;    /* unsignaled WQEs left before one must be signaled */
-    uint8_t               fence;       /* fence bit for the next WQE (after a READ or atomic) */
-    uint8_t               failed;
-    volatile uint32_t    *dbrec;       /* &dbrec[MLX5_SND_DBR] */
-    rvx__mlx5_bf_t       *bf;
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
@@ -163,6 +170,8 @@ typedef struct rvx__mlx5_conn {
     uint32_t              sig_out;     /* signaled WQEs not yet completed */
     uint32_t              last_sig_pi; /* pi just past the last signaled WQE */
     uint16_t              last_sig_idx;/* WQE index (16 bit) of the last signaled WQE */
+    uint16_t              last_sig_idx_be; /* the same as the CQE's wqe_counter carries it */
+    uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     rvx_status_t          err;
     struct ibv_qp        *qp;
     uint32_t              qpn;
@@ -203,6 +212,8 @@ typedef struct rvx__tl_iface {
     /* hot: progress reads these */
     unsigned          nlive;
     unsigned          outstanding; /* signaled WQEs not yet completed, all endpoints */
+    const volatile uint8_t *cqe_next; /* op_own of the CQE at the consumer index */
+    uint32_t          cq_owner;    /* the owner bit a valid CQE there has: pass parity of cq_ci */
     uint8_t          *cq_buf;      /* first CQE's 64-byte part (the second half of 128-byte CQEs) */
     uint32_t          cq_ci;
     uint32_t          cq_mask;
@@ -216,8 +227,6 @@ typedef struct rvx__tl_iface {
     int               rank, nranks;
     uint64_t         *ctrl;        /* credit words, one per rank */
     struct ibv_mr    *ctrl_mr;
-    rvx__mlx5_bf_t    bfs[8];
-    unsigned          nbfs;
     uint32_t          qpt_qpn[RVX__MLX5_QPT_SIZE];
     int32_t           qpt_rank[RVX__MLX5_QPT_SIZE];
     int               in_rx;
@@ -422,16 +431,18 @@ RVX_COLD rvx__mlx5_conn_t *rvx__mlx5_lookup(rvx__tl_iface_t *ifc, uint32_t qpn)
     return NULL;
 }
 
-RVX_COLD rvx__mlx5_bf_t *rvx__mlx5_bf_of(rvx__tl_iface_t *ifc, void *reg, uint32_t size)
+/* QPs whose BlueFlame register is the same must alternate its halves together. */
+RVX_COLD rvx__mlx5_bf_t *rvx__mlx5_bf_of(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, void *reg,
+                                         uint32_t size)
 {
-    unsigned i;
-    for (i = 0; i < ifc->nbfs; i++)
-        if (ifc->bfs[i].reg == (uint8_t *)reg) return &ifc->bfs[i];
-    if (ifc->nbfs == sizeof(ifc->bfs) / sizeof(ifc->bfs[0])) return NULL;
-    ifc->bfs[ifc->nbfs].reg = (uint8_t *)reg;
-    ifc->bfs[ifc->nbfs].off = 0;
-    ifc->bfs[ifc->nbfs].size = size;
-    return &ifc->bfs[ifc->nbfs++];
+    int i;
+    for (i = 0; i < ifc->nranks; i++)
+        if (&ifc->conns[i] != c && ifc->conns[i].bf && ifc->conns[i].bf->reg == (uint8_t *)reg)
+            return ifc->conns[i].bf;
+    c->bf_own.reg = c->bf_own.cur = (uint8_t *)reg;
+    c->bf_own.flip = size;
+    c->bf_own.size = size;
+    return &c->bf_own;
 }
 
 /* Create the QP to `rank` (RESET -> INIT) and learn its geometry. */
@@ -487,14 +498,17 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     c->rank = rank;
     c->qpn = c->qp->qp_num;
     c->qpn8 = c->qpn << 8;
+    c->qpn_be = rvx_htobe32(c->qpn);
     c->sq_buf = (uint8_t *)dq.sq.buf;
     c->sq_mask = dq.sq.wqe_cnt - 1;
     /* Keep room for a flush NOP, a credit write and a keepalive whatever the data path does. */
     c->room = dq.sq.wqe_cnt - 4;
+    c->pi_limit = c->room;
+    c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn8 | 3;
+    c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->qpn8 | 2;
     c->dbrec = &dq.dbrec[MLX5_SND_DBR];
     c->sig_left = RVX_MLX5_SIG_EVERY;
-    c->bf = rvx__mlx5_bf_of(ifc, dq.bf.reg, dq.bf.size);
-    if (!c->bf) return RVX_ERR_NO_RESOURCE;
+    c->bf = rvx__mlx5_bf_of(ifc, c, dq.bf.reg, dq.bf.size);
 #if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
     if (dq.bf.size < 64) {
         rvx__log("rc_mlx5: this QP has no BlueFlame register; build with "
@@ -592,6 +606,8 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->cq_mask = dc.cqe_cnt - 1;
     ifc->cq_shift = dc.cqe_size == 128 ? 7 : 6;
     ifc->cq_dbrec = &dc.dbrec[0];
+    ifc->cqe_next = &((struct mlx5_cqe64 *)(void *)ifc->cq_buf)->op_own;
+    ifc->cq_owner = 0;
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
     if (!ifc->ctrl || !ifc->conns) { st = RVX_ERR_NO_MEMORY; goto fail; }
@@ -882,13 +898,24 @@ RVX_INLINE uint8_t *rvx__mlx5_next_seg(const rvx__mlx5_conn_t *c, uint8_t *seg)
  * a READ or atomic left for whatever follows it. */
 RVX_INLINE unsigned rvx__mlx5_flags(rvx__mlx5_conn_t *c, int force_sig)
 {
-    unsigned f = c->fence;
-    if (RVX_UNLIKELY(f)) c->fence = 0;
-    if (force_sig || RVX_UNLIKELY(--c->sig_left == 0)) {
+    unsigned f = 0;
+    /* sig_left may already be 0: the put8 path counts down before handing over */
+    if (force_sig || RVX_UNLIKELY(c->sig_left <= 1)) {
         c->sig_left = RVX_MLX5_SIG_EVERY;
-        f |= RVX__MLX5_CE;
+        f = RVX__MLX5_CE | c->fence;
+        c->fence = 0;
+    } else {
+        c->sig_left--;
     }
     return f;
+}
+
+/* A READ or an atomic was posted: the next WQE carries the fence (and, to keep the put path to
+ * one counter test, is also signaled). */
+RVX_INLINE void rvx__mlx5_set_fence(rvx__mlx5_conn_t *c)
+{
+    c->fence = RVX__MLX5_FENCE;
+    c->sig_left = 1;
 }
 
 /* Book-keeping of a signaled WQE that starts at pi and ends at end. */
@@ -900,6 +927,7 @@ RVX_INLINE void rvx__mlx5_mark_sig(rvx__mlx5_conn_t *c, uint32_t pi, uint32_t en
     c->sig_out++;
     c->last_sig_pi = end;
     c->last_sig_idx = (uint16_t)pi;
+    c->last_sig_idx_be = rvx_htobe16((uint16_t)pi);
     c->ifc->outstanding++;
 }
 
@@ -908,7 +936,7 @@ RVX_INLINE void rvx__mlx5_mark_sig(rvx__mlx5_conn_t *c, uint32_t pi, uint32_t en
 RVX_INLINE void rvx__mlx5_ring(rvx__mlx5_conn_t *c, uint32_t pi_end, const uint8_t *wqe, uint32_t nbb)
 {
     rvx__mlx5_bf_t *bf = c->bf;
-    uint8_t *reg = bf->reg + bf->off;
+    uint8_t *reg = bf->cur;
     rvx_to_device_barrier();
     *c->dbrec = rvx_htobe32(pi_end & 0xffff);
     rvx_wc_start();
@@ -941,12 +969,12 @@ RVX_INLINE void rvx__mlx5_ring(rvx__mlx5_conn_t *c, uint32_t pi_end, const uint8
         *(volatile uint64_t *)(void *)reg = *(const uint64_t *)(const void *)wqe;
     }
     rvx_wc_flush();
-    bf->off ^= bf->size;
+    bf->cur = (uint8_t *)((uintptr_t)reg ^ bf->flip);
 }
 
 /* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). */
 #define RVX__MLX5_NEED(c, nbb) \
-    if (RVX_UNLIKELY((c)->pi - (c)->ci + (nbb) > (c)->room)) rvx__mlx5_wait_room((c), (nbb))
+    if (RVX_UNLIKELY((int32_t)((c)->pi + (nbb) - (c)->pi_limit) > 0)) rvx__mlx5_wait_room((c), (nbb))
 
 /* ctrl segment, as mlx5dv_set_ctrl_seg would write it: opmod|index|opcode, qpn|ds, then
  * signature, stream id and fm_ce_se, imm. Written as two 8-byte stores. */
@@ -989,69 +1017,124 @@ RVX_INLINE unsigned rvx__mlx5_inline(rvx__mlx5_conn_t *c, uint8_t *seg, const vo
     return (unsigned)((4 + len + 15) / 16);
 }
 
-/* Put short: ctrl, raddr, inline data; one or two WQEBBs. */
-RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+#if defined(__x86_64__)
+RVX_COLD rvx_status_t rvx__mlx5_put8_slow(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
+                                          const rvx_rkey_t *rkey);
+
+/* An 8-byte put, the case the kit is measured by: one WQEBB built in SSE registers (ctrl, raddr,
+ * inline header + 8 bytes, a zero quarter) and stored from them to the queue and to the
+ * BlueFlame register; the rkey word and the ctrl's opcode/QPN/DS are precomputed. `hi` is bytes
+ * 8-15 of the ctrl segment (fm_ce_se in byte 11): 0 on the fast path. */
+RVX_INLINE void rvx__mlx5_put8_post(rvx__mlx5_conn_t *c, uint32_t pi, const void *src,
+                                    uint64_t raddr, const rvx_rkey_t *rkey, uint64_t hi)
 {
-    rvx__mlx5_conn_t *c = ep->c;
-    uint32_t pi = c->pi, nbb, ds;
+    uint8_t *wqe, *reg;
+    rvx__mlx5_bf_t *bf;
+    __m128i v0, v1, v2, v3 = _mm_setzero_si128();
+    v2 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),
+                      _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
+    v1 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
+                                       (const double *)(const void *)&rkey->rkey_word));
+    wqe = c->sq_buf + ((size_t)(pi & c->sq_mask) << 6);
+    /* opmod 0 | WQE index | opcode, then QPN | DS: one 64-bit byte swap */
+    v0 = _mm_cvtsi64_si128((long long)rvx_htobe64((uint64_t)(uint16_t)pi << 40 | c->ctrl_w8));
+    if (hi) v0 = _mm_unpacklo_epi64(v0, _mm_cvtsi64_si128((long long)hi));
+    _mm_store_si128((__m128i *)(void *)wqe, v0);
+    _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
+    _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
+    _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
+    c->pi = ++pi;
+    rvx_to_device_barrier();
+    *c->dbrec = rvx_htobe32(pi & 0xffff);
+    rvx_wc_start();
+    bf = c->bf;
+    reg = bf->cur;
+#if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
+    _mm_store_si128((__m128i *)(void *)reg, v0);
+    _mm_store_si128((__m128i *)(void *)(reg + 16), v1);
+    _mm_store_si128((__m128i *)(void *)(reg + 32), v2);
+    _mm_store_si128((__m128i *)(void *)(reg + 48), v3);
+#else
+    *(volatile uint64_t *)(void *)reg = (uint64_t)_mm_cvtsi128_si64(v0);
+#endif
+    rvx_wc_flush();
+    bf->cur = (uint8_t *)((uintptr_t)reg ^ bf->flip);
+}
+
+/* Full queue, or the WQE that asks for a completion (sig_left reached 0) or carries a fence.
+ * Arguments in the order put8 receives them, so that its tail call moves no register. */
+RVX_COLD rvx_status_t rvx__mlx5_put8_slow(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
+                                          const rvx_rkey_t *rkey)
+{
+    unsigned f;
+    uint32_t pi;
+    RVX__MLX5_NEED(c, 1);
+    pi = c->pi;
+    f = rvx__mlx5_flags(c, 0);
+    if (f & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
+    rvx__mlx5_put8_post(c, pi, src, raddr, rkey, (uint64_t)f << 24);
+    return RVX_OK;
+}
+
+RVX_INLINE rvx_status_t rvx__mlx5_put8(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
+                                       const rvx_rkey_t *rkey)
+{
+    uint32_t pi = c->pi;
+    /* a full queue, or the WQE that must ask for a completion (or carry a fence): out of line,
+     * as a tail call so that this path needs no stack frame */
+    if (RVX_UNLIKELY((int32_t)(pi - c->pi_limit) >= 0)) return rvx__mlx5_put8_slow(c, src, raddr, rkey);
+    if (RVX_UNLIKELY(--c->sig_left == 0)) return rvx__mlx5_put8_slow(c, src, raddr, rkey);
+    rvx__mlx5_put8_post(c, pi, src, raddr, rkey, 0);
+    return RVX_OK;
+}
+#endif
+
+RVX_INLINE rvx_status_t rvx__mlx5_put_short_gen(rvx__mlx5_conn_t *c, const void *src, size_t len,
+                                                uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    uint32_t pi, nbb, ds;
     uint8_t *wqe;
     unsigned flags;
-
-    if (len == 0) return RVX_OK;
     ds = 2 + (unsigned)((4 + len + 15) / 16);
     nbb = (ds + 3) / 4;
     RVX__MLX5_NEED(c, nbb);
     pi = c->pi;
     wqe = rvx__mlx5_slot(c, pi);
     flags = rvx__mlx5_flags(c, 0);
-#if defined(__x86_64__)
-    if (__builtin_constant_p(len) && len <= 12) {
-        /* One WQEBB built in registers: ctrl, raddr, inline header + payload, and a zeroed last
-         * 16 bytes, stored to the queue and (BlueFlame) to the register from the same values. */
-        uint64_t w0 = (uint64_t)rvx_htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_RDMA_WRITE) |
-                      (uint64_t)rvx_htobe32(c->qpn8 | ds) << 32;
-        __m128i v0 = _mm_set_epi64x((long long)((uint64_t)flags << 24), (long long)w0);
-        __m128i v1 = _mm_set_epi64x((long long)rkey->rkey_word, (long long)rvx_htobe64(raddr));
-        uint8_t tmp[16] __attribute__((aligned(16)));
-        __m128i v2, v3 = _mm_setzero_si128();
-        *(uint32_t *)(void *)tmp = rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG);
-        memcpy(tmp + 4, src, len);
-        if (len < 12) memset(tmp + 4 + len, 0, 12 - len);
-        v2 = _mm_load_si128((const __m128i *)(const void *)tmp);
-        _mm_store_si128((__m128i *)(void *)wqe, v0);
-        _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
-        _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
-        _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
-        if (RVX_UNLIKELY(flags & RVX__MLX5_CE)) rvx__mlx5_mark_sig(c, pi, pi + 1);
-        c->pi = pi + 1;
-        {
-            rvx__mlx5_bf_t *bf = c->bf;
-            uint8_t *reg = bf->reg + bf->off;
-            rvx_to_device_barrier();
-            *c->dbrec = rvx_htobe32((pi + 1) & 0xffff);
-            rvx_wc_start();
-#if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
-            _mm_store_si128((__m128i *)(void *)reg, v0);
-            _mm_store_si128((__m128i *)(void *)(reg + 16), v1);
-            _mm_store_si128((__m128i *)(void *)(reg + 32), v2);
-            _mm_store_si128((__m128i *)(void *)(reg + 48), v3);
-#else
-            *(volatile uint64_t *)(void *)reg = w0;
-#endif
-            rvx_wc_flush();
-            bf->off ^= bf->size;
-        }
-        return RVX_OK;
-    }
-#endif
     rvx__mlx5_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->qpn8, ds, flags, 0);
     rvx__mlx5_raddr(wqe + 16, raddr, rkey);
-    rvx__mlx5_inline(c, rvx__mlx5_next_seg(c, wqe + 16), src, len);
+    {   /* the inline segment, and zeros to the end of the last WQEBB (the BlueFlame copy sends
+         * whole WQEBBs, and the queue must hold the same bytes) */
+        uint8_t *seg = rvx__mlx5_next_seg(c, wqe + 16);
+        unsigned units = rvx__mlx5_inline(c, seg, src, len);
+        size_t used = 4 + len, pad = units * 16 - used;
+        uint8_t *p = seg + used, *qend = c->sq_buf + ((size_t)(c->sq_mask + 1) << 6);
+        if (p >= qend) p -= (size_t)(qend - c->sq_buf);
+        while (pad--) {
+            *p++ = 0;
+            if (p == qend) p = c->sq_buf;
+        }
+        for (pad = (size_t)nbb * 4 - ds; pad; pad--) {
+            memset(p, 0, 16);
+            p += 16;
+            if (p == qend) p = c->sq_buf;
+        }
+    }
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + nbb);
     c->pi = pi + nbb;
     rvx__mlx5_ring(c, pi + nbb, wqe, nbb);
     return RVX_OK;
+}
+
+/* Put short: ctrl, raddr, inline data; one or two WQEBBs. */
+RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    if (len == 0) return RVX_OK;
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && len == 8) return rvx__mlx5_put8(ep->c, src, raddr, rkey);
+#endif
+    return rvx__mlx5_put_short_gen(ep->c, src, len, raddr, rkey);
 }
 
 /* Room in the bounce ring for len bytes (8-aligned), given back in WQE order. */
@@ -1097,7 +1180,7 @@ RVX_INLINE void rvx__mlx5_post_rdma(rvx__mlx5_conn_t *c, unsigned opcode, const 
         c->nops++;
     }
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
-    if (opcode == MLX5_OPCODE_RDMA_READ) c->fence = RVX__MLX5_FENCE;
+    if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(c);
     c->pi = pi + 1;
     rvx__mlx5_ring(c, pi + 1, wqe, 1);
 }
@@ -1268,7 +1351,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     e->bounce = c->b_head;
     c->nops++;
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + nbb);
-    c->fence = RVX__MLX5_FENCE;
+    rvx__mlx5_set_fence(c);
     c->pi = pi + nbb;
     rvx__mlx5_ring(c, pi + nbb, wqe, nbb);
     if (wait) return rvx__mlx5_wait_req(c, &own);
@@ -1335,7 +1418,6 @@ RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint
 /* ---- messages ------------------------------------------------------------------------------- */
 
 #if RVX_CAN_RECEIVE
-RVX_COLD int rvx__mlx5_credit_reload(rvx__mlx5_conn_t *c);
 
 /* Where to write a frame of len bytes: small frames go inline in the WQE (built in the bounce
  * ring first), others from the bounce ring. NULL when the peer has no free receive buffer. */
@@ -1343,18 +1425,21 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {
     rvx__mlx5_conn_t *c = ep->c;
     (void)chan;
-    if (RVX_UNLIKELY(c->tx_sent >= c->tx_limit) && !rvx__mlx5_credit_reload(c)) return NULL;
-    if (RVX_UNLIKELY(c->failed)) return NULL;
+    if (RVX_UNLIKELY(c->tx_sent >= c->tx_limit)) {
+        /* out of cached credit (or failed: a failed conn has tx_limit 0): the peer's count */
+        if (c->failed) return NULL;
+        c->tx_limit = *c->credit_word + c->rq_mask + 1;
+        if (c->tx_sent >= c->tx_limit) return NULL;
+    }
     if (len <= 44) return c->scratch;
     return rvx__mlx5_bounce(c, len);
 }
 
 /* SEND with immediate (info | chan << 16): inline when it fits one WQEBB with the ctrl segment,
  * otherwise a data segment on the bounce ring. */
-RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
-                                   unsigned info)
+RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *body, size_t len,
+                                      unsigned info)
 {
-    rvx__mlx5_conn_t *c = ep->c;
     uint32_t pi, imm = rvx_htobe32(info | chan << 16);
     uint8_t *wqe;
     unsigned flags;
@@ -1386,6 +1471,60 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
     c->pi = pi + 1;
     rvx__mlx5_ring(c, pi + 1, wqe, 1);
 }
+
+RVX_COLD void rvx__mlx5_publish_slow(rvx__mlx5_conn_t *c, unsigned chan, void *body, size_t len,
+                                     unsigned info)
+{
+    rvx__mlx5_publish_gen(c, chan, body, len, info);
+}
+
+RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                   unsigned info)
+{
+    rvx__mlx5_conn_t *c = ep->c;
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
+        len == 8) {
+        /* the 8-byte message (one argument): as put8, one WQEBB from SSE registers */
+        uint32_t pi = c->pi;
+        uint8_t *wqe, *reg;
+        rvx__mlx5_bf_t *bf;
+        __m128i v0, v1, v2 = _mm_setzero_si128();
+        if (RVX_UNLIKELY((int32_t)(pi - c->pi_limit) >= 0 || --c->sig_left == 0)) {
+            rvx__mlx5_publish_slow(c, chan, body, len, info);
+            return;
+        }
+        v1 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)body), 4),
+                          _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
+        v0 = _mm_set_epi64x((long long)((uint64_t)rvx_htobe32(info | chan << 16) << 32),
+                            (long long)rvx_htobe64((uint64_t)(uint16_t)pi << 40 | c->ctrl_send2));
+        wqe = c->sq_buf + ((size_t)(pi & c->sq_mask) << 6);
+        _mm_store_si128((__m128i *)(void *)wqe, v0);
+        _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
+        _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
+        _mm_store_si128((__m128i *)(void *)(wqe + 48), v2);
+        c->tx_sent++;
+        c->pi = ++pi;
+        rvx_to_device_barrier();
+        *c->dbrec = rvx_htobe32(pi & 0xffff);
+        rvx_wc_start();
+        bf = c->bf;
+        reg = bf->cur;
+#if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
+        _mm_store_si128((__m128i *)(void *)reg, v0);
+        _mm_store_si128((__m128i *)(void *)(reg + 16), v1);
+        _mm_store_si128((__m128i *)(void *)(reg + 32), v2);
+        _mm_store_si128((__m128i *)(void *)(reg + 48), v2);
+#else
+        *(volatile uint64_t *)(void *)reg = (uint64_t)_mm_cvtsi128_si64(v0);
+#endif
+        rvx_wc_flush();
+        bf->cur = (uint8_t *)((uintptr_t)reg ^ bf->flip);
+        return;
+    }
+#endif
+    rvx__mlx5_publish_gen(c, chan, body, len, info);
+}
 #endif
 
 /* ---- completions ---------------------------------------------------------------------------- */
@@ -1396,9 +1535,20 @@ RVX_INLINE struct mlx5_cqe64 *rvx__mlx5_cqe(const rvx__tl_iface_t *ifc, uint32_t
 }
 
 /* Valid iff the opcode is not INVALID and the owner bit equals the pass parity of ci. */
+/* Valid iff the owner bit is this pass's and the opcode is not INVALID (0xf): after the xor the
+ * low bit is 0 and the value is below 0xf0. */
 RVX_INLINE int rvx__mlx5_cqe_ready(const rvx__tl_iface_t *ifc, uint8_t op_own)
 {
-    return ((op_own ^ !!(ifc->cq_ci & ifc->cq_cnt)) & 1) == 0 && (op_own >> 4) != MLX5_CQE_INVALID;
+    unsigned t = op_own ^ ifc->cq_owner;
+    return !(t & 1) && t < 0xf0;
+}
+
+/* The consumer index moves on: where the next CQE's op_own is, and which owner bit it needs. */
+RVX_INLINE void rvx__mlx5_cq_advance(rvx__tl_iface_t *ifc)
+{
+    uint32_t ci = ++ifc->cq_ci;
+    ifc->cqe_next = &rvx__mlx5_cqe(ifc, ci)->op_own;
+    ifc->cq_owner = !!(ci & ifc->cq_cnt);
 }
 
 RVX_COLD void rvx__mlx5_complete(rvx_request_t *req, rvx_status_t st)
@@ -1429,6 +1579,7 @@ RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t s
         c->ci++;
     }
     c->ci = end;
+    c->pi_limit = end + c->room;
     /* flushes in order of their targets */
     pp = &c->flush_head;
     while (*pp && (int32_t)(c->ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
@@ -1445,6 +1596,7 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
+        c->tx_limit = 0; /* sends take the slow path, which sees the failure */
         rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
                  "the endpoint is marked failed", c->rank, rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);
@@ -1474,7 +1626,7 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         opcode = op_own >> 4;
         qpn = rvx_htobe32(cqe->sop_drop_qpn) & 0xffffff;
         c = rvx__mlx5_lookup(ifc, qpn);
-        ifc->cq_ci++;
+        rvx__mlx5_cq_advance(ifc);
         n++;
         if (!c) {
             rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
@@ -1667,17 +1819,6 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     }
 }
 
-RVX_COLD int rvx__mlx5_credit_reload(rvx__mlx5_conn_t *c)
-{
-    uint64_t consumed = *c->credit_word;
-    c->tx_limit = consumed + c->rq_mask + 1;
-    if (c->tx_sent < c->tx_limit) return 1;
-    /* no credit: look at completions once (the peer's credit write may be there) */
-    rvx__mlx5_drain(c->ifc, 0);
-    consumed = *c->credit_word;
-    c->tx_limit = consumed + c->rq_mask + 1;
-    return c->tx_sent < c->tx_limit;
-}
 #endif
 
 /* Something may be in the CQ: handle it all, then what was held back. */
@@ -1707,7 +1848,7 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 #else
     if (!ifc->outstanding) return 0;
 #endif
-    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(ifc, rvx__mlx5_cqe(ifc, ifc->cq_ci)->op_own))) {
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(ifc, *ifc->cqe_next))) {
 #if RVX_CAN_RECEIVE
         if (RVX_LIKELY(!ifc->def_head)) return 0;
 #else
@@ -1838,28 +1979,25 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
     return RVX_INPROGRESS;
 }
 
-/* Done at once when nothing is outstanding, or when the CQE of the last signaled WQE is the one
- * waiting in the CQ (consumed here); otherwise the slow path. */
+/* Done at once when nothing is outstanding, or when the CQE at the head of the CQ is this QP's
+ * successful completion of its last signaled WQE: then everything issued has completed. That
+ * CQE is left for progress to consume (it retires the queue space and runs any pending copies);
+ * a flush only needs to know it is there. Otherwise the slow path. */
 RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
 {
     rvx__mlx5_conn_t *c = ep->c;
-    rvx__tl_iface_t *ifc;
-    struct mlx5_cqe64 *cqe;
-    if (c->ci == c->pi) return c->err;
+    const rvx__tl_iface_t *ifc;
+    const struct mlx5_cqe64 *cqe;
+    uint32_t pi = c->pi;
+    if (c->ci == pi) return c->err;
     ifc = c->ifc;
-    cqe = rvx__mlx5_cqe(ifc, ifc->cq_ci);
-    if (c->last_sig_pi == c->pi && !c->nops && !c->flush_head && !ifc->wflush &&
-        rvx__mlx5_cqe_ready(ifc, cqe->op_own) &&
-        (cqe->op_own >> 4) == MLX5_CQE_REQ && !ifc->in_rx &&
-        (rvx_htobe32(cqe->sop_drop_qpn) & 0xffffff) == c->qpn &&
-        rvx_htobe16(cqe->wqe_counter) == c->last_sig_idx) {
-        c->ops[c->last_sig_idx & c->sq_mask].sig = 0;
-        c->ci = c->pi;
-        c->sig_out--;
-        ifc->outstanding--;
-        ifc->cq_ci++;
-        *ifc->cq_dbrec = rvx_htobe32(ifc->cq_ci & 0xffffff);
-        return RVX_OK;
+    cqe = RVX_CONTAINER_OF(ifc->cqe_next, const struct mlx5_cqe64, op_own);
+    /* owner bit of this pass and opcode REQ (0) in one test */
+    if (RVX_LIKELY(c->last_sig_pi == pi && ((cqe->op_own ^ ifc->cq_owner) & 0xf1) == 0)) {
+        rvx_from_device_barrier();
+        if (RVX_LIKELY((cqe->sop_drop_qpn & rvx_htobe32(0xffffff)) == c->qpn_be &&
+                       cqe->wqe_counter == c->last_sig_idx_be))
+            return RVX_OK;
     }
     return rvx__mlx5_flush_slow(c, req);
 }
