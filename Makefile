@@ -20,6 +20,8 @@ CPPFLAGS_RVX := -Iinclude
 HEADERS := $(shell find include -name '*.h')
 EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
+# the same examples built for rc_mlx5 (run on rvxsim here, on a ConnectX where there is one)
+EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_counter ring halo)
 TEST_SRCS := $(filter-out tests/t_rc_%,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
@@ -38,10 +40,10 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare install clean examples tests explain
+.PHONY: all deps run test bench icount compare install clean examples tests hwcheck explain
 .DEFAULT_GOAL := all
 
-all: $(RVXRUN) $(EXAMPLE_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
+all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
 
 # The rvxsim model (its own makefile fragment; it shares no code with include/).
 -include sim/sim.mk
@@ -60,6 +62,10 @@ $(B)/examples/%: examples/%.c $(HEADERS)
 $(B)/tests/%: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
+
+$(B)/examples-rc/%: examples/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
 $(B)/tests-rc/%: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
@@ -175,11 +181,20 @@ run: deps all
 	$(MPIRUN_LOCAL) -np 4 $(B)/examples/ring-pmix
 	@echo "== rvxsim: the software ConnectX that stands in for rdma-core (no adapter here)"
 	LD_LIBRARY_PATH=$(B)/sim $(B)/sim/rvxsim_devinfo
+	@echo "== rc_mlx5 on rvxsim: the same examples built for the mlx5 transport (WQEs, doorbells, CQEs)"
+	LD_LIBRARY_PATH=$(B)/sim $(RVXRUN) -n 3 -t 60 $(B)/examples-rc/hello_put
+	LD_LIBRARY_PATH=$(B)/sim $(RVXRUN) -n 4 -t 60 $(B)/examples-rc/atomic_counter 2000
+	LD_LIBRARY_PATH=$(B)/sim $(RVXRUN) -n 4 -t 60 $(B)/examples-rc/ring
+	LD_LIBRARY_PATH=$(B)/sim $(RVXRUN) -n 2 -t 60 $(B)/examples-rc/pingpong 2000
 	@echo "== rvxsim: WQEs through the model's engine, and a verbs SEND ping-pong between 2 processes"
 	@$(MAKE) -s sim-bench
 
 test: deps all
 	@tests/run.sh
+
+# The rc_mlx5 tests on a real adapter (system rdma-core, no rvxsim); exit 77 where there is none.
+hwcheck: deps all
+	@tools/hwcheck.sh
 
 icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag
 	@bench/icount.sh

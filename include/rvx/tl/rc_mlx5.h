@@ -150,6 +150,8 @@ typedef struct rvx__mlx5_conn {
     uint16_t              sig_left;    /* WQEs until one must be signaled (1: the next one) */
     uint8_t               fence;       /* fence bit for the next WQE (after a READ or atomic) */
     uint8_t               failed;
+    uint8_t               hold;        /* failed with WQEs whose error CQEs are still to come:
+                                        * counted in ifc->outstanding so that progress polls */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 3: a put8's first ctrl
                                           * word before the byte swap, WQE index excluded */
@@ -1603,6 +1605,16 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
     }
 }
 
+/* A failed QP completes every WQE it holds with an error CQE, signaled or not: make sure progress
+ * keeps polling until they have all come, even where only signaled work would make it poll. */
+RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c)
+{
+    if (c->failed && !c->hold && c->ci != c->pi) {
+        c->hold = 1;
+        c->ifc->outstanding++;
+    }
+}
+
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c);
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
@@ -1630,6 +1642,12 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         n++;
         if (!c) {
             rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
+            continue;
+        }
+        if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
+            (int16_t)(rvx_htobe16(cqe->wqe_counter) - (uint16_t)c->ci) < 0) {
+            rvx__log("rc_mlx5: completion for WQE %u of QP 0x%x, already retired: ignored",
+                     rvx_htobe16(cqe->wqe_counter), qpn);
             continue;
         }
         if (opcode == MLX5_CQE_REQ) {
@@ -1664,6 +1682,11 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
                 end = start + 1;
             }
             rvx__mlx5_retire(c, end, st);
+            rvx__mlx5_hold(c);
+            if (c->ci == c->pi && c->hold) {
+                c->hold = 0;
+                ifc->outstanding--;
+            }
             if (c->ci == c->pi && c->sig_out) { /* counters of a dead QP: nothing more comes */
                 ifc->outstanding -= c->sig_out;
                 c->sig_out = 0;
@@ -1688,7 +1711,7 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         int i, idle = 1;
         for (i = 0; i < ifc->nranks && idle; i++) {
             const rvx__mlx5_conn_t *c = &ifc->conns[i];
-            if ((int32_t)(c->ci - c->wflush_pi) < 0 && !(c->failed && c->sig_out == 0)) idle = 0;
+            if ((int32_t)(c->ci - c->wflush_pi) < 0) idle = 0;
         }
         if (idle) {
             while (ifc->wflush) {
@@ -1885,12 +1908,7 @@ RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
     unsigned spins = 0;
     rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free the queue */
     while (c->pi - c->ci + nbb > c->room) {
-        if (c->failed && c->sig_out == 0 && c->ci != c->pi) {
-            /* a failed QP completes everything with errors; if nothing more can come,
-             * forget what is left so the (failing) post can proceed */
-            rvx__mlx5_retire(c, c->pi, c->err);
-            break;
-        }
+        rvx__mlx5_hold(c); /* a failed QP frees its queue through error CQEs */
         if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
         else rvx__backoff(&spins);
     }
@@ -1965,11 +1983,8 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 {
     rvx__mlx5_drain(c->ifc, 0);
     if (c->ci == c->pi) return c->err;
-    if (c->failed && c->sig_out == 0) {
-        rvx__mlx5_retire(c, c->pi, c->err);
-        return c->err;
-    }
-    rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
+    if (c->failed) rvx__mlx5_hold(c); /* every WQE comes back with an error CQE */
+    else rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
     if (!req) return RVX_ERR_INVALID_PARAM;
     req->tl_private[0] = 0;
     req->tl_private[1] = c->pi;
@@ -2009,8 +2024,8 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
     for (i = 0; i < ifc->nranks; i++) {
         rvx__mlx5_conn_t *c = &ifc->conns[i];
         if (!c->ep || c->ci == c->pi) continue;
-        if (c->failed && c->sig_out == 0) { rvx__mlx5_retire(c, c->pi, c->err); continue; }
-        rvx__mlx5_sig_tail(c);
+        if (c->failed) rvx__mlx5_hold(c);
+        else rvx__mlx5_sig_tail(c);
         c->wflush_pi = c->pi;
         busy = 1;
     }
