@@ -86,6 +86,14 @@ $(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests/t_tag_peer_dea
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 
+# the tag tests over rc_mlx5 on rvxsim (PIPELINE over rc_mlx5 does not pass yet: not built here)
+TAG_RC_RNDV := get put am
+TAG_RC_VARIANTS := $(addprefix $(B)/tests-rc/t_tag_,$(TAG_RC_RNDV))
+all tests: $(TAG_RC_VARIANTS)
+$(TAG_RC_VARIANTS): $(B)/tests-rc/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+
 # ---- PMIx builds: the flags are read when a rule runs, after `make deps` installed libpmix-dev
 PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix 2>/dev/null)
 # mpirun on this machine alone: no remote daemons, more ranks than cores, root allowed (containers)
@@ -196,7 +204,7 @@ test: deps all
 hwcheck: deps all
 	@tools/hwcheck.sh
 
-icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag
+icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db sim
 	@bench/icount.sh
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat

@@ -36,6 +36,13 @@ r_floor=$(val "ratio am_lat_vs_floor" "$tmp/compare"); r_ucx=$(val "ratio am_lat
 r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
 tsend=$(val "icount shm tag_send8" "$tmp/icount"); trecv=$(val "icount shm tag_recv8" "$tmp/icount")
 r_tag=$(val "ratio tag_lat_vs_ucx" "$tmp/compare")
+rc() { val "icount rc_mlx5 $1" "$tmp/icount"; }
+rc_put8=$(rc put8); rc_ref=$(rc ref_put8); rc_put8db=$(rc put8_db); rc_refdb=$(rc ref_put8_db)
+rc_flush=$(rc flush_ready); rc_pidle=$(rc progress_idle); rc_plive=$(rc progress_live_empty)
+rc_am8=$(rc am_short8); rc_get8=$(rc get8); rc_amo=$(rc amo_add8)
+rc_ratio=$(awk -v a="$rc_put8" -v b="$rc_ref" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }')
+rc_ratio_db=$(awk -v a="$rc_put8db" -v b="$rc_refdb" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }')
+rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
 
 {
   echo "# rvx benchmark results"
@@ -58,6 +65,24 @@ r_tag=$(val "ratio tag_lat_vs_ucx" "$tmp/compare")
   echo "| shm tag_send8 instructions | <= 60 | $tsend | $(verdict "$tsend" le 60) |"
   echo "| shm tag_recv8 instructions (post + upcall) | <= 60 | $trecv | $(verdict "$trecv" le 60) |"
   echo "| 8-byte tag one-way latency / UCX UCP tag_lat | <= 0.6 | $r_tag | $(verdict "$r_tag" le 0.6) |"
+  echo
+  echo "## rc_mlx5 instruction counts (issue: tl/rc_mlx5), on rvxsim"
+  echo
+  echo "Application thread only (callgrind --toggle-collect on each noinline wrapper of"
+  echo "bench/icount_rc.c, N and 2N calls, difference / N; the model's engine thread is not counted)."
+  echo "ref_put8 is the hand-written minimal post of the same WQE in the same binary (same doorbell"
+  echo "mode, same moderation). Seed 002's figures for UCP/UCT over mlx5 are beside them."
+  echo
+  echo "| figure | target | measured | verdict | seed 002 (UCX) |"
+  echo "|---|---|---|---|---|"
+  echo "| put8, BlueFlame | <= 45 and <= 1.1 x ref_put8 | $rc_put8 (ref $rc_ref, ratio $rc_ratio) | $(verdict "$rc_put8" le 45), $(verdict "$rc_ratio" le 1.1) | function pointers 15-19 per call, RESOLVE_RKEY_RMA 35, checks 6-15 on top of the post |"
+  echo "| put8_db, 8-byte doorbell | <= 1.1 x ref_put8_db | $rc_put8db (ref $rc_refdb, ratio $rc_ratio_db) | $(verdict "$rc_ratio_db" le 1.1) | |"
+  echo "| flush_ready (CQE already in the CQ) | <= 30 | $rc_flush | $(verdict "$rc_flush" le 30) | TX poll through verbs 96, direct 25 |"
+  echo "| progress_idle (no live endpoint) | <= 5 | $rc_pidle | $(verdict "$rc_pidle" le 5) | idle UD iface after wire-up 306 (129 over xUD) |"
+  echo "| progress_live_empty (live endpoints, empty CQ) | <= 15 | $rc_plive | $(verdict "$rc_plive" le 15) | RX poll through verbs 96, direct 38 |"
+  echo "| am_short8 send | <= put8 + 10 = $rc_am_lim | $rc_am8 | $(verdict "$rc_am8" le "$rc_am_lim") | |"
+  echo "| get8 (post; completion outside) | - | $rc_get8 | - | |"
+  echo "| amo_add8 (non-fetching) | - | $rc_amo | - | |"
   echo
   echo "## Instructions per operation"
   echo
