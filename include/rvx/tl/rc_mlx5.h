@@ -797,6 +797,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 }
 
 RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver);
+RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c);
 
 /* The endpoint goes; the QP stays (and keeps its counters) so that a later endpoint continues
  * the same stream. Outstanding work is finished first, so nothing refers to the endpoint. */
@@ -805,6 +806,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     rvx__mlx5_conn_t *c = ep->c;
     rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
+    if (!c->failed) rvx__mlx5_sig_tail(c); /* an unsignaled tail would never be retired */
     while (c->ci != c->pi && !c->failed) {
         if (!rvx__mlx5_drain(ifc, 0)) rvx__backoff(&spins);
         if (spins > 20000) break; /* the peer is gone without telling: let the QP be */
