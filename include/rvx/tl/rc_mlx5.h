@@ -1025,24 +1025,14 @@ RVX_INLINE unsigned rvx__mlx5_inline(rvx__mlx5_conn_t *c, uint8_t *seg, const vo
 RVX_COLD rvx_status_t rvx__mlx5_put8_slow(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
                                           const rvx_rkey_t *rkey);
 
-/* An 8-byte put, the case the kit is measured by: one WQEBB built in SSE registers (ctrl, raddr,
- * inline header + 8 bytes, a zero quarter) and stored from them to the queue and to the
- * BlueFlame register; the rkey word and the ctrl's opcode/QPN/DS are precomputed. `hi` is bytes
- * 8-15 of the ctrl segment (fm_ce_se in byte 11): 0 on the fast path. */
-RVX_INLINE void rvx__mlx5_put8_post(rvx__mlx5_conn_t *c, uint32_t pi, const void *src,
-                                    uint64_t raddr, const rvx_rkey_t *rkey, uint64_t hi)
+/* Post one WQEBB held in four SSE registers at pi: store it to the queue, move the producer index,
+ * write the doorbell record, then the BlueFlame copy from the same registers (or the 8-byte
+ * doorbell), and flip the BlueFlame half. */
+RVX_INLINE void rvx__mlx5_post_bb(rvx__mlx5_conn_t *c, uint32_t pi, __m128i v0, __m128i v1,
+                                  __m128i v2, __m128i v3)
 {
-    uint8_t *wqe, *reg;
+    uint8_t *wqe = c->sq_buf + ((size_t)(pi & c->sq_mask) << 6), *reg;
     rvx__mlx5_bf_t *bf;
-    __m128i v0, v1, v2, v3 = _mm_setzero_si128();
-    v2 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),
-                      _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
-    v1 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
-                                       (const double *)(const void *)&rkey->rkey_word));
-    wqe = c->sq_buf + ((size_t)(pi & c->sq_mask) << 6);
-    /* opmod 0 | WQE index | opcode, then QPN | DS: one 64-bit byte swap */
-    v0 = _mm_cvtsi64_si128((long long)rvx_htobe64((uint64_t)(uint16_t)pi << 40 | c->ctrl_w8));
-    if (hi) v0 = _mm_unpacklo_epi64(v0, _mm_cvtsi64_si128((long long)hi));
     _mm_store_si128((__m128i *)(void *)wqe, v0);
     _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
     _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
@@ -1059,10 +1049,29 @@ RVX_INLINE void rvx__mlx5_put8_post(rvx__mlx5_conn_t *c, uint32_t pi, const void
     _mm_store_si128((__m128i *)(void *)(reg + 32), v2);
     _mm_store_si128((__m128i *)(void *)(reg + 48), v3);
 #else
+    (void)v1; (void)v2; (void)v3;
     *(volatile uint64_t *)(void *)reg = (uint64_t)_mm_cvtsi128_si64(v0);
 #endif
     rvx_wc_flush();
     bf->cur = (uint8_t *)((uintptr_t)reg ^ bf->flip);
+}
+
+/* An 8-byte put, the case the kit is measured by: one WQEBB built in SSE registers (ctrl, raddr,
+ * inline header + 8 bytes, a zero quarter) and stored from them to the queue and to the
+ * BlueFlame register; the rkey word and the ctrl's opcode/QPN/DS are precomputed. `hi` is bytes
+ * 8-15 of the ctrl segment (fm_ce_se in byte 11): 0 on the fast path. */
+RVX_INLINE void rvx__mlx5_put8_post(rvx__mlx5_conn_t *c, uint32_t pi, const void *src,
+                                    uint64_t raddr, const rvx_rkey_t *rkey, uint64_t hi)
+{
+    __m128i v0, v1, v2, v3 = _mm_setzero_si128();
+    v2 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),
+                      _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
+    v1 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
+                                       (const double *)(const void *)&rkey->rkey_word));
+    /* opmod 0 | WQE index | opcode, then QPN | DS: one 64-bit byte swap */
+    v0 = _mm_cvtsi64_si128((long long)rvx_htobe64((uint64_t)(uint16_t)pi << 40 | c->ctrl_w8));
+    if (hi) v0 = _mm_unpacklo_epi64(v0, _mm_cvtsi64_si128((long long)hi));
+    rvx__mlx5_post_bb(c, pi, v0, v1, v2, v3);
 }
 
 /* Full queue, or the WQE that asks for a completion (sig_left reached 0) or carries a fence.
@@ -1491,8 +1500,6 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         len == 8) {
         /* the 8-byte message (one argument): as put8, one WQEBB from SSE registers */
         uint32_t pi = c->pi;
-        uint8_t *wqe, *reg;
-        rvx__mlx5_bf_t *bf;
         __m128i v0, v1, v2 = _mm_setzero_si128();
         if (RVX_UNLIKELY((int32_t)(pi - c->pi_limit) >= 0 || --c->sig_left == 0)) {
             rvx__mlx5_publish_slow(c, chan, body, len, info);
@@ -1502,28 +1509,8 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
                           _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
         v0 = _mm_set_epi64x((long long)((uint64_t)rvx_htobe32(info | chan << 16) << 32),
                             (long long)rvx_htobe64((uint64_t)(uint16_t)pi << 40 | c->ctrl_send2));
-        wqe = c->sq_buf + ((size_t)(pi & c->sq_mask) << 6);
-        _mm_store_si128((__m128i *)(void *)wqe, v0);
-        _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
-        _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
-        _mm_store_si128((__m128i *)(void *)(wqe + 48), v2);
         c->tx_sent++;
-        c->pi = ++pi;
-        rvx_to_device_barrier();
-        *c->dbrec = rvx_htobe32(pi & 0xffff);
-        rvx_wc_start();
-        bf = c->bf;
-        reg = bf->cur;
-#if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
-        _mm_store_si128((__m128i *)(void *)reg, v0);
-        _mm_store_si128((__m128i *)(void *)(reg + 16), v1);
-        _mm_store_si128((__m128i *)(void *)(reg + 32), v2);
-        _mm_store_si128((__m128i *)(void *)(reg + 48), v2);
-#else
-        *(volatile uint64_t *)(void *)reg = (uint64_t)_mm_cvtsi128_si64(v0);
-#endif
-        rvx_wc_flush();
-        bf->cur = (uint8_t *)((uintptr_t)reg ^ bf->flip);
+        rvx__mlx5_post_bb(c, pi, v0, v1, v2, v2);
         return;
     }
 #endif
