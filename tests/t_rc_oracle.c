@@ -805,7 +805,7 @@ static void am_deliver(void)
             if (done - reported >= rq_quarter) {
                 xwqe_t *x = x_begin(&m, K_CREDIT, "credit WRITE", MLX5_OPCODE_RDMA_WRITE, 0,
                                     (unsigned)(CTRL_DS + RADDR_DS) + inl_ds(8), 0, 0);
-                vals[nv] = done;
+                vals[nv] = done + RVX_MLX5_RX_DEPTH; /* frames the sender may have sent in all */
                 x_raddr(x, 16, ctrl_addr, ctrl_rkey);
                 x_inline(x, 32, &vals[nv], 8);
                 nv++;
@@ -870,7 +870,7 @@ int main(int argc, char **argv)
     bounce_base = (uint8_t *)C->bounce_mr->addr;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface.ctrl_mr->addr + 8 * (uint64_t)me;
     ctrl_rkey = w->iface.ctrl_mr->rkey;
-    rq_quarter = dq.rq.wqe_cnt / 4;
+    rq_quarter = RVX_MLX5_RX_DEPTH / 4; /* credits go back every quarter of the buffers */
     T_CHECK(dq.sq.stride == MLX5_SEND_WQE_BB && (wqe_cnt & (wqe_cnt - 1)) == 0, "SQ geometry");
     T_CHECK(C->sq_buf == sq && C->sq_mask == wqe_cnt - 1, "rvx's view of the SQ differs from mlx5dv's");
     printf("QP 0x%x: %u WQEBBs, signal every %d, rq %u, inline %d, bcopy %d\n", qpn, wqe_cnt,
@@ -985,8 +985,9 @@ int main(int argc, char **argv)
     {
         uint64_t credit;
         memcpy(&credit, (const void *)(uintptr_t)ctrl_addr, 8);
-        T_CHECK(credit == C->rx_reported, "the credit word holds %llu, %llu were reported",
-                (unsigned long long)credit, (unsigned long long)C->rx_reported);
+        T_CHECK(credit == C->rx_reported + RVX_MLX5_RX_DEPTH,
+                "the credit word holds %llu; %llu consumed were reported, with %d buffers",
+                (unsigned long long)credit, (unsigned long long)C->rx_reported, RVX_MLX5_RX_DEPTH);
     }
 
     /* keepalive: an idle endpoint's status check writes zero bytes to the peer's control region */

@@ -30,9 +30,20 @@
  * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
  * retries exhausted -> RVX_ERR_PEER_FAILED) and marks the endpoint failed; the WQEs after it are
  * flushed by the NIC and their requests complete with RVX_ERR_CANCELED; flushes return the first
- * error. Other endpoints are not affected. A failed endpoint stays failed for the life of the
- * worker: re-connecting a QP needs both sides to agree on new sequence numbers, which needs an
- * exchange this release does not have.
+ * error. Other endpoints are not affected.
+ *
+ * Re-connection. Every conn has a spare QP, connected at worker creation to the peer's spare and
+ * left in RTR with one receive posted for a hello message (imm info 0xffff). rvx_ep_create on a
+ * failed conn moves the old QP to ERR, waits until it has flushed everything, takes the spare
+ * as its QP (to RTS, fresh counters), creates the next spare and sends a hello (REQ) carrying
+ * that spare's QPN. The peer's NIC acknowledges it even if its process never looks; when the
+ * peer polls, it sees the REQ arrive on its spare, fails and drains its own old QP the same way,
+ * adopts its spare and answers with a hello (ACK) carrying its next spare's QPN. Each side then
+ * takes its next spare to RTR towards the other's, ready for the next failure. Messages are not
+ * sent before the peer's hello arrived (it grants the credits); puts, gets and atomics work at
+ * once, since the peer's spare answers them in RTR. Failed QPs are kept (in ERR) until the
+ * worker goes: destroying or resetting a QP makes libmlx5 clean its CQEs out of a CQ whose
+ * consumer index it does not know here.
  *
  * Ordering (x86-64): WQE stores, then the doorbell record (compiler barrier), then sfence, the
  * BlueFlame copy or 8-byte doorbell, sfence, toggle the BlueFlame half. */
@@ -53,7 +64,14 @@
 #define RVX__MLX5_MAGIC     0x7276784d4c58ull /* "rvxMLX" */
 #define RVX__MLX5_FENCE     0x80u             /* MLX5_WQE_CTRL_FENCE: wait for earlier READs/atomics */
 #define RVX__MLX5_CE        0x08u             /* MLX5_WQE_CTRL_CQ_UPDATE */
-#define RVX__MLX5_QPT_SIZE  256               /* QPN lookup table (power of two) */
+#define RVX__MLX5_QPT_SIZE  1024              /* QPN lookup table (power of two) */
+#define RVX__MLX5_QPT_EMPTY (-1)
+#define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
+#define RVX__MLX5_QPT_SPARE 0x40000000        /* flag on the rank: the conn's spare QP */
+#define RVX__MLX5_HELLO     0xffffu           /* imm info of a re-connection hello */
+#define RVX__MLX5_HELLO_REQ 0u                /* its channel field: a request, or the answer */
+#define RVX__MLX5_HELLO_ACK 1u
+#define RVX__MLX5_NO_SLOT   0xffffffffu       /* rq_slot of the hello receive (no AM buffer) */
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
@@ -95,7 +113,7 @@ typedef struct rvx__mlx5_packed_rkey {
 } rvx__mlx5_packed_rkey_t;
 #define RVX__TL_RKEY_PACKED_SIZE sizeof(rvx__mlx5_packed_rkey_t)
 
-/* An iface's address: the port and control region, then one QPN per rank. */
+/* An iface's address: the port and control region, then two QPNs per rank (the QP, its spare). */
 typedef struct rvx__tl_addr {
     uint64_t magic;
     uint64_t ctrl_addr;
@@ -105,9 +123,9 @@ typedef struct rvx__tl_addr {
     uint8_t  pad;
     uint8_t  gid[16];
     int32_t  nranks;
-    uint32_t qpn[1];   /* nranks entries */
+    uint32_t qpn[2];   /* 2 * nranks entries: QP to rank r at 2r, its spare at 2r + 1 */
 } rvx__tl_addr_t;
-#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 1 ? (n) : 1))
+#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 8 * (size_t)((n) > 1 ? (n) : 1))
 
 /* What the CQ handler does when a WQE retires. */
 enum {
@@ -136,6 +154,7 @@ typedef struct rvx__mlx5_bf {
     uintptr_t flip;
     uint8_t  *reg;
     uint32_t  size;
+    struct rvx__mlx5_bf *next;  /* the iface's list of registers */
 } rvx__mlx5_bf_t;
 
 struct rvx__tl_iface;
@@ -156,8 +175,7 @@ typedef struct rvx__mlx5_conn {
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 3: a put8's first ctrl
                                           * word before the byte swap, WQE index excluded */
     volatile uint32_t    *dbrec;       /* &dbrec[MLX5_SND_DBR] */
-    rvx__mlx5_bf_t       *bf;          /* this QP's register state, or another QP's that shares it */
-    rvx__mlx5_bf_t        bf_own;
+    rvx__mlx5_bf_t       *bf;          /* the register state (shared by QPs with the same register) */
     uint32_t              ci;          /* first WQEBB not yet known complete */
     uint32_t              room;        /* WQEBBs usable: wqe_cnt - a reserve */
     uint32_t              qpn8;        /* QPN << 8, to OR with DS */
@@ -201,9 +219,21 @@ typedef struct rvx__mlx5_conn {
     uint32_t             *rq_slot;     /* which buffer the receive WQE at each position has */
     uint64_t              peer_ctrl;   /* where this rank's credit word is in the peer's region */
     uint32_t              peer_ctrl_rkey;
+    uint16_t              peer_lid;
+    uint8_t               peer_gid[16];
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
     double                ka_time;     /* last keepalive */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
+    /* re-connection (see the top of this file) */
+    uint32_t              rq_flushed;  /* receives of this QP that came back flushed */
+    struct ibv_qp        *sp_qp;       /* the spare: RTR towards the peer's spare once sp_rqpn is known */
+    uint32_t              sp_qpn;
+    uint32_t              sp_rqpn;     /* the peer's spare (0: not known yet) */
+    uint8_t               rec_wait;    /* we re-connected: the peer's hello has not come yet */
+    uint8_t               rec_pending; /* the peer re-connected: adopt the spare once drained */
+    uint32_t              rec_peer_sp; /* with rec_pending: the peer's next spare */
+    struct ibv_qp       **dead;        /* failed QPs, kept in ERR until the iface goes */
+    unsigned              ndead;
 } rvx__mlx5_conn_t;
 
 typedef struct rvx__tl_ep {
@@ -234,6 +264,10 @@ typedef struct rvx__tl_iface {
     int               in_rx;
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
+    rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
+    uint8_t          *hello;       /* 64 bytes per rank: where a spare receives its hello */
+    struct ibv_mr    *hello_mr;
+    unsigned          nrec;        /* conns with rec_pending */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
 } rvx__tl_iface_t;
@@ -416,47 +450,73 @@ RVX_COLD void *rvx__mlx5_alloc(rvx__tl_ctx_t *ctx, size_t len)
     return p;
 }
 
-RVX_COLD unsigned rvx__mlx5_qpt_slot(const rvx__tl_iface_t *ifc, uint32_t qpn)
+/* QPN -> rank table, open addressing. Entries of QPs that complete nothing any more are GONE:
+ * a lookup walks past them, an insert may take their place. */
+RVX_COLD unsigned rvx__mlx5_qpt_hash(uint32_t qpn)
 {
-    unsigned h = (qpn * 2654435761u) >> 24, i;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
-        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
-        if (ifc->qpt_rank[s] < 0 || ifc->qpt_qpn[s] == qpn) return s;
-    }
-    return RVX__MLX5_QPT_SIZE;
+    return (qpn * 2654435761u) >> 22;
 }
 
-RVX_COLD rvx__mlx5_conn_t *rvx__mlx5_lookup(rvx__tl_iface_t *ifc, uint32_t qpn)
+RVX_COLD rvx_status_t rvx__mlx5_qpt_add(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
 {
-    unsigned s = rvx__mlx5_qpt_slot(ifc, qpn);
-    if (s < RVX__MLX5_QPT_SIZE && ifc->qpt_rank[s] >= 0) return &ifc->conns[ifc->qpt_rank[s]];
-    return NULL;
+    unsigned h = rvx__mlx5_qpt_hash(qpn), i;
+    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
+        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
+        if (ifc->qpt_rank[s] < 0) {
+            ifc->qpt_qpn[s] = qpn;
+            ifc->qpt_rank[s] = val;
+            return RVX_OK;
+        }
+    }
+    rvx__log("rc_mlx5: the QP table is full (%d QPs)", RVX__MLX5_QPT_SIZE);
+    return RVX_ERR_NO_RESOURCE;
+}
+
+/* The rank (with RVX__MLX5_QPT_SPARE for a spare) of qpn, or -1. */
+RVX_COLD int32_t rvx__mlx5_qpt_find(const rvx__tl_iface_t *ifc, uint32_t qpn, unsigned *slot)
+{
+    unsigned h = rvx__mlx5_qpt_hash(qpn), i;
+    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
+        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
+        if (ifc->qpt_rank[s] == RVX__MLX5_QPT_EMPTY) break;
+        if (ifc->qpt_rank[s] >= 0 && ifc->qpt_qpn[s] == qpn) {
+            if (slot) *slot = s;
+            return ifc->qpt_rank[s];
+        }
+    }
+    return -1;
+}
+
+RVX_COLD void rvx__mlx5_qpt_set(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
+{
+    unsigned s;
+    if (rvx__mlx5_qpt_find(ifc, qpn, &s) >= 0) ifc->qpt_rank[s] = val;
 }
 
 /* QPs whose BlueFlame register is the same must alternate its halves together. */
-RVX_COLD rvx__mlx5_bf_t *rvx__mlx5_bf_of(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, void *reg,
-                                         uint32_t size)
+RVX_COLD rvx__mlx5_bf_t *rvx__mlx5_bf_of(rvx__tl_iface_t *ifc, void *reg, uint32_t size)
 {
-    int i;
-    for (i = 0; i < ifc->nranks; i++)
-        if (&ifc->conns[i] != c && ifc->conns[i].bf && ifc->conns[i].bf->reg == (uint8_t *)reg)
-            return ifc->conns[i].bf;
-    c->bf_own.reg = c->bf_own.cur = (uint8_t *)reg;
-    c->bf_own.flip = size;
-    c->bf_own.size = size;
-    return &c->bf_own;
+    rvx__mlx5_bf_t *b;
+    for (b = ifc->bfs; b; b = b->next)
+        if (b->reg == (uint8_t *)reg) return b;
+    b = (rvx__mlx5_bf_t *)calloc(1, sizeof(*b));
+    if (!b) return NULL;
+    b->reg = b->cur = (uint8_t *)reg;
+    b->flip = size;
+    b->size = size;
+    b->next = ifc->bfs;
+    ifc->bfs = b;
+    return b;
 }
 
-/* Create the QP to `rank` (RESET -> INIT) and learn its geometry. */
-RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int rank)
+/* A new RC QP towards `rank`, taken to INIT. */
+RVX_COLD struct ibv_qp *rvx__mlx5_qp_new(rvx__tl_iface_t *ifc, int rank)
 {
     rvx__tl_ctx_t *ctx = ifc->ctx;
     struct ibv_qp_init_attr_ex ia;
     struct mlx5dv_qp_init_attr da;
     struct ibv_qp_attr qa;
-    struct mlx5dv_obj obj;
-    struct mlx5dv_qp dq;
-    uint32_t i;
+    struct ibv_qp *qp;
 
     memset(&ia, 0, sizeof(ia));
     ia.qp_type = IBV_QPT_RC;
@@ -465,7 +525,8 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
     ia.cap.max_send_sge = 1;
     ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
-    ia.cap.max_recv_wr = RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0;
+    /* the message buffers, and one more place for a re-connection hello */
+    ia.cap.max_recv_wr = (RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0) + 1;
     ia.cap.max_recv_sge = 1;
     ia.comp_mask = IBV_QP_INIT_ATTR_PD;
     ia.pd = ctx->pd;
@@ -473,19 +534,57 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     /* Received data always goes to the buffers (the poll loop does not copy out of CQEs). */
     da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
     da.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
-    c->qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
-    if (!c->qp) {
+    qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
+    if (!qp) {
         rvx__log("rc_mlx5: cannot create an RC QP on %s: %s", ctx->name, strerror(errno));
-        return RVX_ERR_NO_RESOURCE;
+        return NULL;
     }
     if (ia.cap.max_inline_data < RVX__TL_SHORT_MAX) {
         rvx__log("rc_mlx5: the QP takes %u inline bytes, this build needs %d (RVX_MLX5_INLINE)",
                  ia.cap.max_inline_data, RVX__TL_SHORT_MAX);
-        return RVX_ERR_UNSUPPORTED;
+        ibv_destroy_qp(qp);
+        return NULL;
     }
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_INIT;
+    qa.pkey_index = 0;
+    qa.port_num = ctx->port;
+    qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+        rvx__log("rc_mlx5: QP to INIT failed: %s", strerror(errno));
+        ibv_destroy_qp(qp);
+        return NULL;
+    }
+    (void)rank;
+    return qp;
+}
+
+/* Post the hello receive of a (spare) QP at its first receive position. */
+RVX_COLD void rvx__mlx5_post_hello(rvx__tl_iface_t *ifc, struct ibv_qp *qp, int rank)
+{
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_sge sge;
+    sge.addr = (uint64_t)(uintptr_t)(ifc->hello + 64 * (size_t)rank);
+    sge.length = 64;
+    sge.lkey = ifc->hello_mr->lkey;
+    memset(&wr, 0, sizeof(wr));
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (ibv_post_recv(qp, &wr, &bad))
+        rvx__log("rc_mlx5: cannot post the re-connection receive for rank %d", rank);
+}
+
+/* The conn takes qp as its QP: learn the geometry, start every counter afresh. The receive
+ * queue starts after `rq_used` positions already posted (the spare's hello). */
+RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, struct ibv_qp *qp,
+                                      uint32_t rq_used)
+{
+    struct mlx5dv_obj obj;
+    struct mlx5dv_qp dq;
+
     memset(&dq, 0, sizeof(dq));
     memset(&obj, 0, sizeof(obj));
-    obj.qp.in = c->qp;
+    obj.qp.in = qp;
     obj.qp.out = &dq;
     if (mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP)) {
         rvx__log("rc_mlx5: mlx5dv_init_obj(QP) failed");
@@ -496,21 +595,11 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
                  dq.sq.wqe_cnt);
         return RVX_ERR_UNSUPPORTED;
     }
-    c->ifc = ifc;
-    c->rank = rank;
-    c->qpn = c->qp->qp_num;
-    c->qpn8 = c->qpn << 8;
-    c->qpn_be = rvx_htobe32(c->qpn);
-    c->sq_buf = (uint8_t *)dq.sq.buf;
-    c->sq_mask = dq.sq.wqe_cnt - 1;
-    /* Keep room for a flush NOP, a credit write and a keepalive whatever the data path does. */
-    c->room = dq.sq.wqe_cnt - 4;
-    c->pi_limit = c->room;
-    c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn8 | 3;
-    c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->qpn8 | 2;
-    c->dbrec = &dq.dbrec[MLX5_SND_DBR];
-    c->sig_left = RVX_MLX5_SIG_EVERY;
-    c->bf = rvx__mlx5_bf_of(ifc, c, dq.bf.reg, dq.bf.size);
+    if (dq.rq.stride < 16 || !rvx_is_pow2(dq.rq.wqe_cnt) ||
+        dq.rq.wqe_cnt < (RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0) + 1u) {
+        rvx__log("rc_mlx5: unexpected receive queue geometry");
+        return RVX_ERR_UNSUPPORTED;
+    }
 #if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
     if (dq.bf.size < 64) {
         rvx__log("rc_mlx5: this QP has no BlueFlame register; build with "
@@ -518,42 +607,74 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
         return RVX_ERR_UNSUPPORTED;
     }
 #endif
-    c->ops = (rvx__mlx5_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*c->ops));
-    if (!c->ops) return RVX_ERR_NO_MEMORY;
-    c->err = RVX_OK;
-#if RVX_CAN_RECEIVE
-    if (dq.rq.stride < 16 || !rvx_is_pow2(dq.rq.wqe_cnt)) {
-        rvx__log("rc_mlx5: unexpected receive queue geometry");
-        return RVX_ERR_UNSUPPORTED;
+    if (!c->ops) c->ops = (rvx__mlx5_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*c->ops));
+    else if (c->sq_mask + 1 == dq.sq.wqe_cnt) memset(c->ops, 0, dq.sq.wqe_cnt * sizeof(*c->ops));
+    else {
+        free(c->ops);
+        c->ops = (rvx__mlx5_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*c->ops));
     }
+    c->bf = rvx__mlx5_bf_of(ifc, dq.bf.reg, dq.bf.size);
+    if (!c->ops || !c->bf) return RVX_ERR_NO_MEMORY;
+    c->qp = qp;
+    c->ifc = ifc;
+    c->qpn = qp->qp_num;
+    c->qpn8 = c->qpn << 8;
+    c->qpn_be = rvx_htobe32(c->qpn);
+    c->sq_buf = (uint8_t *)dq.sq.buf;
+    c->sq_mask = dq.sq.wqe_cnt - 1;
+    /* Keep room for a flush NOP, a credit write and a keepalive whatever the data path does. */
+    c->room = dq.sq.wqe_cnt - 4;
+    c->pi = c->ci = 0;
+    c->pi_limit = c->room;
+    c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn8 | 3;
+    c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->qpn8 | 2;
+    c->dbrec = &dq.dbrec[MLX5_SND_DBR];
+    c->sig_left = RVX_MLX5_SIG_EVERY;
+    c->fence = 0;
+    c->nops = c->sig_out = 0;
+    c->last_sig_pi = 0;
+    c->last_sig_idx = 0;
+    c->last_sig_idx_be = 0;
+    c->wflush_pi = 0;
+    c->ka_pi = 0;
+    c->err = RVX_OK;
     c->rq_buf = (uint8_t *)dq.rq.buf;
     c->rq_mask = dq.rq.wqe_cnt - 1;
     c->rq_stride = dq.rq.stride;
     c->rq_dbrec = &dq.dbrec[MLX5_RCV_DBR];
-#endif
-    {
-        unsigned s = rvx__mlx5_qpt_slot(ifc, c->qpn);
-        if (s == RVX__MLX5_QPT_SIZE) return RVX_ERR_NO_RESOURCE;
-        ifc->qpt_qpn[s] = c->qpn;
-        ifc->qpt_rank[s] = rank;
-    }
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = 0;
-    qa.port_num = ctx->port;
-    qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    if (ibv_modify_qp(c->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        rvx__log("rc_mlx5: QP to INIT failed: %s", strerror(errno));
-        return RVX_ERR_IO;
-    }
-    for (i = 0; i < dq.sq.wqe_cnt; i++) c->ops[i].nbb = 0;
+    c->rq_head = rq_used;
+    c->rq_flushed = 0;
+    c->rx_seen = c->rx_done = c->rx_reported = 0;
+    c->rx_held = 0;
+    c->tx_sent = 0;
     return RVX_OK;
+}
+
+/* Create the QP to `rank` and its spare (both in INIT). */
+RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int rank)
+{
+    struct ibv_qp *qp = rvx__mlx5_qp_new(ifc, rank);
+    rvx_status_t st;
+    c->rank = rank;
+    if (!qp) return RVX_ERR_NO_RESOURCE;
+    st = rvx__mlx5_adopt(ifc, c, qp, 0);
+    if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, rank);
+    if (st != RVX_OK) return st;
+    c->sp_qp = rvx__mlx5_qp_new(ifc, rank);
+    if (!c->sp_qp) return RVX_ERR_NO_RESOURCE;
+    c->sp_qpn = c->sp_qp->qp_num;
+    rvx__mlx5_post_hello(ifc, c->sp_qp, rank);
+    return rvx__mlx5_qpt_add(ifc, c->sp_qpn, rank | RVX__MLX5_QPT_SPARE);
 }
 
 RVX_COLD void rvx__mlx5_conn_destroy(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
+    unsigned i;
     (void)ifc;
     if (c->qp) ibv_destroy_qp(c->qp);
+    if (c->sp_qp) ibv_destroy_qp(c->sp_qp);
+    for (i = 0; i < c->ndead; i++) ibv_destroy_qp(c->dead[i]);
+    free(c->dead);
     if (c->bounce_mr) ibv_dereg_mr(c->bounce_mr);
     if (c->rx_mr) ibv_dereg_mr(c->rx_mr);
     free(c->bounce);
@@ -563,6 +684,23 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
     free(c->held_imm);
     free(c->rq_slot);
     memset(c, 0, sizeof(*c));
+}
+
+/* What an iface owns besides its conns. */
+RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
+{
+    while (ifc->bfs) {
+        rvx__mlx5_bf_t *b = ifc->bfs;
+        ifc->bfs = b->next;
+        free(b);
+    }
+    if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
+    if (ifc->hello_mr) ibv_dereg_mr(ifc->hello_mr);
+    if (ifc->cq) ibv_destroy_cq(ifc->cq);
+    free(ifc->ctrl);
+    free(ifc->hello);
+    free(ifc->conns);
+    memset(ifc, 0, sizeof(*ifc));
 }
 
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
@@ -578,14 +716,14 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->ctx = ctx;
     ifc->rank = rank;
     ifc->nranks = nranks;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) ifc->qpt_rank[i] = -1;
-    if (nranks > RVX__MLX5_QPT_SIZE / 2) {
-        rvx__log("rc_mlx5: at most %d ranks per job in this release", RVX__MLX5_QPT_SIZE / 2);
+    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) ifc->qpt_rank[i] = RVX__MLX5_QPT_EMPTY;
+    if (nranks > RVX__MLX5_QPT_SIZE / 8) {
+        rvx__log("rc_mlx5: at most %d ranks per job in this release", RVX__MLX5_QPT_SIZE / 8);
         return RVX_ERR_UNSUPPORTED;
     }
     /* Every WQE may complete with an error CQE when a QP fails, and every receive buffer may hold
      * a frame: the CQ takes all of them, so it can never overrun. */
-    want = nranks * (4 * RVX_MLX5_TX_DEPTH + 2 * RVX_MLX5_RX_DEPTH) + 64;
+    want = nranks * (4 * RVX_MLX5_TX_DEPTH + 2 * RVX_MLX5_RX_DEPTH + 4) + 64;
     memset(&da, 0, sizeof(da));
     if (!ibv_query_device(ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) want = da.max_cqe;
     ifc->cq = ibv_create_cq(ctx->ib, want, NULL, NULL, 0);
@@ -611,10 +749,15 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->cqe_next = &((struct mlx5_cqe64 *)(void *)ifc->cq_buf)->op_own;
     ifc->cq_owner = 0;
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
+    ifc->hello = (uint8_t *)rvx__mlx5_alloc(ctx, 64 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
-    if (!ifc->ctrl || !ifc->conns) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    if (!ifc->ctrl || !ifc->conns || !ifc->hello) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    /* a credit word holds how many frames the peer may have been sent in all: at first, as many
+     * as it has receive buffers */
+    for (i = 0; i < nranks; i++) ifc->ctrl[i] = RVX_MLX5_RX_DEPTH;
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (size_t)nranks, "the control region");
-    if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
+    ifc->hello_mr = rvx__mlx5_reg(ctx, ifc->hello, 64 * (size_t)nranks, "re-connection buffers");
+    if (!ifc->ctrl_mr || !ifc->hello_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     for (i = 0; i < nranks; i++) {
         st = rvx__mlx5_conn_create(ifc, &ifc->conns[i], i);
         if (st != RVX_OK) goto fail;
@@ -623,11 +766,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
 fail:
     if (ifc->conns)
         for (i = 0; i < nranks; i++) rvx__mlx5_conn_destroy(ifc, &ifc->conns[i]);
-    if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
-    free(ifc->ctrl);
-    free(ifc->conns);
-    ibv_destroy_cq(ifc->cq);
-    memset(ifc, 0, sizeof(*ifc));
+    rvx__mlx5_iface_free(ifc);
     return st;
 }
 
@@ -640,11 +779,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
         free(d);
     }
     for (i = 0; i < ifc->nranks; i++) rvx__mlx5_conn_destroy(ifc, &ifc->conns[i]);
-    if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
-    if (ifc->cq) ibv_destroy_cq(ifc->cq);
-    free(ifc->ctrl);
-    free(ifc->conns);
-    memset(ifc, 0, sizeof(*ifc));
+    rvx__mlx5_iface_free(ifc);
 }
 
 RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
@@ -658,7 +793,10 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     addr->is_roce = ifc->ctx->is_roce;
     memcpy(addr->gid, ifc->ctx->gid.raw, 16);
     addr->nranks = ifc->nranks;
-    for (i = 0; i < ifc->nranks; i++) addr->qpn[i] = ifc->conns[i].qpn;
+    for (i = 0; i < ifc->nranks; i++) {
+        addr->qpn[2 * i] = ifc->conns[i].qpn;
+        addr->qpn[2 * i + 1] = ifc->conns[i].sp_qpn;
+    }
 }
 
 RVX_INLINE void rvx__mlx5_post_recv(rvx__mlx5_conn_t *c, uint32_t slot)
@@ -684,13 +822,71 @@ RVX_INLINE void rvx__mlx5_ring_recv(rvx__mlx5_conn_t *c)
     *c->rq_dbrec = rvx_htobe32(c->rq_head & 0xffff);
 }
 
-/* Take the QP to RTR and RTS towards the peer's QP for this rank (first connect only), allocate
- * the bounce ring and the receive buffers. */
+/* Steps of rvx__mlx5_qp_connect */
+#define RVX__MLX5_TO_RTR     1  /* INIT -> RTR */
+#define RVX__MLX5_TO_RTS     3  /* INIT -> RTR -> RTS */
+#define RVX__MLX5_RTR_TO_RTS 2  /* RTR -> RTS */
+
+/* Take qp (towards the peer's QP rqpn) through the steps asked. */
+RVX_COLD rvx_status_t rvx__mlx5_qp_connect(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
+                                           unsigned steps)
+{
+    rvx__tl_ctx_t *ctx = c->ifc->ctx;
+    struct ibv_qp_attr qa;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTR;
+    qa.path_mtu = ctx->mtu;
+    qa.dest_qp_num = rqpn;
+    qa.rq_psn = 0x1000;
+    qa.max_dest_rd_atomic = 16;
+    qa.min_rnr_timer = 12;
+    qa.ah_attr.port_num = ctx->port;
+    qa.ah_attr.dlid = c->peer_lid;
+    if (ctx->is_roce) {
+        qa.ah_attr.is_global = 1;
+        memcpy(qa.ah_attr.grh.dgid.raw, c->peer_gid, 16);
+        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
+        qa.ah_attr.grh.hop_limit = 64;
+    }
+    if ((steps & RVX__MLX5_TO_RTR) &&
+        ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+        rvx__log("rc_mlx5: QP to RTR (towards rank %d) failed: %s", c->rank, strerror(errno));
+        return RVX_ERR_IO;
+    }
+    if (!(steps & RVX__MLX5_RTR_TO_RTS)) return RVX_OK;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTS;
+    qa.timeout = (uint8_t)RVX_MLX5_TIMEOUT;
+    qa.retry_cnt = (uint8_t)RVX_MLX5_RETRY;
+    qa.rnr_retry = 7;
+    qa.sq_psn = 0x1000;
+    qa.max_rd_atomic = 16;
+    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
+        rvx__log("rc_mlx5: QP to RTS (towards rank %d) failed: %s", c->rank, strerror(errno));
+        return RVX_ERR_IO;
+    }
+    return RVX_OK;
+}
+
+#if RVX_CAN_RECEIVE
+/* Post every message buffer to the (fresh) receive queue; the peer may send that many frames. */
+RVX_COLD void rvx__mlx5_post_frames(rvx__mlx5_conn_t *c)
+{
+    uint32_t i;
+    for (i = 0; i < RVX_MLX5_RX_DEPTH; i++) rvx__mlx5_post_recv(c, i);
+    rvx__mlx5_ring_recv(c);
+}
+#endif
+
+/* First connection, at worker creation: the QP to RTS towards the peer's QP for this rank, the
+ * spare to RTR towards the peer's spare; the bounce ring and the receive buffers. */
 RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
                                         const rvx__tl_addr_t *addr)
 {
     rvx__tl_ctx_t *ctx = ifc->ctx;
-    struct ibv_qp_attr qa;
+    rvx_status_t st;
 
     if (addr->magic != RVX__MLX5_MAGIC || addr->nranks != ifc->nranks ||
         addr->is_roce != ctx->is_roce) {
@@ -705,55 +901,29 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     c->b_head = c->b_tail = 1; /* 0 means "no bounce" in an ops entry */
     c->peer_ctrl = addr->ctrl_addr + 8 * (uint64_t)ifc->rank;
     c->peer_ctrl_rkey = addr->ctrl_rkey;
-    c->rqpn = addr->qpn[ifc->rank];
+    c->peer_lid = addr->lid;
+    memcpy(c->peer_gid, addr->gid, 16);
+    c->rqpn = addr->qpn[2 * ifc->rank];
+    c->sp_rqpn = addr->qpn[2 * ifc->rank + 1];
 #if RVX_CAN_RECEIVE
     {
-        uint32_t n = c->rq_mask + 1, i;
-        c->rx_buf = (uint8_t *)rvx__mlx5_alloc(ctx, (size_t)n * RVX__MLX5_FRAME);
+        uint32_t n = c->rq_mask + 1;
+        c->rx_buf = (uint8_t *)rvx__mlx5_alloc(ctx, (size_t)RVX_MLX5_RX_DEPTH * RVX__MLX5_FRAME);
         c->held_len = (uint32_t *)calloc(n, 4);
         c->held_imm = (uint32_t *)calloc(n, 4);
         c->rq_slot = (uint32_t *)calloc(n, 4);
         if (!c->rx_buf || !c->held_len || !c->held_imm || !c->rq_slot) return RVX_ERR_NO_MEMORY;
-        c->rx_mr = rvx__mlx5_reg(ctx, c->rx_buf, (size_t)n * RVX__MLX5_FRAME, "receive buffers");
+        c->rx_mr = rvx__mlx5_reg(ctx, c->rx_buf, (size_t)RVX_MLX5_RX_DEPTH * RVX__MLX5_FRAME,
+                                 "receive buffers");
         if (!c->rx_mr) return RVX_ERR_NO_RESOURCE;
-        for (i = 0; i < n; i++) rvx__mlx5_post_recv(c, i);
-        rvx__mlx5_ring_recv(c);
+        rvx__mlx5_post_frames(c);
         c->credit_word = &ifc->ctrl[c->rank];
-        c->tx_limit = n;
+        c->tx_limit = RVX_MLX5_RX_DEPTH;
     }
 #endif
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = ctx->mtu;
-    qa.dest_qp_num = c->rqpn;
-    qa.rq_psn = 0x1000;
-    qa.max_dest_rd_atomic = 16;
-    qa.min_rnr_timer = 12;
-    qa.ah_attr.port_num = ctx->port;
-    qa.ah_attr.dlid = addr->lid;
-    if (ctx->is_roce) {
-        qa.ah_attr.is_global = 1;
-        memcpy(qa.ah_attr.grh.dgid.raw, addr->gid, 16);
-        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
-        qa.ah_attr.grh.hop_limit = 64;
-    }
-    if (ibv_modify_qp(c->qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-        rvx__log("rc_mlx5: QP to RTR (towards rank %d) failed: %s", c->rank, strerror(errno));
-        return RVX_ERR_IO;
-    }
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTS;
-    qa.timeout = (uint8_t)RVX_MLX5_TIMEOUT;
-    qa.retry_cnt = (uint8_t)RVX_MLX5_RETRY;
-    qa.rnr_retry = 7;
-    qa.sq_psn = 0x1000;
-    qa.max_rd_atomic = 16;
-    if (ibv_modify_qp(c->qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
-        rvx__log("rc_mlx5: QP to RTS (towards rank %d) failed: %s", c->rank, strerror(errno));
-        return RVX_ERR_IO;
-    }
+    st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_TO_RTS);
+    if (st == RVX_OK) st = rvx__mlx5_qp_connect(c, c->sp_qp, c->sp_rqpn, RVX__MLX5_TO_RTR);
+    if (st != RVX_OK) return st;
     c->connected = 1;
     c->ka_time = rvx__mlx5_now();
     return RVX_OK;
@@ -776,16 +946,17 @@ RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *
     return RVX_OK;
 }
 
+RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
+
 RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
                                          const rvx__tl_addr_t *addr)
 {
     rvx__mlx5_conn_t *c = &ifc->conns[rank];
     (void)addr;
     if (!c->connected) return RVX_ERR_IO;
-    if (c->failed) {
-        rvx__log("rc_mlx5: the connection to rank %d failed earlier (%s); it cannot be "
-                 "re-established in this release", rank, rvx_status_str(c->err));
-        return c->err;
+    if (c->failed) { /* re-connect: both QPs start afresh (see the top of this file) */
+        rvx_status_t st = rvx__mlx5_reconnect(ifc, c);
+        if (st != RVX_OK) return st;
     }
     ep->c = c;
     c->ep = ep;
@@ -1430,6 +1601,18 @@ RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint
 
 /* ---- messages ------------------------------------------------------------------------------- */
 
+/* A SEND with immediate whose body (at most 44 bytes) goes inline in one WQEBB. An empty body
+ * has no inline segment (libmlx5 emits none for zero bytes). */
+RVX_INLINE void rvx__mlx5_send_inline(uint8_t *wqe, uint32_t pi, uint32_t qpn8, unsigned flags,
+                                      uint32_t imm_be, const void *body, size_t len)
+{
+    unsigned ds = 1 + (len ? (unsigned)((4 + len + 15) / 16) : 0);
+    rvx__mlx5_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, qpn8, ds, flags, imm_be);
+    *(uint32_t *)(void *)(wqe + 16) = len ? rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG) : 0;
+    memcpy(wqe + 20, body, len);
+    memset(wqe + 20 + len, 0, 44 - len);
+}
+
 #if RVX_CAN_RECEIVE
 
 /* Where to write a frame of len bytes: small frames go inline in the WQE (built in the bounce
@@ -1439,9 +1622,9 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     rvx__mlx5_conn_t *c = ep->c;
     (void)chan;
     if (RVX_UNLIKELY(c->tx_sent >= c->tx_limit)) {
-        /* out of cached credit (or failed: a failed conn has tx_limit 0): the peer's count */
+        /* out of cached credit (or failed: a failed conn has tx_limit 0): the peer's word */
         if (c->failed) return NULL;
-        c->tx_limit = *c->credit_word + c->rq_mask + 1;
+        c->tx_limit = *c->credit_word;
         if (c->tx_sent >= c->tx_limit) return NULL;
     }
     if (len <= 44) return c->scratch;
@@ -1462,12 +1645,7 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
     wqe = rvx__mlx5_slot(c, pi);
     flags = rvx__mlx5_flags(c, 0);
     if (len <= 44) { /* body is the scratch area: copy it into the WQE */
-        /* an empty body has no inline segment (libmlx5 emits none for zero bytes) */
-        unsigned ds = 1 + (len ? (unsigned)((4 + len + 15) / 16) : 0);
-        rvx__mlx5_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, c->qpn8, ds, flags, imm);
-        *(uint32_t *)(void *)(wqe + 16) = len ? rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG) : 0;
-        memcpy(wqe + 20, body, len);
-        memset(wqe + 20 + len, 0, 44 - len);
+        rvx__mlx5_send_inline(wqe, pi, c->qpn8, flags, imm, body, len);
     } else {
         rvx__mlx5_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, c->qpn8, 2, flags, imm);
         rvx__mlx5_dseg(wqe + 16, (uint32_t)len, c->bounce_mr->lkey, body);
@@ -1610,6 +1788,10 @@ RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint
                                  uint32_t imm, int deliver);
 #endif
 
+RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
+                              uint32_t imm_be);
+RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
+
 /* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting
  * for room, or no handler may run). Returns the number of CQEs. */
 RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
@@ -1621,16 +1803,23 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         uint8_t op_own = *(volatile uint8_t *)&cqe->op_own;
         unsigned opcode;
         uint32_t qpn;
+        int32_t who;
         rvx__mlx5_conn_t *c;
         if (!rvx__mlx5_cqe_ready(ifc, op_own)) break;
         rvx_from_device_barrier();
         opcode = op_own >> 4;
         qpn = rvx_htobe32(cqe->sop_drop_qpn) & 0xffffff;
-        c = rvx__mlx5_lookup(ifc, qpn);
+        who = rvx__mlx5_qpt_find(ifc, qpn, NULL);
         rvx__mlx5_cq_advance(ifc);
         n++;
-        if (!c) {
+        if (who < 0) {
             rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
+            continue;
+        }
+        c = &ifc->conns[who & ~RVX__MLX5_QPT_SPARE];
+        if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
+            /* a spare receives one hello and sends nothing */
+            if (opcode == MLX5_CQE_RESP_SEND_IMM) rvx__mlx5_hello(ifc, c, 1, cqe->imm_inval_pkey);
             continue;
         }
         if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
@@ -1680,12 +1869,17 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
                 ifc->outstanding -= c->sig_out;
                 c->sig_out = 0;
             }
-#if RVX_CAN_RECEIVE
         } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
-            rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver);
+            if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
+                c->rx_seen++; /* the first receive of a QP that was a spare */
+                rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey);
+            }
+#if RVX_CAN_RECEIVE
+            else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver);
 #endif
         } else if (opcode == MLX5_CQE_RESP_ERR) {
             struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)(void *)cqe;
+            c->rq_flushed++; /* a receive came back without data */
             if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
                 rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
                                e->vendor_err_synd, rvx_htobe16(e->wqe_counter));
@@ -1696,6 +1890,7 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         }
     }
     if (n) *ifc->cq_dbrec = rvx_htobe32(ifc->cq_ci & 0xffffff);
+    if (ifc->nrec) rvx__mlx5_rec_poll(ifc);
     if (ifc->wflush) {
         int i, idle = 1;
         for (i = 0; i < ifc->nranks && idle; i++) {
@@ -1741,7 +1936,7 @@ RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint32_t slot)
     c->rx_done++;
     rvx__mlx5_post_recv(c, slot);
     rvx__mlx5_ring_recv(c);
-    if (c->rx_done - c->rx_reported >= (c->rq_mask + 1) / 4) rvx__mlx5_credit_return(c);
+    if (c->rx_done - c->rx_reported >= RVX_MLX5_RX_DEPTH / 4) rvx__mlx5_credit_return(c);
 }
 
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
@@ -1789,29 +1984,39 @@ RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 
 RVX_COLD int rvx__mlx5_deliver_deferred(rvx__tl_iface_t *ifc)
 {
+    rvx__mlx5_deferred_t *kept = NULL, *last = NULL;
     int n = 0;
     while (ifc->def_head) {
         rvx__mlx5_deferred_t *d = ifc->def_head;
         ifc->def_head = d->next;
         if (!ifc->def_head) ifc->def_tail = NULL;
-        if (ifc->conns[d->rank].ep) rvx__rx_deliver(ifc->conns[d->rank].ep, d->chan, d->info, d->body, d->len);
+        if (!ifc->conns[d->rank].ep) { /* kept (in order) until the endpoint exists */
+            d->next = NULL;
+            if (last) last->next = d;
+            else kept = d;
+            last = d;
+            continue;
+        }
+        rvx__rx_deliver(ifc->conns[d->rank].ep, d->chan, d->info, d->body, d->len);
         free(d);
         n++;
     }
+    ifc->def_head = kept;
+    ifc->def_tail = last;
     return n;
 }
 
-/* Tell the peer how many frames have been consumed: an 8-byte inline WRITE into its control
- * region (it needs no receive buffer, so credits always flow). */
+/* Tell the peer how many frames it may have sent in all (consumed + buffers): an 8-byte inline
+ * WRITE into its control region (it needs no receive buffer, so credits always flow). */
 RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
 {
     rvx_rkey_t k;
-    uint64_t v = c->rx_done;
+    uint64_t v = c->rx_done + RVX_MLX5_RX_DEPTH;
     if (c->failed) return;
     k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
     k.base = c->peer_ctrl;
     k.len = 8;
-    c->rx_reported = v;
+    c->rx_reported = c->rx_done;
     {
         uint32_t pi;
         uint8_t *wqe;
@@ -1832,6 +2037,244 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
 }
 
 #endif
+
+/* ---- re-connection (cold; see the top of this file) ----------------------------------------- */
+
+typedef struct rvx__mlx5_hello_msg {
+    uint32_t magic;     /* RVX__MLX5_HELLO_MAGIC */
+    uint32_t next_qpn;  /* the sender's next spare */
+} rvx__mlx5_hello_msg_t;
+#define RVX__MLX5_HELLO_MAGIC 0x72767848u /* "rvxH" */
+
+/* Nothing more will complete on the conn's QP: every WQE and every receive has come back. */
+RVX_COLD int rvx__mlx5_quiet(const rvx__mlx5_conn_t *c)
+{
+    return c->ci == c->pi && c->rq_head == (uint32_t)c->rx_seen + c->rq_flushed;
+}
+
+/* Fail the conn's QP on purpose: the NIC flushes everything it holds. */
+RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
+{
+    struct ibv_qp_attr qa;
+    if (!c->failed) {
+        c->failed = 1;
+        c->err = st;
+        c->tx_limit = 0;
+    }
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_ERR;
+    if (ibv_modify_qp(c->qp, &qa, IBV_QP_STATE))
+        rvx__log("rc_mlx5: QP to ERR (towards rank %d) failed: %s", c->rank, strerror(errno));
+    rvx__mlx5_hold(c);
+}
+
+/* Send our hello (REQ or ACK) with the QPN of our next spare, signaled, outside the credits. */
+RVX_COLD void rvx__mlx5_send_hello(rvx__mlx5_conn_t *c, unsigned kind)
+{
+    rvx__mlx5_hello_msg_t m;
+    uint32_t pi = c->pi;
+    uint8_t *wqe = rvx__mlx5_slot(c, pi);
+    m.magic = RVX__MLX5_HELLO_MAGIC;
+    m.next_qpn = c->sp_qpn;
+    rvx__mlx5_send_inline(wqe, pi, c->qpn8, rvx__mlx5_flags(c, 1),
+                          rvx_htobe32(RVX__MLX5_HELLO | kind << 16), &m, sizeof(m));
+    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    c->pi = pi + 1;
+    rvx__mlx5_ring(c, pi + 1, wqe, 1);
+}
+
+/* The conn's QP is quiet: keep it (in ERR), take the spare as the QP (to RTS towards the peer's
+ * spare), create the next spare, post the message buffers and say hello. The initiator's hello
+ * is the REQ; the follower answers with the ACK, and may send at once (the initiator posted its
+ * buffers before its REQ). */
+RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
+{
+    rvx__tl_iface_t *ifc = c->ifc;
+    struct ibv_qp **dead, *next;
+    uint32_t rq_mask = c->rq_mask;
+    rvx_status_t st;
+
+    dead = (struct ibv_qp **)realloc(c->dead, (c->ndead + 1) * sizeof(*dead));
+    if (!dead) return RVX_ERR_NO_MEMORY;
+    c->dead = dead;
+    c->dead[c->ndead++] = c->qp;
+    rvx__mlx5_qpt_set(ifc, c->qpn, RVX__MLX5_QPT_GONE);
+#if RVX_CAN_RECEIVE
+    /* frames kept for an endpoint that did not exist yet: copies, delivered once it does */
+    while (c->rx_held) {
+        uint64_t k = c->rx_seen - c->rx_held;
+        unsigned x = c->held_imm[k & c->rq_mask];
+        uint32_t len = c->held_len[k & c->rq_mask];
+        c->rx_held--;
+        if ((x >> 16) < RVX__TL_AM_CHANNELS && len <= RVX__MLX5_FRAME)
+            rvx__mlx5_defer(ifc, c->rank, x >> 16, x & 0xffff,
+                            c->rx_buf + (size_t)c->rq_slot[k & c->rq_mask] * RVX__MLX5_FRAME, len);
+    }
+#endif
+    if (c->hold) { c->hold = 0; ifc->outstanding--; }
+    ifc->outstanding -= c->sig_out;
+    st = rvx__mlx5_adopt(ifc, c, c->sp_qp, 1); /* receive position 0 is the spare's hello */
+    if (st == RVX_OK && c->rq_mask != rq_mask) st = RVX_ERR_UNSUPPORTED;
+    if (st != RVX_OK) {
+        rvx__log("rc_mlx5: cannot take the spare QP towards rank %d", c->rank);
+        return st;
+    }
+    c->sp_qp = NULL;
+    rvx__mlx5_qpt_set(ifc, c->qpn, c->rank);
+    c->rqpn = c->sp_rqpn;
+    c->b_head = c->b_tail = 1;
+    c->ka_time = rvx__mlx5_now();
+    if (!initiator) c->rx_seen = 1; /* the REQ took the hello receive */
+    /* no credit until the peer's hello says its buffers are posted; the REQ said so already */
+    ifc->ctrl[c->rank] = initiator ? 0 : RVX_MLX5_RX_DEPTH;
+    c->tx_limit = 0;
+#if RVX_CAN_RECEIVE
+    rvx__mlx5_post_frames(c);
+#endif
+    st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_RTR_TO_RTS);
+    if (st != RVX_OK) return st;
+    c->failed = 0;
+    c->err = RVX_OK;
+    /* the next spare: RTR once the peer's next spare is known */
+    next = rvx__mlx5_qp_new(ifc, c->rank);
+    c->sp_rqpn = 0;
+    if (next) {
+        rvx__mlx5_post_hello(ifc, next, c->rank);
+        if (rvx__mlx5_qpt_add(ifc, next->qp_num, c->rank | RVX__MLX5_QPT_SPARE) == RVX_OK) {
+            c->sp_qp = next;
+            c->sp_qpn = next->qp_num;
+        } else {
+            ibv_destroy_qp(next); /* never connected: nothing of it is in the CQ */
+        }
+    }
+    if (!c->sp_qp) {
+        rvx__log("rc_mlx5: no spare QP towards rank %d: a later failure will be final", c->rank);
+        c->sp_qpn = 0;
+    }
+    rvx__mlx5_send_hello(c, initiator ? RVX__MLX5_HELLO_REQ : RVX__MLX5_HELLO_ACK);
+    return RVX_OK;
+}
+
+/* The peer's next spare is known: take ours to RTR towards it. */
+RVX_COLD void rvx__mlx5_spare_ready(rvx__mlx5_conn_t *c, uint32_t peer_next)
+{
+    c->sp_rqpn = peer_next;
+    if (c->sp_qp && rvx__mlx5_qp_connect(c, c->sp_qp, peer_next, RVX__MLX5_TO_RTR) != RVX_OK)
+        c->sp_rqpn = 0;
+}
+
+/* A hello arrived: on our spare (the peer re-connected: follow), or on our QP (the answer to
+ * ours, or the peer's own REQ when both sides re-connected at once). */
+RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
+                              uint32_t imm_be)
+{
+    rvx__mlx5_hello_msg_t m;
+    unsigned kind = rvx_htobe32(imm_be) >> 16;
+    memcpy(&m, ifc->hello + 64 * (size_t)c->rank, sizeof(m));
+    if (m.magic != RVX__MLX5_HELLO_MAGIC || kind > RVX__MLX5_HELLO_ACK) {
+        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", c->rank);
+        return;
+    }
+    if (!on_spare) {
+        if (!c->rec_wait) {
+            rvx__log("rc_mlx5: an unexpected re-connection message from rank %d: ignored", c->rank);
+            return;
+        }
+        c->rec_wait = 0;
+        rvx__mlx5_spare_ready(c, m.next_qpn);
+        ifc->ctrl[c->rank] = RVX_MLX5_RX_DEPTH; /* its buffers are posted: credits */
+        return;
+    }
+    if (kind != RVX__MLX5_HELLO_REQ || c->rec_pending) {
+        rvx__log("rc_mlx5: an unexpected re-connection message from rank %d: ignored", c->rank);
+        return;
+    }
+    /* follow: whatever is in flight on our QP is lost with the peer's old QP. An endpoint that
+     * exists fails (its user learns it, as from any failure, and re-creates it); without one the
+     * spare is taken as soon as the old QP is quiet. */
+    if (!c->failed && c->ep)
+        rvx__log("rc_mlx5: rank %d re-connected after a failure: the endpoint to it fails (%s) "
+                 "until it is re-created", c->rank, rvx_status_str(RVX_ERR_CANCELED));
+    rvx__mlx5_to_err(c, RVX_ERR_CANCELED);
+    c->rec_pending = 1;
+    c->rec_peer_sp = m.next_qpn;
+    ifc->nrec++;
+    ifc->outstanding++; /* keep progress polling until the swap is done */
+}
+
+/* Follow a pending re-connection: the old QP is quiet; take the spare and answer. */
+RVX_COLD rvx_status_t rvx__mlx5_follow(rvx__mlx5_conn_t *c)
+{
+    rvx_status_t st;
+    c->rec_pending = 0;
+    c->ifc->nrec--;
+    c->ifc->outstanding--;
+    st = rvx__mlx5_take_spare(c, 0);
+    if (st == RVX_OK) rvx__mlx5_spare_ready(c, c->rec_peer_sp);
+    return st;
+}
+
+/* Follow every pending re-connection that has no endpoint and whose old QP has gone quiet
+ * (with an endpoint, rvx_ep_create does it). */
+RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc)
+{
+    int i;
+    for (i = 0; i < ifc->nranks && ifc->nrec; i++) {
+        rvx__mlx5_conn_t *c = &ifc->conns[i];
+        if (c->rec_pending && !c->ep && rvx__mlx5_quiet(c)) rvx__mlx5_follow(c);
+    }
+}
+
+/* rvx_ep_create on a failed conn: fail the old QP on purpose, wait until it is quiet, take the
+ * spare and send the REQ. The REQ's completion shows that the peer's NIC took it (a dead peer
+ * gives RVX_ERR_PEER_FAILED after the QP's retries); the peer's answer is awaited for a while
+ * but not required (a peer that never polls still serves puts and gets through its spare). */
+RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    double t0 = rvx__mlx5_now();
+    unsigned spins = 0;
+    rvx_status_t st;
+    if (!c->sp_qp || !c->sp_rqpn) {
+        rvx__log("rc_mlx5: the connection to rank %d failed (%s) and cannot be re-established: "
+                 "%s", c->rank, rvx_status_str(c->err),
+                 c->sp_qp ? "the peer never answered the last re-connection" : "no spare QP");
+        return c->err;
+    }
+    if (!c->rec_pending) rvx__mlx5_to_err(c, c->err);
+    for (;;) {
+        if (rvx__mlx5_quiet(c)) {
+            if (c->rec_pending) return rvx__mlx5_follow(c); /* the peer re-connected first */
+            break;
+        }
+        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        else rvx__backoff(&spins);
+        if (rvx__mlx5_now() - t0 > 10) {
+            rvx__log("rc_mlx5: the failed QP towards rank %d did not flush in 10 s (WQEs %u of "
+                     "%u, receives %u + %u of %u)", c->rank, c->ci, c->pi, (unsigned)c->rx_seen,
+                     c->rq_flushed, c->rq_head);
+            return c->err != RVX_OK ? c->err : RVX_ERR_IO;
+        }
+    }
+    st = rvx__mlx5_take_spare(c, 1);
+    if (st != RVX_OK) return st;
+    c->rec_wait = 1;
+    /* the REQ's own completion: the peer's NIC has it */
+    while (c->ci != c->pi && !c->failed) {
+        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+    if (c->failed) {
+        rvx__log("rc_mlx5: rank %d did not take the re-connection: %s", c->rank,
+                 rvx_status_str(c->err));
+        return c->err;
+    }
+    t0 = rvx__mlx5_now();
+    while (c->rec_wait && !c->failed && rvx__mlx5_now() - t0 < 1.0) {
+        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+    return c->failed ? c->err : RVX_OK;
+}
 
 /* Something may be in the CQ: handle it all, then what was held back. */
 RVX_COLD int rvx__mlx5_progress_slow(rvx__tl_iface_t *ifc)
