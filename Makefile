@@ -123,20 +123,20 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -o $@ $<
 # ---- end of PMIx builds
 
-$(B)/bench/icount_rc: bench/icount_rc.c $(HEADERS)
+$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_rc_db: bench/icount_rc.c $(HEADERS)
+$(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B -o $@ $< $(RC_LIBS)
 
-$(B)/bench/%: bench/%.c $(HEADERS)
+$(B)/bench/%: bench/%.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
 # the PIPELINE-vs-GET comparison: the same source with RVX_RNDV_GET
-$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c $(HEADERS)
+$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_GET -o $@ $<
 

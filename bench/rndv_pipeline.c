@@ -18,43 +18,13 @@
 #ifndef RVX_RNDV
 #define RVX_RNDV RVX_RNDV_PIPELINE
 #endif
-#include <rvx/rvx.h>
-
-#include <libgen.h>
-#include <limits.h>
-#include <stdio.h>
+#include "bench_common.h"
 
 #define TAG_DATA 1
 #define TAG_ACK  2
 
 static rvx_worker_t *w;
 static rvx_ep_t *ep;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void self_launch(char **argv)
-{
-    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *args[16];
-    int i, k = 0;
-    if (n <= 0) exit(1);
-    exe[n] = 0;
-    strcpy(dir, exe);
-    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
-    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
-    args[k++] = (char *)"-t"; args[k++] = (char *)"600"; args[k++] = exe;
-    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    execv(run, args);
-    fprintf(stderr, "rndv_pipeline: cannot run %s\n", run);
-    exit(1);
-}
 
 /* Spin on progress (no backoff: a sleep would be measured, not the protocol). */
 static void check(rvx_request_t *req, rvx_status_t st)
@@ -91,7 +61,7 @@ int main(int argc, char **argv)
     struct rvx__tag_state *t;
     int me;
 
-    if (!getenv("RVX_SIZE")) self_launch(argv);
+    bench_self_launch(argv, "rndv_pipeline", 600);
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
     if (rvx_ep_create(w, 1 - me, &ep)) return 1;
@@ -118,16 +88,16 @@ int main(int argc, char **argv)
         memset(one, me + 1, len);
         rvx_barrier(ctx);
         b0 = t->n_pipe_bounce, c0 = t->n_pipe_chunks, p0 = t->n_pipe_pinned;
-        t0 = now_s();
+        t0 = bench_now_ns() / 1e9;
         for (i = 0; i < iters; i++) transfer(me, arena + (size_t)i * len, len);
-        first = now_s() - t0;
+        first = bench_now_ns() / 1e9 - t0;
         bf = t->n_pipe_bounce, cf = t->n_pipe_chunks, pf = t->n_pipe_pinned;
         transfer(me, one, len); /* warm-up: registers `one` and leaves it pinned */
         rvx_barrier(ctx);
         b1 = t->n_pipe_bounce, c1 = t->n_pipe_chunks, p1 = t->n_pipe_pinned;
-        t0 = now_s();
+        t0 = bench_now_ns() / 1e9;
         for (i = 0; i < iters; i++) transfer(me, one, len);
-        reused = now_s() - t0;
+        reused = bench_now_ns() / 1e9 - t0;
         if (me == 0) {
             double fr = (double)len * (double)iters / first / 1e6, rr = (double)len * (double)iters / reused / 1e6;
             printf("  %10zu %14.1f %14.1f   %s: %.1f %.1f %.1f / %.1f %.1f %.1f\n", len, fr, rr, RVX_RNDV_NAME,

@@ -14,12 +14,7 @@
 #ifndef RVX_TAG
 #define RVX_TAG 1
 #endif
-#include <rvx/rvx.h>
-
-#include <libgen.h>
-#include <limits.h>
-#include <sched.h>
-#include <stdio.h>
+#include "bench_common.h"
 
 #define MAXLEN ((size_t)4 << 20)
 #define TAG_PING 1
@@ -31,38 +26,6 @@
 
 static rvx_worker_t *w;
 static rvx_ep_t *ep;
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void self_launch(char **argv)
-{
-    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *args[16];
-    int i, k = 0;
-    if (n <= 0) exit(1);
-    exe[n] = 0;
-    strcpy(dir, exe);
-    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
-    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
-    args[k++] = (char *)"-t"; args[k++] = (char *)"300"; args[k++] = exe;
-    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    execv(run, args);
-    fprintf(stderr, "tag_lat: cannot run %s\n", run);
-    exit(1);
-}
 
 static void wait_req(rvx_request_t *req, rvx_status_t st)
 {
@@ -82,17 +45,16 @@ static double ping(unsigned char *sbuf, unsigned char *rbuf, size_t len, int blo
     int b;
     long i;
     for (b = -1; b < blocks; b++) {
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (i = 0; i < per; i++) {
             rvx_request_t rr, sr;
             rvx_status_t rs = rvx_tag_recv(w, rbuf, len, TAG_PONG, ~0ull, &rr, NULL);
             wait_req(&sr, rvx_tag_send(ep, sbuf, len, TAG_PING, &sr));
             wait_req(&rr, rs);
         }
-        if (b >= 0) lat[b] = (now_ns() - t0) / (double)per / 2;
+        if (b >= 0) lat[b] = (bench_now_ns() - t0) / (double)per / 2;
     }
-    qsort(lat, (size_t)blocks, sizeof(double), cmp);
-    med = lat[blocks / 2];
+    med = bench_median(lat, blocks);
     free(lat);
     return med;
 }
@@ -118,7 +80,7 @@ static double stream(unsigned char *sbuf, size_t len, long rounds)
 {
     static rvx_request_t sr[WINDOW];
     static rvx_status_t ss[WINDOW];
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     long r;
     int i;
     for (r = 0; r < rounds; r++) {
@@ -128,7 +90,7 @@ static double stream(unsigned char *sbuf, size_t len, long rounds)
         for (i = 0; i < WINDOW; i++) wait_req(&sr[i], ss[i]);
         wait_req(&ar, as);
     }
-    return (now_ns() - t0) / 1e9;
+    return (bench_now_ns() - t0) / 1e9;
 }
 
 static void sink(unsigned char *rbuf, size_t len, long rounds)
@@ -153,9 +115,8 @@ int main(int argc, char **argv)
     size_t s, thr = RVX_RNDV_THRESH_BYTES;
     unsigned char *sbuf, *rbuf;
     rvx_context_t *ctx;
-    cpu_set_t set;
 
-    if (!getenv("RVX_SIZE")) self_launch(argv);
+    bench_self_launch(argv, "tag_lat", 300);
     sizes[nsizes++] = 8;
     if (!quick) {
         for (s = 16; s <= MAXLEN; s *= 2) {
@@ -168,9 +129,7 @@ int main(int argc, char **argv)
     }
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
-    CPU_ZERO(&set);
-    CPU_SET(me, &set);
-    if (sched_setaffinity(0, sizeof(set), &set)) fprintf(stderr, "tag_lat: rank %d not pinned\n", me);
+    bench_pin(me, "tag_lat");
     if (rvx_ep_create(w, 1 - me, &ep)) return 1;
     sbuf = (unsigned char *)malloc(MAXLEN);
     rbuf = (unsigned char *)malloc(MAXLEN);
