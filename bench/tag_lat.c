@@ -1,7 +1,8 @@
 /* tag_lat: tag-matching latency and bandwidth against message size, two ranks pinned to CPU 0
  * and 1 (the rvx side of ucx_perftest's tag_lat and tag_bw).
  *   latency    ping-pong, each side with its receive posted before the message comes (the
- *              expected path); one-way = round trip / 2, median over blocks
+ *              expected path); one-way = round trip / 2: lat_ns the median over blocks of the
+ *              block's mean, p50_ns the median over all round trips (0 with --quick)
  *   bandwidth  rank 0 streams a window of sends, rank 1 has the window's receives posted and
  *              answers each window with a 0-byte message; MB/s (10^6 bytes) and, for 8 bytes,
  *              millions of messages per second
@@ -38,24 +39,36 @@ static void wait_req(rvx_request_t *req, rvx_status_t st)
     }
 }
 
-/* Rank 0: one-way latency of `len`-byte ping-pongs, median of `blocks` blocks of `per`. */
-static double ping(unsigned char *sbuf, unsigned char *rbuf, size_t len, int blocks, long per)
+/* Rank 0: one-way latency of `len`-byte ping-pongs, median of `blocks` blocks of `per`. With p50,
+ * also the median of every round trip's own time, halved (the clock is then read once per round
+ * trip, as ucx_perftest does; a preempted round trip moves this median less than a block's mean). */
+static double ping(unsigned char *sbuf, unsigned char *rbuf, size_t len, int blocks, long per, double *p50)
 {
-    double *lat = (double *)malloc(sizeof(double) * (size_t)blocks), t0, med;
+    double *lat = (double *)malloc(sizeof(double) * (size_t)blocks), t0, t, med;
+    double *rt = p50 ? (double *)malloc(sizeof(double) * (size_t)blocks * (size_t)per) : NULL;
     int b;
     long i;
     for (b = -1; b < blocks; b++) {
-        t0 = bench_now_ns();
+        t0 = t = bench_now_ns();
         for (i = 0; i < per; i++) {
             rvx_request_t rr, sr;
             rvx_status_t rs = rvx_tag_recv(w, rbuf, len, TAG_PONG, ~0ull, &rr, NULL);
             wait_req(&sr, rvx_tag_send(ep, sbuf, len, TAG_PING, &sr));
             wait_req(&rr, rs);
+            if (rt) {
+                double u = bench_now_ns();
+                if (b >= 0) rt[(long)b * per + i] = (u - t) / 2;
+                t = u;
+            }
         }
         if (b >= 0) lat[b] = (bench_now_ns() - t0) / (double)per / 2;
     }
     med = bench_median(lat, blocks);
     free(lat);
+    if (rt) {
+        *p50 = bench_median(rt, (int)((long)blocks * per));
+        free(rt);
+    }
     return med;
 }
 
@@ -139,7 +152,7 @@ int main(int argc, char **argv)
     if (me == 0) {
         printf("# %s\n", rvx_config_string());
         printf("# eager/rendezvous switch at %zu bytes (rndv=%s)\n", thr, RVX_RNDV_NAME);
-        printf("# %10s %10s %12s %10s  %s\n", "size", "lat_ns", "bw_MBs", "rate_Mps", "protocol");
+        printf("# %10s %10s %10s %12s %10s  %s\n", "size", "lat_ns", "p50_ns", "bw_MBs", "rate_Mps", "protocol");
     }
     for (k = 0; k < nsizes; k++) {
         size_t len = sizes[k];
@@ -149,12 +162,12 @@ int main(int argc, char **argv)
         long rounds = len <= 4096 ? 2000 : (long)(((size_t)512 << 20) / (len * WINDOW)) + 2;
         if (quick) { per = 20000; blocks = 21; rounds = 20000; }
         if (me == 0) {
-            double lat = ping(sbuf, rbuf, len, blocks, per), secs, bw, rate;
+            double p50 = 0, lat = ping(sbuf, rbuf, len, blocks, per, quick ? NULL : &p50), secs, bw, rate;
             rvx_request_t sr;
             secs = stream(sbuf, len, rounds);
             bw = (double)len * WINDOW * (double)rounds / secs / 1e6;
             rate = (double)WINDOW * (double)rounds / secs / 1e6;
-            printf("  %10zu %10.1f %12.1f %10.2f  %s\n", len, lat, bw, rate,
+            printf("  %10zu %10.1f %10.1f %12.1f %10.2f  %s\n", len, lat, p50, bw, rate,
                    len >= thr ? "rndv " RVX_RNDV_NAME : len <= RVX_TAG_SHORT_MAX ? "eager short"
                    : len <= (size_t)RVX_AM_MAX_MEDIUM - 8 ? "eager bcopy" : "eager fragmented");
             if (len == 8) {
