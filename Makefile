@@ -5,6 +5,7 @@
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
+#   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
 #   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
@@ -40,7 +41,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare install clean examples tests hwcheck explain
+.PHONY: all deps run test bench icount compare curves install clean examples tests hwcheck explain
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -139,6 +140,11 @@ $(B)/bench/%: bench/%.c bench/bench_common.h $(HEADERS)
 $(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_GET -o $@ $<
+
+# make curves: tag latency and bandwidth against size over shm beside ucx_perftest, medians of
+# rounds, as bench/tag_curves.dat, bench/tag_lat.png and bench/tag_bw.png (bench/curves.sh)
+curves: deps $(B)/bench/tag_lat $(RVXRUN)
+	@bench/curves.sh
 
 # ---- eager/rendezvous threshold tool (proto/thresh.h): build/bin/rvxthresh for the default
 # fabric; `make thresh` builds it once per fabric header and draws bench/thresh_<fabric>.png.
