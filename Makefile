@@ -26,7 +26,8 @@ EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_count
 TEST_SRCS := $(filter-out tests/t_rc_%,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
-              $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get
+              $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
+              $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -140,6 +141,18 @@ $(B)/bench/%: bench/%.c bench/bench_common.h $(HEADERS)
 $(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_GET -o $@ $<
+
+# ... and both over rc_mlx5, for rvxsim with a registration cost (bench/rndv_sim.sh), with PUT (one
+# RDMA WRITE after the CTS) as the one-transfer reference
+$(B)/bench/rndv_pipeline_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
+$(B)/bench/rndv_pipeline_get_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_GET -o $@ $< $(RC_LIBS)
+$(B)/bench/rndv_pipeline_put_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_PUT -o $@ $< $(RC_LIBS)
 
 # make curves: tag latency and bandwidth against size over shm beside ucx_perftest, medians of
 # rounds, as bench/tag_curves.dat, bench/tag_lat.png and bench/tag_bw.png (bench/curves.sh)

@@ -7,8 +7,9 @@
  *               registration is a cache miss
  *   reused      the same two buffers every time (after one warm-up): cache hits, and PIPELINE
  *               skips its phases (one transfer after the CTS)
- * One transfer at a time: rank 0 sends, rank 1 receives and answers with a 0-byte message; the
- * rate is bytes / (time per transfer). Pages are touched before the clock starts.
+ * One transfer at a time: rank 0 sends, rank 1 receives and answers with a 0-byte message; each
+ * transfer is timed on its own and the rate is bytes / the median transfer time (a preempted
+ * transfer on a busy machine moves the median little). Pages are touched before the clock starts.
  * Output: a table, then per size "rvx rndv_first_MBs <size> <x>" and "rvx rndv_reused_MBs <size> <x>".
  * Usage (it starts its two ranks itself through build/bin/rvxrun):
  *   rndv_pipeline [max_size_bytes [transfers_per_size]]     (default 8 MiB, 8) */
@@ -78,7 +79,7 @@ int main(int argc, char **argv)
     for (len = 64 << 10; len <= maxlen; len *= 4) {
         size_t arena_len = len * (size_t)iters;
         unsigned char *arena, *one;
-        double t0, first, reused;
+        double t0, first, reused, *dt = (double *)malloc(sizeof(double) * (size_t)iters);
         uint64_t b0, c0, p0, bf, cf, pf, b1, c1, p1;
         if (len < RVX_RNDV_THRESH_BYTES) continue;
         /* page-aligned buffers of whole pages: neighbours' registrations share no page (the cache
@@ -88,18 +89,25 @@ int main(int argc, char **argv)
         memset(one, me + 1, len);
         rvx_barrier(ctx);
         b0 = t->n_pipe_bounce, c0 = t->n_pipe_chunks, p0 = t->n_pipe_pinned;
-        t0 = bench_now_ns() / 1e9;
-        for (i = 0; i < iters; i++) transfer(me, arena + (size_t)i * len, len);
-        first = bench_now_ns() / 1e9 - t0;
+        for (i = 0; i < iters; i++) {
+            t0 = bench_now_ns();
+            transfer(me, arena + (size_t)i * len, len);
+            dt[i] = bench_now_ns() - t0;
+        }
+        first = bench_median(dt, (int)iters) / 1e9;
         bf = t->n_pipe_bounce, cf = t->n_pipe_chunks, pf = t->n_pipe_pinned;
         transfer(me, one, len); /* warm-up: registers `one` and leaves it pinned */
         rvx_barrier(ctx);
         b1 = t->n_pipe_bounce, c1 = t->n_pipe_chunks, p1 = t->n_pipe_pinned;
-        t0 = bench_now_ns() / 1e9;
-        for (i = 0; i < iters; i++) transfer(me, one, len);
-        reused = bench_now_ns() / 1e9 - t0;
+        for (i = 0; i < iters; i++) {
+            t0 = bench_now_ns();
+            transfer(me, one, len);
+            dt[i] = bench_now_ns() - t0;
+        }
+        reused = bench_median(dt, (int)iters) / 1e9;
+        free(dt);
         if (me == 0) {
-            double fr = (double)len * (double)iters / first / 1e6, rr = (double)len * (double)iters / reused / 1e6;
+            double fr = (double)len / first / 1e6, rr = (double)len / reused / 1e6;
             printf("  %10zu %14.1f %14.1f   %s: %.1f %.1f %.1f / %.1f %.1f %.1f\n", len, fr, rr, RVX_RNDV_NAME,
                    (double)(bf - b0) / (double)iters, (double)(cf - c0) / (double)iters,
                    (double)(pf - p0) / (double)iters,
