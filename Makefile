@@ -5,6 +5,7 @@
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
+#   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
 #   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
@@ -25,7 +26,8 @@ EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_count
 TEST_SRCS := $(filter-out tests/t_rc_%,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
-              $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get
+              $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
+              $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -40,7 +42,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare install clean examples tests hwcheck explain
+.PHONY: all deps run test bench icount compare curves install clean examples tests hwcheck explain
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -123,22 +125,39 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -o $@ $<
 # ---- end of PMIx builds
 
-$(B)/bench/icount_rc: bench/icount_rc.c $(HEADERS)
+$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_rc_db: bench/icount_rc.c $(HEADERS)
+$(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B -o $@ $< $(RC_LIBS)
 
-$(B)/bench/%: bench/%.c $(HEADERS)
+$(B)/bench/%: bench/%.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
 # the PIPELINE-vs-GET comparison: the same source with RVX_RNDV_GET
-$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c $(HEADERS)
+$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_GET -o $@ $<
+
+# ... and both over rc_mlx5, for rvxsim with a registration cost (bench/rndv_sim.sh), with PUT (one
+# RDMA WRITE after the CTS) as the one-transfer reference
+$(B)/bench/rndv_pipeline_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
+$(B)/bench/rndv_pipeline_get_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_GET -o $@ $< $(RC_LIBS)
+$(B)/bench/rndv_pipeline_put_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_PUT -o $@ $< $(RC_LIBS)
+
+# make curves: tag latency and bandwidth against size over shm beside ucx_perftest, medians of
+# rounds, as bench/tag_curves.dat, bench/tag_lat.png and bench/tag_bw.png (bench/curves.sh)
+curves: deps $(B)/bench/tag_lat $(RVXRUN)
+	@bench/curves.sh
 
 # ---- eager/rendezvous threshold tool (proto/thresh.h): build/bin/rvxthresh for the default
 # fabric; `make thresh` builds it once per fabric header and draws bench/thresh_<fabric>.png.

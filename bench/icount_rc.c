@@ -7,22 +7,8 @@
  *                            am_short8 amo_add8
  * Built twice: with BlueFlame (default) and with RVX_MLX5_DOORBELL=RVX_MLX5_DB_8B (icount_rc_db). */
 #define RVX_TL RVX_TL_RC_MLX5
-#define RVX_AM_HANDLERS(X) X(SINK, on_sink)
-#include <rvx/rvx.h>
-
-#include <stdio.h>
-
-static uint64_t sunk;
-static void on_sink(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
-{
-    (void)t; (void)n; (void)p; (void)len;
-    sunk += a[0];
-}
-
-RVX_NOINLINE rvx_status_t bench_put8(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr, const rvx_rkey_t *rk)
-{
-    return rvx_put(ep, src, 8, raddr, rk);
-}
+#define BENCH_ICOUNT 1
+#include "bench_common.h"
 
 /* The floor: the same 8-byte inline RDMA WRITE, hand-written on the fields it needs and nothing
  * else: queue-full check, moderation (CE every RVX_MLX5_SIG_EVERY), ctrl/raddr/inline built in
@@ -115,20 +101,6 @@ RVX_NOINLINE rvx_status_t bench_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr
 
 RVX_NOINLINE rvx_status_t bench_flush_ready(rvx_ep_t *ep, rvx_request_t *req) { return rvx_ep_flush_nb(ep, req); }
 
-RVX_NOINLINE int bench_progress_idle(rvx_worker_t *w) { return rvx_progress(w); }
-
-RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progress(w); }
-
-RVX_NOINLINE rvx_status_t bench_am_short8(rvx_ep_t *ep, uint64_t arg)
-{
-    return rvx_am_short(ep, RVX_AM_SINK, &arg, 1);
-}
-
-RVX_NOINLINE rvx_status_t bench_amo_add8(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk)
-{
-    return rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, raddr, rk, NULL, NULL);
-}
-
 /* Wait until the CQE at the consumer index is there, without consuming it. */
 static void cqe_present(rvx_worker_t *w)
 {
@@ -136,127 +108,98 @@ static void cqe_present(rvx_worker_t *w)
     while (!rvx__mlx5_cqe_ready(ifc, *ifc->cqe_next)) rvx_cpu_relax();
 }
 
+/* the send queue fills: puts flushed every 128, atomics every 64 (outside the counted calls) */
+static long loop_put8(icount_env_t *e, long n) { return icount_put8(e, n, 127); }
+static long loop_amo_add8(icount_env_t *e, long n) { return icount_amo_add8(e, n, 63); }
+
+/* The endpoint's QP, taken over by the hand-written post; CQEs consumed here. */
+static long loop_ref_put8(icount_env_t *e, long n)
+{
+    rvx__mlx5_conn_t *c = e->ep->tl.c;
+    rvx__tl_iface_t *ifc = &e->w->iface;
+    ref_qp_t q;
+    long i;
+    q.sq = c->sq_buf;
+    q.mask = c->sq_mask;
+    q.pi = c->pi;
+    q.limit = c->pi + c->room;
+    q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
+    q.sig_left = RVX_MLX5_SIG_EVERY;
+    q.last_sig = 0;
+    q.dbrec = c->dbrec;
+    q.bf = c->bf->cur;
+    q.flip = c->bf->flip;
+    for (i = 0; i < n; i++) {
+        ref_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
+        if (q.sig_left == RVX_MLX5_SIG_EVERY) { /* just signaled: retire through its CQE */
+            cqe_present(e->w);
+            rvx__mlx5_cq_advance(ifc);
+            *ifc->cq_dbrec = __builtin_bswap32(ifc->cq_ci & 0xffffff);
+            q.limit = q.last_sig + 1 + c->room;
+        }
+    }
+    return 0;
+}
+
+static long loop_get8(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        rvx_request_t req;
+        rvx_status_t st;
+        req.status = RVX_INPROGRESS;
+        st = bench_get8(e->ep, &e->dst, e->base + 64, &e->rk, &req);
+        if (st == RVX_INPROGRESS) st = rvx_wait(e->w, &req);
+        errors += st != RVX_OK;
+    }
+    return errors;
+}
+
+static long loop_flush_ready(icount_env_t *e, long n)
+{
+    rvx__mlx5_conn_t *c = e->ep->tl.c;
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        rvx_request_t req;
+        errors += rvx_put(e->ep, &e->src, 8, e->base + 64, &e->rk) != RVX_OK;
+        rvx__mlx5_sig_tail(c);  /* the put (or a NOP after it) asks for a completion */
+        cqe_present(e->w);
+        req.status = RVX_INPROGRESS;
+        errors += bench_flush_ready(e->ep, &req) != RVX_OK;
+        while (rvx_progress(e->w)) {} /* consume the CQE the flush looked at */
+    }
+    errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64) != 42; /* the WQEs did what they say */
+    return errors;
+}
+
+static long loop_am_short8(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        rvx_status_t st;
+        while ((st = bench_am_short8(e->ep, (uint64_t)i)) == RVX_ERR_NO_RESOURCE) rvx_progress(e->w);
+        errors += st != RVX_OK;
+        if ((i & 7) == 7) { /* deliver, return credits and retire, outside the counted call */
+            errors += rvx_ep_flush(e->ep) != RVX_OK;
+            while (rvx_progress(e->w)) {}
+        }
+    }
+    while (rvx_progress(e->w)) {}
+    if (sunk != (uint64_t)n * (uint64_t)(n - 1) / 2) {
+        fprintf(stderr, "icount_rc: am_short8: handler sum %llu\n", (unsigned long long)sunk);
+        errors++;
+    }
+    return errors;
+}
+
 int main(int argc, char **argv)
 {
-    rvx_context_t *ctx;
-    rvx_worker_t *w, *idle;
-    rvx_ep_t *ep;
-    rvx_mem_t *mem;
-    rvx_rkey_t rk;
-    unsigned char packed[RVX_RKEY_PACKED_SIZE];
-    const char *op = argc > 2 ? argv[1] : "";
-    long n = argc > 2 ? atol(argv[2]) : 0, i;
-    uint64_t src = 42, dst = 0, base;
-    long errors = 0;
-
-    if (n < 1) {
-        fprintf(stderr, "usage: icount_rc <op> <N>\n");
-        return 2;
-    }
-    if (rvx_init(&ctx) || rvx_worker_create(ctx, &w) || rvx_worker_create(ctx, &idle) ||
-        rvx_ep_create(w, 0, &ep) || rvx_mem_alloc(ctx, 4096, &mem))
-        return 1;
-    rvx_rkey_pack(mem, packed);
-    if (rvx_rkey_unpack(ep, packed, &rk)) return 1;
-    base = (uint64_t)(uintptr_t)rvx_mem_addr(mem);
-
-    if (!strcmp(op, "put8")) {
-        for (i = 0; i < n; i++) {
-            errors += bench_put8(ep, &src, base + 64, &rk) != RVX_OK;
-            if ((i & 127) == 127) errors += rvx_ep_flush(ep) != RVX_OK;
-        }
-    } else if (!strcmp(op, "ref_put8")) {
-        /* the endpoint's QP, taken over by the hand-written post; CQEs consumed here */
-        rvx__mlx5_conn_t *c = ep->tl.c;
-        rvx__tl_iface_t *ifc = &w->iface;
-        ref_qp_t q;
-        q.sq = c->sq_buf;
-        q.mask = c->sq_mask;
-        q.pi = c->pi;
-        q.limit = c->pi + c->room;
-        q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
-        q.sig_left = RVX_MLX5_SIG_EVERY;
-        q.last_sig = 0;
-        q.dbrec = c->dbrec;
-        q.bf = c->bf->cur;
-        q.flip = c->bf->flip;
-        for (i = 0; i < n; i++) {
-            ref_put8(&q, &src, base + 64, &rk.rkey_word);
-            if (q.sig_left == RVX_MLX5_SIG_EVERY) { /* just signaled: retire through its CQE */
-                cqe_present(w);
-                rvx__mlx5_cq_advance(ifc);
-                *ifc->cq_dbrec = __builtin_bswap32(ifc->cq_ci & 0xffffff);
-                q.limit = q.last_sig + 1 + c->room;
-            }
-        }
-    } else if (!strcmp(op, "get8")) {
-        for (i = 0; i < n; i++) {
-            rvx_request_t req;
-            rvx_status_t st;
-            req.status = RVX_INPROGRESS;
-            st = bench_get8(ep, &dst, base + 64, &rk, &req);
-            if (st == RVX_INPROGRESS) st = rvx_wait(w, &req);
-            errors += st != RVX_OK;
-        }
-    } else if (!strcmp(op, "flush_ready")) {
-        rvx__mlx5_conn_t *c = ep->tl.c;
-        for (i = 0; i < n; i++) {
-            rvx_request_t req;
-            errors += rvx_put(ep, &src, 8, base + 64, &rk) != RVX_OK;
-            rvx__mlx5_sig_tail(c);  /* the put (or a NOP after it) asks for a completion */
-            cqe_present(w);
-            req.status = RVX_INPROGRESS;
-            errors += bench_flush_ready(ep, &req) != RVX_OK;
-            while (rvx_progress(w)) {} /* consume the CQE the flush looked at */
-        }
-    } else if (!strcmp(op, "progress_idle")) {
-        for (i = 0; i < n; i++) errors += bench_progress_idle(idle) != 0;
-    } else if (!strcmp(op, "progress_live_empty")) {
-        for (i = 0; i < n; i++) errors += bench_progress_live_empty(w) != 0;
-    } else if (!strcmp(op, "am_short8")) {
-        for (i = 0; i < n; i++) {
-            rvx_status_t st;
-            while ((st = bench_am_short8(ep, (uint64_t)i)) == RVX_ERR_NO_RESOURCE) rvx_progress(w);
-            errors += st != RVX_OK;
-            if ((i & 7) == 7) { /* deliver, return credits and retire, outside the counted call */
-                errors += rvx_ep_flush(ep) != RVX_OK;
-                while (rvx_progress(w)) {}
-            }
-        }
-        while (rvx_progress(w)) {}
-        if (sunk != (uint64_t)n * (uint64_t)(n - 1) / 2) {
-            fprintf(stderr, "icount_rc: am_short8: handler sum %llu\n", (unsigned long long)sunk);
-            errors++;
-        }
-    } else if (!strcmp(op, "amo_add8")) {
-        for (i = 0; i < n; i++) {
-            errors += bench_amo_add8(ep, base, &rk) != RVX_OK;
-            if ((i & 63) == 63) errors += rvx_ep_flush(ep) != RVX_OK;
-        }
-        errors += rvx_ep_flush(ep) != RVX_OK;
-        if (*(uint64_t *)rvx_mem_addr(mem) != (uint64_t)n) {
-            fprintf(stderr, "icount_rc: amo_add8: counter %llu\n",
-                    (unsigned long long)*(uint64_t *)rvx_mem_addr(mem));
-            errors++;
-        }
-    } else {
-        fprintf(stderr, "icount_rc: unknown op %s\n", op);
-        return 2;
-    }
-    if (strcmp(op, "ref_put8")) errors += rvx_ep_flush(ep) != RVX_OK;
-    if (!strcmp(op, "put8") || !strcmp(op, "flush_ready")) /* the WQEs did what they say */
-        errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(mem) + 64) != 42;
-    if (errors) {
-        fprintf(stderr, "icount_rc: %ld of %ld %s calls failed\n", errors, n, op);
-        return 1;
-    }
-    printf("%s x %ld done (%s)\n", op, n, rvx_config_string());
-    fflush(stdout);
-    if (!strcmp(op, "ref_put8")) _exit(0); /* the queue's book-keeping was bypassed: no teardown */
-    rvx_rkey_release(&rk);
-    rvx_worker_destroy(w);
-    rvx_worker_destroy(idle);
-    rvx_mem_dereg(mem);
-    rvx_finalize(ctx);
-    return 0;
+    /* ref_put8 bypassed the queue's book-keeping: no flush, no teardown */
+    static const icount_op_t ops[] = {
+        {"put8", loop_put8, 0}, {"ref_put8", loop_ref_put8, 1}, {"get8", loop_get8, 0},
+        {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
+        {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", loop_am_short8, 0},
+        {"amo_add8", loop_amo_add8, 0},
+    };
+    return icount_main(argc, argv, "icount_rc", ops, (int)(sizeof(ops) / sizeof(ops[0])));
 }

@@ -7,8 +7,9 @@
  *               registration is a cache miss
  *   reused      the same two buffers every time (after one warm-up): cache hits, and PIPELINE
  *               skips its phases (one transfer after the CTS)
- * One transfer at a time: rank 0 sends, rank 1 receives and answers with a 0-byte message; the
- * rate is bytes / (time per transfer). Pages are touched before the clock starts.
+ * One transfer at a time: rank 0 sends, rank 1 receives and answers with a 0-byte message; each
+ * transfer is timed on its own and the rate is bytes / the median transfer time (a preempted
+ * transfer on a busy machine moves the median little). Pages are touched before the clock starts.
  * Output: a table, then per size "rvx rndv_first_MBs <size> <x>" and "rvx rndv_reused_MBs <size> <x>".
  * Usage (it starts its two ranks itself through build/bin/rvxrun):
  *   rndv_pipeline [max_size_bytes [transfers_per_size]]     (default 8 MiB, 8) */
@@ -18,43 +19,13 @@
 #ifndef RVX_RNDV
 #define RVX_RNDV RVX_RNDV_PIPELINE
 #endif
-#include <rvx/rvx.h>
-
-#include <libgen.h>
-#include <limits.h>
-#include <stdio.h>
+#include "bench_common.h"
 
 #define TAG_DATA 1
 #define TAG_ACK  2
 
 static rvx_worker_t *w;
 static rvx_ep_t *ep;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void self_launch(char **argv)
-{
-    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *args[16];
-    int i, k = 0;
-    if (n <= 0) exit(1);
-    exe[n] = 0;
-    strcpy(dir, exe);
-    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
-    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
-    args[k++] = (char *)"-t"; args[k++] = (char *)"600"; args[k++] = exe;
-    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    execv(run, args);
-    fprintf(stderr, "rndv_pipeline: cannot run %s\n", run);
-    exit(1);
-}
 
 /* Spin on progress (no backoff: a sleep would be measured, not the protocol). */
 static void check(rvx_request_t *req, rvx_status_t st)
@@ -91,7 +62,7 @@ int main(int argc, char **argv)
     struct rvx__tag_state *t;
     int me;
 
-    if (!getenv("RVX_SIZE")) self_launch(argv);
+    bench_self_launch(argv, "rndv_pipeline", 600);
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
     if (rvx_ep_create(w, 1 - me, &ep)) return 1;
@@ -108,7 +79,7 @@ int main(int argc, char **argv)
     for (len = 64 << 10; len <= maxlen; len *= 4) {
         size_t arena_len = len * (size_t)iters;
         unsigned char *arena, *one;
-        double t0, first, reused;
+        double t0, first, reused, *dt = (double *)malloc(sizeof(double) * (size_t)iters);
         uint64_t b0, c0, p0, bf, cf, pf, b1, c1, p1;
         if (len < RVX_RNDV_THRESH_BYTES) continue;
         /* page-aligned buffers of whole pages: neighbours' registrations share no page (the cache
@@ -118,18 +89,25 @@ int main(int argc, char **argv)
         memset(one, me + 1, len);
         rvx_barrier(ctx);
         b0 = t->n_pipe_bounce, c0 = t->n_pipe_chunks, p0 = t->n_pipe_pinned;
-        t0 = now_s();
-        for (i = 0; i < iters; i++) transfer(me, arena + (size_t)i * len, len);
-        first = now_s() - t0;
+        for (i = 0; i < iters; i++) {
+            t0 = bench_now_ns();
+            transfer(me, arena + (size_t)i * len, len);
+            dt[i] = bench_now_ns() - t0;
+        }
+        first = bench_median(dt, (int)iters) / 1e9;
         bf = t->n_pipe_bounce, cf = t->n_pipe_chunks, pf = t->n_pipe_pinned;
         transfer(me, one, len); /* warm-up: registers `one` and leaves it pinned */
         rvx_barrier(ctx);
         b1 = t->n_pipe_bounce, c1 = t->n_pipe_chunks, p1 = t->n_pipe_pinned;
-        t0 = now_s();
-        for (i = 0; i < iters; i++) transfer(me, one, len);
-        reused = now_s() - t0;
+        for (i = 0; i < iters; i++) {
+            t0 = bench_now_ns();
+            transfer(me, one, len);
+            dt[i] = bench_now_ns() - t0;
+        }
+        reused = bench_median(dt, (int)iters) / 1e9;
+        free(dt);
         if (me == 0) {
-            double fr = (double)len * (double)iters / first / 1e6, rr = (double)len * (double)iters / reused / 1e6;
+            double fr = (double)len / first / 1e6, rr = (double)len / reused / 1e6;
             printf("  %10zu %14.1f %14.1f   %s: %.1f %.1f %.1f / %.1f %.1f %.1f\n", len, fr, rr, RVX_RNDV_NAME,
                    (double)(bf - b0) / (double)iters, (double)(cf - c0) / (double)iters,
                    (double)(pf - p0) / (double)iters,

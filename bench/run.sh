@@ -11,10 +11,12 @@ echo "bench: instruction counts (callgrind)..."
 bench/icount.sh >"$tmp/icount" 2>&1
 echo "bench: latency and rate beside UCX (${ROUNDS:-5} rounds)..."
 ROUNDS=${ROUNDS:-5} bench/compare.sh >"$tmp/compare" 2>&1
-echo "bench: tag matching against message size, PIPELINE against GET..."
-timeout 600 build/bench/tag_lat >"$tmp/tag_lat" 2>&1 || echo "(tag_lat failed)" >>"$tmp/tag_lat"
+echo "bench: tag latency and bandwidth against size beside UCX (curves, ${ROUNDS:-3} rounds)..."
+ROUNDS=${ROUNDS:-3} timeout 900 bench/curves.sh >"$tmp/curves" 2>/dev/null || echo "(curves failed)" >>"$tmp/curves"
+echo "bench: PIPELINE against GET on shm, then on rvxsim with registration cost..."
 { timeout 600 build/bench/rndv_pipeline; timeout 600 build/bench/rndv_pipeline_get; } >"$tmp/rndv" 2>&1 ||
   echo "(rndv_pipeline failed)" >>"$tmp/rndv"
+timeout 1200 bench/rndv_sim.sh >"$tmp/rndv_sim" 2>/dev/null || echo "(rndv_sim failed)" >>"$tmp/rndv_sim"
 echo "bench: whole-program timings (hyperfine)..."
 hyperfine -N --warmup 1 --runs 5 --export-markdown "$tmp/hyperfine.md" \
   'build/bin/rvxrun -n 2 build/examples/pingpong 100000' \
@@ -36,6 +38,7 @@ r_floor=$(val "ratio am_lat_vs_floor" "$tmp/compare"); r_ucx=$(val "ratio am_lat
 r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
 tsend=$(val "icount shm tag_send8" "$tmp/icount"); trecv=$(val "icount shm tag_recv8" "$tmp/icount")
 r_tag=$(val "ratio tag_lat_vs_ucx" "$tmp/compare")
+c_tag=$(val "curves ratio_tag_lat_8" "$tmp/curves"); c_tag50=$(val "curves ratio_tag_lat_p50_8" "$tmp/curves")
 rc() { val "icount rc_mlx5 $1" "$tmp/icount"; }
 rc_put8=$(rc put8); rc_ref=$(rc ref_put8); rc_put8db=$(rc put8_db); rc_refdb=$(rc ref_put8_db)
 rc_flush=$(rc flush_ready); rc_pidle=$(rc progress_idle); rc_plive=$(rc progress_live_empty)
@@ -99,12 +102,20 @@ rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
   echo
   echo '```'; grep -v '^round ' "$tmp/compare"; echo '```'
   echo
-  echo "## Tag matching against message size"
+  echo "## Tag latency and bandwidth against message size, beside UCX"
   echo
-  echo "Command: \`build/bench/tag_lat\` (ping-pong one-way latency with receives posted first, and"
-  echo "streaming bandwidth in windows of 64; the protocol column marks the eager/rendezvous switch)."
+  echo "Command: \`make curves\` (bench/curves.sh: in each of ${ROUNDS:-3} rounds \`build/bench/tag_lat\`"
+  echo "from 8 B to 4 MiB, then \`ucx_perftest -t tag_lat\` and \`-t tag_bw -s <size>\` at the same sizes"
+  echo "(bench/ucx_perftest.sh, UCX_TLS=posix,self); medians over the rounds). Ping-pong one-way latency"
+  echo "with receives posted first: \"mean\" is rvx's median of block means beside UCX's overall average,"
+  echo "\"p50\" the median single round trip on both sides; bandwidth streams windows of 64 sends (UCX:"
+  echo "rate x size). At 8 bytes rvx / UCX is $c_tag (means) and $c_tag50 (p50). The protocol column"
+  echo "marks rvx's eager/rendezvous switch, the vertical line in the plots. Data: bench/tag_curves.dat."
   echo
-  echo '```'; cat "$tmp/tag_lat"; echo '```'
+  echo "![tag latency](tag_lat.png)"
+  echo "![tag bandwidth](tag_bw.png)"
+  echo
+  echo '```'; grep -v '^curves ' "$tmp/curves"; echo '```'
   echo
   echo "## Rendezvous: PIPELINE against GET, first-time and reused buffers"
   echo
@@ -112,6 +123,22 @@ rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
   echo "on shm registration is free, so the columns differ only by cache and copy effects)."
   echo
   echo '```'; grep -v '^rvx ' "$tmp/rndv"; echo '```'
+  echo
+  echo "## Rendezvous on rvxsim: PIPELINE against GET with registration cost"
+  echo
+  echo "Command: \`bench/rndv_sim.sh\` (build/bench/rndv_pipeline_rc, rndv_pipeline_get_rc and"
+  echo "rndv_pipeline_put_rc: the same source over rc_mlx5, fabric ib-edr, threshold 746129 B, run with"
+  echo "\`LD_LIBRARY_PATH=build/sim RVXSIM_REG_COST_NS_PER_PAGE=<cost>\`; 3 rounds taking the protocols in"
+  echo "turn, medians; each round's rate is bytes / the median of 9 single transfers). PUT, one RDMA"
+  echo "WRITE after the CTS, is the one-transfer reference. Costs per 4 KiB page: 0 (control), 246"
+  echo "(ib_edr.h's RVX_FAB_REG_GROWTH_NS_PER_KB, 60 ns per 1000 B, x 4.096; rvxsim has no per-call"
+  echo "cost, so the header's fixed 16 us per registration is left out) and 3000 (ib_edr.h's ratio of"
+  echo "registration to wire time, 0.72, at rvxsim's own rate of about 1 GB/s). rvxsim's engine is"
+  echo "threads moving packets through shared memory on this machine: the rates are the model's, not a"
+  echo "fabric's. First-time: every transfer uses new buffers on both sides (each registration a miss);"
+  echo "reused: the same buffers (hits)."
+  echo
+  echo '```'; grep -v '^rndv_sim ' "$tmp/rndv_sim"; echo '```'
   echo
   echo "## Whole programs"
   echo

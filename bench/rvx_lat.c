@@ -7,12 +7,7 @@
  * Run directly; it starts its two ranks itself through rvxrun (build/bin/rvxrun).
  *   rvx_lat [blocks] [round trips per block] [puts] */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong) X(STOP, on_stop)
-#include <rvx/rvx.h>
-
-#include <libgen.h>
-#include <limits.h>
-#include <sched.h>
-#include <stdio.h>
+#include "bench_common.h"
 
 static volatile uint64_t pongs;
 static volatile int stop;
@@ -35,38 +30,6 @@ static void on_stop(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
     stop = 1;
 }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void self_launch(char **argv)
-{
-    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *args[16];
-    int i, k = 0;
-    if (n <= 0) exit(1);
-    exe[n] = 0;
-    strcpy(dir, exe);
-    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
-    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
-    args[k++] = (char *)"-t"; args[k++] = (char *)"120"; args[k++] = exe;
-    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    execv(run, args);
-    fprintf(stderr, "rvx_lat: cannot run %s\n", run);
-    exit(1);
-}
-
 int main(int argc, char **argv)
 {
     int blocks = argc > 1 ? atoi(argv[1]) : 21;
@@ -78,16 +41,13 @@ int main(int argc, char **argv)
     rvx_rkey_t rk;
     unsigned char packed[RVX_RKEY_PACKED_SIZE], all[2][RVX_RKEY_PACKED_SIZE];
     uint64_t addrs[2], mine;
-    cpu_set_t set;
     double *lat;
     int me, b;
 
-    if (!getenv("RVX_SIZE")) self_launch(argv);
+    bench_self_launch(argv, "rvx_lat", 120);
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
-    CPU_ZERO(&set);
-    CPU_SET(me, &set);
-    if (sched_setaffinity(0, sizeof(set), &set)) fprintf(stderr, "rvx_lat: rank %d not pinned\n", me);
+    bench_pin(me, "rvx_lat");
     if (rvx_ep_create(w, 1 - me, &ep) || rvx_mem_alloc(ctx, 4096, &mem)) return 1;
     rvx_rkey_pack(mem, packed);
     mine = (uint64_t)(uintptr_t)rvx_mem_addr(mem);
@@ -102,15 +62,15 @@ int main(int argc, char **argv)
         uint64_t x = 0;
         lat = (double *)malloc(sizeof(double) * (size_t)blocks);
         for (b = -1; b < blocks; b++) { /* block -1 warms up */
-            t0 = now_ns();
+            t0 = bench_now_ns();
             for (i = 0; i < per; i++) {
                 uint64_t want = pongs + 1;
                 rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
                 while (pongs != want) rvx_progress(w);
             }
-            if (b >= 0) lat[b] = (now_ns() - t0) / (double)per / 2;
+            if (b >= 0) lat[b] = (bench_now_ns() - t0) / (double)per / 2;
         }
-        qsort(lat, (size_t)blocks, sizeof(double), cmp);
+        qsort(lat, (size_t)blocks, sizeof(double), bench_cmp_double);
         printf("# %s\n", rvx_config_string());
         printf("rvx am_lat_ns %.1f\n", lat[blocks / 2]);
         printf("# am one-way ns: min %.1f median %.1f max %.1f over %d blocks of %ld round trips\n",
@@ -118,10 +78,10 @@ int main(int argc, char **argv)
         /* put rate: best of 3 runs */
         best = 0;
         for (b = 0; b < 3; b++) {
-            t0 = now_ns();
+            t0 = bench_now_ns();
             for (i = 0; i < puts_n; i++) rvx_put(ep, &i, 8, addrs[1], &rk);
             st = rvx_ep_flush(ep);
-            t0 = (double)puts_n / ((now_ns() - t0) / 1e3);
+            t0 = (double)puts_n / ((bench_now_ns() - t0) / 1e3);
             if (t0 > best) best = t0;
         }
         printf("rvx put_rate_mops %.1f\n", best);

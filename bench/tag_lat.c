@@ -1,7 +1,8 @@
 /* tag_lat: tag-matching latency and bandwidth against message size, two ranks pinned to CPU 0
  * and 1 (the rvx side of ucx_perftest's tag_lat and tag_bw).
  *   latency    ping-pong, each side with its receive posted before the message comes (the
- *              expected path); one-way = round trip / 2, median over blocks
+ *              expected path); one-way = round trip / 2: lat_ns the median over blocks of the
+ *              block's mean, p50_ns the median over all round trips (0 with --quick)
  *   bandwidth  rank 0 streams a window of sends, rank 1 has the window's receives posted and
  *              answers each window with a 0-byte message; MB/s (10^6 bytes) and, for 8 bytes,
  *              millions of messages per second
@@ -14,12 +15,7 @@
 #ifndef RVX_TAG
 #define RVX_TAG 1
 #endif
-#include <rvx/rvx.h>
-
-#include <libgen.h>
-#include <limits.h>
-#include <sched.h>
-#include <stdio.h>
+#include "bench_common.h"
 
 #define MAXLEN ((size_t)4 << 20)
 #define TAG_PING 1
@@ -32,38 +28,6 @@
 static rvx_worker_t *w;
 static rvx_ep_t *ep;
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void self_launch(char **argv)
-{
-    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *args[16];
-    int i, k = 0;
-    if (n <= 0) exit(1);
-    exe[n] = 0;
-    strcpy(dir, exe);
-    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
-    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
-    args[k++] = (char *)"-t"; args[k++] = (char *)"300"; args[k++] = exe;
-    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    execv(run, args);
-    fprintf(stderr, "tag_lat: cannot run %s\n", run);
-    exit(1);
-}
-
 static void wait_req(rvx_request_t *req, rvx_status_t st)
 {
     if (st == RVX_INPROGRESS)
@@ -75,25 +39,36 @@ static void wait_req(rvx_request_t *req, rvx_status_t st)
     }
 }
 
-/* Rank 0: one-way latency of `len`-byte ping-pongs, median of `blocks` blocks of `per`. */
-static double ping(unsigned char *sbuf, unsigned char *rbuf, size_t len, int blocks, long per)
+/* Rank 0: one-way latency of `len`-byte ping-pongs, median of `blocks` blocks of `per`. With p50,
+ * also the median of every round trip's own time, halved (the clock is then read once per round
+ * trip, as ucx_perftest does; a preempted round trip moves this median less than a block's mean). */
+static double ping(unsigned char *sbuf, unsigned char *rbuf, size_t len, int blocks, long per, double *p50)
 {
-    double *lat = (double *)malloc(sizeof(double) * (size_t)blocks), t0, med;
+    double *lat = (double *)malloc(sizeof(double) * (size_t)blocks), t0, t, med;
+    double *rt = p50 ? (double *)malloc(sizeof(double) * (size_t)blocks * (size_t)per) : NULL;
     int b;
     long i;
     for (b = -1; b < blocks; b++) {
-        t0 = now_ns();
+        t0 = t = bench_now_ns();
         for (i = 0; i < per; i++) {
             rvx_request_t rr, sr;
             rvx_status_t rs = rvx_tag_recv(w, rbuf, len, TAG_PONG, ~0ull, &rr, NULL);
             wait_req(&sr, rvx_tag_send(ep, sbuf, len, TAG_PING, &sr));
             wait_req(&rr, rs);
+            if (rt) {
+                double u = bench_now_ns();
+                if (b >= 0) rt[(long)b * per + i] = (u - t) / 2;
+                t = u;
+            }
         }
-        if (b >= 0) lat[b] = (now_ns() - t0) / (double)per / 2;
+        if (b >= 0) lat[b] = (bench_now_ns() - t0) / (double)per / 2;
     }
-    qsort(lat, (size_t)blocks, sizeof(double), cmp);
-    med = lat[blocks / 2];
+    med = bench_median(lat, blocks);
     free(lat);
+    if (rt) {
+        *p50 = bench_median(rt, (int)((long)blocks * per));
+        free(rt);
+    }
     return med;
 }
 
@@ -118,7 +93,7 @@ static double stream(unsigned char *sbuf, size_t len, long rounds)
 {
     static rvx_request_t sr[WINDOW];
     static rvx_status_t ss[WINDOW];
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     long r;
     int i;
     for (r = 0; r < rounds; r++) {
@@ -128,7 +103,7 @@ static double stream(unsigned char *sbuf, size_t len, long rounds)
         for (i = 0; i < WINDOW; i++) wait_req(&sr[i], ss[i]);
         wait_req(&ar, as);
     }
-    return (now_ns() - t0) / 1e9;
+    return (bench_now_ns() - t0) / 1e9;
 }
 
 static void sink(unsigned char *rbuf, size_t len, long rounds)
@@ -153,9 +128,8 @@ int main(int argc, char **argv)
     size_t s, thr = RVX_RNDV_THRESH_BYTES;
     unsigned char *sbuf, *rbuf;
     rvx_context_t *ctx;
-    cpu_set_t set;
 
-    if (!getenv("RVX_SIZE")) self_launch(argv);
+    bench_self_launch(argv, "tag_lat", 300);
     sizes[nsizes++] = 8;
     if (!quick) {
         for (s = 16; s <= MAXLEN; s *= 2) {
@@ -168,9 +142,7 @@ int main(int argc, char **argv)
     }
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
-    CPU_ZERO(&set);
-    CPU_SET(me, &set);
-    if (sched_setaffinity(0, sizeof(set), &set)) fprintf(stderr, "tag_lat: rank %d not pinned\n", me);
+    bench_pin(me, "tag_lat");
     if (rvx_ep_create(w, 1 - me, &ep)) return 1;
     sbuf = (unsigned char *)malloc(MAXLEN);
     rbuf = (unsigned char *)malloc(MAXLEN);
@@ -180,7 +152,7 @@ int main(int argc, char **argv)
     if (me == 0) {
         printf("# %s\n", rvx_config_string());
         printf("# eager/rendezvous switch at %zu bytes (rndv=%s)\n", thr, RVX_RNDV_NAME);
-        printf("# %10s %10s %12s %10s  %s\n", "size", "lat_ns", "bw_MBs", "rate_Mps", "protocol");
+        printf("# %10s %10s %10s %12s %10s  %s\n", "size", "lat_ns", "p50_ns", "bw_MBs", "rate_Mps", "protocol");
     }
     for (k = 0; k < nsizes; k++) {
         size_t len = sizes[k];
@@ -190,12 +162,12 @@ int main(int argc, char **argv)
         long rounds = len <= 4096 ? 2000 : (long)(((size_t)512 << 20) / (len * WINDOW)) + 2;
         if (quick) { per = 20000; blocks = 21; rounds = 20000; }
         if (me == 0) {
-            double lat = ping(sbuf, rbuf, len, blocks, per), secs, bw, rate;
+            double p50 = 0, lat = ping(sbuf, rbuf, len, blocks, per, quick ? NULL : &p50), secs, bw, rate;
             rvx_request_t sr;
             secs = stream(sbuf, len, rounds);
             bw = (double)len * WINDOW * (double)rounds / secs / 1e6;
             rate = (double)WINDOW * (double)rounds / secs / 1e6;
-            printf("  %10zu %10.1f %12.1f %10.2f  %s\n", len, lat, bw, rate,
+            printf("  %10zu %10.1f %10.1f %12.1f %10.2f  %s\n", len, lat, p50, bw, rate,
                    len >= thr ? "rndv " RVX_RNDV_NAME : len <= RVX_TAG_SHORT_MAX ? "eager short"
                    : len <= (size_t)RVX_AM_MAX_MEDIUM - 8 ? "eager bcopy" : "eager fragmented");
             if (len == 8) {

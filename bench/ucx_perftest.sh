@@ -7,6 +7,7 @@
 #                                ucx_perftest reports half the round trip
 #   ucx <test> lat_p50_us <x>    same, median of the per-iteration samples
 #   ucx <test> rate_mops <x>     message rate, millions of messages/s
+#   ucx <test> bw_MBs <x>        rate tests: rate x message size, MB/s (10^6 bytes)
 #   ucx <test> error <reason>    the test did not produce a result
 #
 # Usage (from the repo root):
@@ -19,6 +20,7 @@
 #   UCX_SHM_TLS     UCX_TLS value for the UCP tests (default posix,self)
 #   UCX_LAT_ITERS   iterations of latency tests (default 100000)
 #   UCX_BW_ITERS    iterations of rate tests (default 1000000)
+#   UCX_MSG_SIZE    message size in bytes, ucx_perftest -s (default 8)
 #
 # Always exits 0: a failing test is reported with an "error" line.
 set -u
@@ -30,7 +32,7 @@ UCX_LOG="${UCX_LOG:-build/bench/ucx_perftest.log}"
 SHM_TLS="${UCX_SHM_TLS:-posix,self}"
 LAT_ITERS="${UCX_LAT_ITERS:-100000}"
 BW_ITERS="${UCX_BW_ITERS:-1000000}"
-MSG_SIZE=8
+MSG_SIZE="${UCX_MSG_SIZE:-8}"
 CLIENT_TIMEOUT=20   # seconds; one test normally takes well under 1 s
 SERVER_TIMEOUT=30   # the server outlives the client a little, never more
 
@@ -181,7 +183,8 @@ run_test() {
     if [ "$kind" = lat ]; then
         echo "$final" | awk -v n="$name" '{ printf "ucx %s lat_us %.3f\nucx %s lat_p50_us %.3f\n", n, $5, n, $3 }'
     else
-        echo "$final" | awk -v n="$name" '{ printf "ucx %s rate_mops %.2f\n", n, $9 / 1e6 }'
+        echo "$final" | awk -v n="$name" -v s="$MSG_SIZE" \
+            '{ printf "ucx %s rate_mops %.2f\nucx %s bw_MBs %.1f\n", n, $9 / 1e6, n, $9 * s / 1e6 }'
     fi
 }
 

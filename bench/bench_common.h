@@ -1,0 +1,214 @@
+/* bench_common.h: what the bench programs share, once.
+ *   - clock, median, pinning, and the self-launch of the two-rank benchmarks (tag_lat, rvx_lat,
+ *     rndv_pipeline): run directly, they start themselves through build/bin/rvxrun -n 2
+ *   - with BENCH_ICOUNT defined before the include: the instruction-count programs' part
+ *     (icount_shm, icount_rc): the SINK handler, the wrappers that are the same on every transport,
+ *     the one-process set-up (two workers, an endpoint to itself, one registered page) and the
+ *     driver that runs the named operation's loop N times, checks and tears down.
+ * Define the build's macros (RVX_TL, RVX_TAG, RVX_RNDV, RVX_AM_HANDLERS) first: this includes rvx.h. */
+#ifndef RVX_BENCH_COMMON_H
+#define RVX_BENCH_COMMON_H
+
+#ifdef BENCH_ICOUNT
+#define RVX_AM_HANDLERS(X) X(SINK, on_sink)
+#endif
+#include <rvx/rvx.h>
+
+#include <libgen.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+
+static inline double bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v in place. */
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+    return v[n / 2];
+}
+
+/* A rank of a two-rank benchmark on its own CPU (rank r on CPU r). */
+static inline void bench_pin(int rank, const char *prog)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(rank, &set);
+    if (sched_setaffinity(0, sizeof(set), &set)) fprintf(stderr, "%s: rank %d not pinned\n", prog, rank);
+}
+
+/* Run directly (no RVX_SIZE from a launcher), start two ranks of this program through
+ * ../bin/rvxrun next to it, with its arguments and a time limit; returns only when launched. */
+static inline void bench_self_launch(char **argv, const char *prog, int timeout_s)
+{
+    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16], tmo[16];
+    ssize_t n;
+    char *args[16];
+    int i, k = 0;
+    if (getenv("RVX_SIZE")) return;
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) exit(1);
+    exe[n] = 0;
+    strcpy(dir, exe);
+    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
+    snprintf(tmo, sizeof(tmo), "%d", timeout_s);
+    args[k++] = run; args[k++] = (char *)"-n"; args[k++] = (char *)"2";
+    args[k++] = (char *)"-t"; args[k++] = tmo; args[k++] = exe;
+    for (i = 1; argv[i] && k < 15; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    execv(run, args);
+    fprintf(stderr, "%s: cannot run %s\n", prog, run);
+    exit(1);
+}
+
+#ifdef BENCH_ICOUNT
+/* ---- instruction counts: bench/icount.sh runs `<prog> <op> <N>` under callgrind with only the
+ * op's noinline wrapper collected, N and 2N times; whatever keeps queues from filling (flushes,
+ * draining) runs in the loops here, outside the wrappers. */
+
+static uint64_t sunk;
+static void on_sink(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)n; (void)p; (void)len;
+    sunk += a[0];
+}
+
+/* The operations every transport has, each exactly what an application would write. */
+RVX_NOINLINE rvx_status_t bench_put8(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr, const rvx_rkey_t *rk)
+{
+    return rvx_put(ep, src, 8, raddr, rk);
+}
+
+RVX_NOINLINE int bench_progress_idle(rvx_worker_t *w) { return rvx_progress(w); }
+
+RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progress(w); }
+
+RVX_NOINLINE rvx_status_t bench_am_short8(rvx_ep_t *ep, uint64_t arg)
+{
+    return rvx_am_short(ep, RVX_AM_SINK, &arg, 1);
+}
+
+RVX_NOINLINE rvx_status_t bench_amo_add8(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk)
+{
+    return rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, raddr, rk, NULL, NULL);
+}
+
+typedef struct icount_env {
+    rvx_context_t *ctx;
+    rvx_worker_t  *w, *idle;  /* idle: a worker with no endpoint */
+    rvx_ep_t      *ep;        /* w's endpoint to this process */
+    rvx_mem_t     *mem;       /* one page; puts go to base + 64 */
+    rvx_rkey_t     rk;
+    uint64_t       base, src, dst;
+} icount_env_t;
+
+/* One operation's loop: n calls of its wrapper; returns the number of failures. */
+typedef long (*icount_loop_t)(icount_env_t *e, long n);
+typedef struct icount_op {
+    const char   *name;
+    icount_loop_t loop;
+    int           raw;  /* the loop bypassed the endpoint's book-keeping: no flush, no teardown */
+} icount_op_t;
+
+/* Loops of the common operations. flush_mask: flush after every (mask + 1) calls, 0 never (a
+ * queue that cannot fill). */
+static inline long icount_put8(icount_env_t *e, long n, long flush_mask)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        errors += bench_put8(e->ep, &e->src, e->base + 64, &e->rk) != RVX_OK;
+        if (flush_mask && (i & flush_mask) == flush_mask) errors += rvx_ep_flush(e->ep) != RVX_OK;
+    }
+    errors += rvx_ep_flush(e->ep) != RVX_OK;
+    errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64) != 42; /* the puts landed */
+    return errors;
+}
+
+static inline long icount_progress_idle(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) errors += bench_progress_idle(e->idle) != 0;
+    return errors;
+}
+
+static inline long icount_progress_live_empty(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) errors += bench_progress_live_empty(e->w) != 0;
+    return errors;
+}
+
+static inline long icount_amo_add8(icount_env_t *e, long n, long flush_mask)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        errors += bench_amo_add8(e->ep, e->base, &e->rk) != RVX_OK;
+        if (flush_mask && (i & flush_mask) == flush_mask) errors += rvx_ep_flush(e->ep) != RVX_OK;
+    }
+    errors += rvx_ep_flush(e->ep) != RVX_OK;
+    if (*(uint64_t *)rvx_mem_addr(e->mem) != (uint64_t)n) {
+        fprintf(stderr, "icount: amo_add8: counter %llu\n", (unsigned long long)*(uint64_t *)rvx_mem_addr(e->mem));
+        errors++;
+    }
+    return errors;
+}
+
+/* `prog <op> <N>`: set up, run op's loop, flush, check, print "<op> x <N> done (<config>)". */
+static inline int icount_main(int argc, char **argv, const char *prog, const icount_op_t *ops, int nops)
+{
+    icount_env_t e;
+    unsigned char packed[RVX_RKEY_PACKED_SIZE];
+    const char *opname = argc > 2 ? argv[1] : "";
+    long n = argc > 2 ? atol(argv[2]) : 0, errors;
+    const icount_op_t *op = NULL;
+    int k;
+
+    if (n < 1) {
+        fprintf(stderr, "usage: %s <op> <N>\n", prog);
+        return 2;
+    }
+    for (k = 0; k < nops; k++)
+        if (!strcmp(opname, ops[k].name)) op = &ops[k];
+    if (!op) {
+        fprintf(stderr, "%s: unknown op %s\n", prog, opname);
+        return 2;
+    }
+    memset(&e, 0, sizeof(e));
+    e.src = 42;
+    if (rvx_init(&e.ctx) || rvx_worker_create(e.ctx, &e.w) || rvx_worker_create(e.ctx, &e.idle) ||
+        rvx_ep_create(e.w, 0, &e.ep) || rvx_mem_alloc(e.ctx, 4096, &e.mem))
+        return 1;
+    rvx_rkey_pack(e.mem, packed);
+    if (rvx_rkey_unpack(e.ep, packed, &e.rk)) return 1;
+    e.base = (uint64_t)(uintptr_t)rvx_mem_addr(e.mem);
+
+    errors = op->loop(&e, n);
+    if (!op->raw) errors += rvx_ep_flush(e.ep) != RVX_OK;
+    if (errors) {
+        fprintf(stderr, "%s: %ld of %ld %s calls failed\n", prog, errors, n, opname);
+        return 1;
+    }
+    printf("%s x %ld done (%s)\n", opname, n, rvx_config_string());
+    fflush(stdout);
+    if (op->raw) _exit(0);
+    rvx_rkey_release(&e.rk);
+    rvx_worker_destroy(e.w);
+    rvx_worker_destroy(e.idle);
+    rvx_mem_dereg(e.mem);
+    rvx_finalize(e.ctx);
+    return 0;
+}
+#endif /* BENCH_ICOUNT */
+
+#endif
