@@ -622,6 +622,9 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 	r->signaled = (w.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
 	r->sent_ns = now;
 	r->seq = qp->next_seq;
+	if (w.opcode == MLX5_OPCODE_RDMA_WRITE || w.opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
+	    w.opcode == MLX5_OPCODE_RDMA_READ)
+		r->rdma_bytes = w.total;
 	qp->out_head++;
 	sc->wqes_executed++;
 	if (synd) {
@@ -728,6 +731,8 @@ static int sq_retire(struct sim_qp *qp, uint64_t now)
 			r->syndrome = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
 		if (r->signaled || r->syndrome)
 			cqe_req(qp, r);
+		if (r->rdma_bytes && !r->syndrome)
+			sim_stats_rdma(qp->sc->index, r->opcode == MLX5_OPCODE_RDMA_READ, r->rdma_bytes);
 		if (r->syndrome && r->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
 			qp_set_err(qp);
 		qp->out_tail++;
