@@ -1069,10 +1069,13 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	case PKT_WRITE:
 		if (p->flags & PKT_F_FIRST) {
 			need = IBV_ACCESS_REMOTE_WRITE;
-			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
+			if (sim_env.rdma_deny[qp->sc->index] ||
+			    !(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
 			    (p->total && !mr_ptr(qp, p->rkey, p->raddr, p->total, need, &m))) {
 				if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 					m = "QP access flags do not allow remote write";
+				if (sim_env.rdma_deny[qp->sc->index])
+					m = "RVXSIM_RDMA_DENY: this device refuses RDMA";
 				char why[200];
 				snprintf(why, sizeof(why), "RDMA_WRITE rkey 0x%x raddr 0x%llx len %u: %s",
 					 p->rkey, (unsigned long long)p->raddr, p->total, m);
@@ -1155,10 +1158,13 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		struct pkt *r = (struct pkt *)buf;
 		uint8_t *src;
 		if (!qp->rd_active || qp->rd_seq != p->seq) {
-			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
+			if (sim_env.rdma_deny[qp->sc->index] ||
+			    !(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
 			    (p->total && !mr_ptr(qp, p->rkey, p->raddr, p->total, IBV_ACCESS_REMOTE_READ, &m))) {
 				if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 					m = "QP access flags do not allow remote read";
+				if (sim_env.rdma_deny[qp->sc->index])
+					m = "RVXSIM_RDMA_DENY: this device refuses RDMA";
 				char why[200];
 				snprintf(why, sizeof(why), "RDMA_READ rkey 0x%x raddr 0x%llx len %u: %s",
 					 p->rkey, (unsigned long long)p->raddr, p->total, m);

@@ -47,6 +47,7 @@ struct sim_env {
 	char fabric_dir[256];
 	uint8_t port_speed[SIM_MAX_DEVICES]; /* ibv_port_attr.active_speed (RVXSIM_PORT_SPEED) */
 	uint8_t port_width[SIM_MAX_DEVICES]; /* ibv_port_attr.active_width */
+	bool rdma_deny[SIM_MAX_DEVICES];     /* RVXSIM_RDMA_DENY: NAK every RDMA READ/WRITE arriving */
 };
 extern struct sim_env sim_env;
 void sim_env_init(void);

@@ -176,6 +176,18 @@ static void env_load(void)
 		}
 	}
 	port_speed_load();
+	s = getenv("RVXSIM_RDMA_DENY");
+	while (s && *s) {
+		int d = -1, n = 0;
+		if (sscanf(s, "mlx5_%d%n", &d, &n) == 1 && d >= 0 && d < SIM_MAX_DEVICES &&
+		    (s[n] == ',' || !s[n]))
+			sim_env.rdma_deny[d] = true;
+		else
+			sim_log("rvxsim: RVXSIM_RDMA_DENY: cannot read '%s' (want mlx5_N[,mlx5_M])", s);
+		s = strchr(s, ',');
+		if (s)
+			s++;
+	}
 }
 
 void sim_env_init(void)

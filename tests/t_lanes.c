@@ -7,6 +7,8 @@
  *           untouched, and nothing left in flight
  *   small   rendezvous messages below the stripe minimum (they must all move on lane 0)
  *   share   NMSG messages of SHARE_LEN bytes (the byte counts of this run are the lane shares)
+ *   fail    (with RVXSIM_RDMA_DENY=mlx5_1) a striped message fails on both sides with
+ *           RVX_ERR_REMOTE_ACCESS, not a hang; messages that do not use lane 1 still arrive
  * Each wait has a deadline: a lost stripe fails the test instead of hanging it. */
 #define RVX_TL RVX_TL_RC_MLX5
 #define RVX_TAG 1
@@ -46,8 +48,9 @@ static rvx_status_t t_wait(rvx_request_t *req, const char *what, size_t a)
     return (rvx_status_t)req->status;
 }
 
-/* One message of len bytes from rank 0 to rank 1, checked on arrival. */
-static void one(size_t len, uint64_t seed, int check)
+/* One message of len bytes from rank 0 to rank 1, checked on arrival: both sides end with
+ * `want`, and when that is RVX_OK (and `check`), every byte and the guard are checked. */
+static void one_st(size_t len, uint64_t seed, int check, rvx_status_t want)
 {
     static unsigned char *buf;
     static size_t cap;
@@ -64,16 +67,17 @@ static void one(size_t len, uint64_t seed, int check)
         t_fill(buf, len, seed);
         st = rvx_tag_send(ep, buf, len, seed, &req);
         if (st == RVX_INPROGRESS) st = t_wait(&req, "send", len);
-        T_CHECK(st == RVX_OK, "send of %zu bytes: %s", len, rvx_status_str(st));
+        T_CHECK(st == want, "send of %zu bytes: %s, want %s", len, rvx_status_str(st), rvx_status_str(want));
     } else {
         rvx_tag_info_t info;
         size_t i;
         memset(buf, 0xa5, len + GUARD);
         st = rvx_tag_recv(w, buf, len, seed, ~(uint64_t)0, &req, &info);
         if (st == RVX_INPROGRESS) st = t_wait(&req, "receive", len);
-        T_CHECK(st == RVX_OK, "receive of %zu bytes: %s", len, rvx_status_str(st));
-        T_CHECK(info.length == len, "receive of %zu bytes: length %zu", len, (size_t)info.length);
-        if (check) {
+        T_CHECK(st == want, "receive of %zu bytes: %s, want %s", len, rvx_status_str(st), rvx_status_str(want));
+        if (st == RVX_OK)
+            T_CHECK(info.length == len, "receive of %zu bytes: length %zu", len, (size_t)info.length);
+        if (check && want == RVX_OK) {
             long bad = t_verify(buf, len, seed);
             T_CHECK(bad < 0, "%zu bytes: byte %ld differs", len, bad);
             for (i = 0; i < GUARD; i++)
@@ -82,6 +86,8 @@ static void one(size_t len, uint64_t seed, int check)
         }
     }
 }
+
+static void one(size_t len, uint64_t seed, int check) { one_st(len, seed, check, RVX_OK); }
 
 int main(int argc, char **argv)
 {
@@ -100,6 +106,13 @@ int main(int argc, char **argv)
     t0 = rvx__now_s();
     if (!strcmp(mode, "share")) {
         for (i = 0; i < NMSG; i++) one(SHARE_LEN, 1000 + (uint64_t)i, i == 0);
+    } else if (!strcmp(mode, "fail")) {
+        /* run with RVXSIM_RDMA_DENY=mlx5_1: lane 1 refuses every RDMA, lane 0 works */
+        one_st((size_t)1 << 20, 1, 0, RVX_ERR_REMOTE_ACCESS);  /* a stripe fails: both sides know */
+        one(RVX_LANE_STRIPE_MIN - 1, 2, 1);                    /* lane 0 alone: unaffected */
+        one(1000, 3, 1);                                       /* eager */
+        one_st((size_t)2 << 20, 4, 0, RVX_ERR_REMOTE_ACCESS);  /* lane 1 stays failed: no hang */
+        one(RVX_RNDV_THRESH_BYTES, 5, 1);
     } else if (!strcmp(mode, "small")) {
         one(RVX_RNDV_THRESH_BYTES, 1, 1);
         one(RVX_RNDV_THRESH_BYTES + 1, 2, 1);

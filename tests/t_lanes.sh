@@ -12,6 +12,9 @@
 #          2 points for PIPELINE (its phase-2 bounce copies of the first message go on lane 0);
 #          and the devices together moved every byte (within the pipeline's phase-1 bytes,
 #          which travel in the RTS, and a few credit writes)
+#   fail   mlx5_1 refuses every RDMA (RVXSIM_RDMA_DENY): a striped message ends with
+#          RVX_ERR_REMOTE_ACCESS on both sides (no hang); messages on lane 0 alone still arrive
+# Also: a build with two lanes on one device says what to do (RVXSIM_NUM_DEVICES=2, RVX_DEV).
 set -u
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/build/sim
@@ -45,6 +48,9 @@ for p in get put pipeline; do
     [ "$b1" -eq 0 ] && [ "$b0" -gt 100000 ] && echo "ok: $p below the stripe minimum: all $b0 bytes on mlx5_0" ||
       fail "$p below the stripe minimum: mlx5_0 $b0, mlx5_1 $b1 bytes (want all on mlx5_0)"
   fi
+  if RVXSIM_RDMA_DENY=mlx5_1 run $p fail mlx5_0:HDR,mlx5_1:EDR; then
+    echo "ok: $p: an RDMA error on lane 1 fails the message on both sides; lane 0 keeps working"
+  fi
   tol=10; [ $p = pipeline ] && tol=20   # per mille
   for cfg in "mlx5_0:HDR,mlx5_1:EDR 333" "mlx5_0:1xHDR,mlx5_1:4xEDR 667"; do
     set -- $cfg
@@ -60,5 +66,16 @@ for p in get put pipeline; do
       fail "$line (total $total of $want)"
     fi
   done
+done
+# fewer devices than lanes: a clear error, not a crash
+for e in "RVXSIM_NUM_DEVICES=1|RVXSIM_NUM_DEVICES=2" "RVX_DEV=mlx5_0|names no device for lane 1"; do
+  IFS='|' read -r setting msg <<<"$e"
+  if env RVXSIM_NUM_DEVICES=2 $setting timeout 60 build/lanes/t_lanes_get >"$tmp/out" 2>&1; then
+    fail "$setting: two lanes started"
+  elif grep -qF -- "$msg" "$tmp/out"; then
+    echo "ok: $setting: refused with '$msg'"
+  else
+    fail "$setting: no '$msg' in:"; head -5 "$tmp/out" | sed 's/^/  | /'
+  fi
 done
 [ $fails -eq 0 ]

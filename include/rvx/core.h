@@ -160,12 +160,17 @@ static inline void rvx_finalize(rvx_context_t *ctx)
 static inline int rvx_rank(const rvx_context_t *ctx) { return ctx->boot.rank; }
 static inline int rvx_size(const rvx_context_t *ctx) { return ctx->boot.size; }
 
-#if RVX_LANES > 1
-/* The bandwidth of lane l in MB/s (as its port reported it at rvx_init). */
+/* The bandwidth of lane l (0 .. RVX_LANES-1) in MB/s, as its port reported it; 0 for no lane. */
 static inline uint32_t rvx_lane_bw_mbs(const rvx_context_t *ctx, unsigned l)
 {
+#if RVX_LANES > 1
     return l < RVX_LANES ? ctx->lane_bw[l] : 0;
+#else
+    return l == 0 ? rvx__tl_ctx_bw_mbs(&ctx->tl) : 0;
+#endif
 }
+
+#if RVX_LANES > 1
 
 /* Split a transfer of len bytes across the lanes in proportion to their bandwidth: lane l gets
  * [off[l], off[l] + n[l]). Lanes 1.. get their share rounded down to 64 bytes, lane 0 the rest,

@@ -550,9 +550,20 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
     case RVX__RS_GET:
         if (op->eff) {
 #if RVX_LANES > 1
-            st = rvx__rndv_lanes(t, op, RVX__LW_GET);
-            if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
-            op->status = st;
+            if (!(op->flags & RVX__F_LFLUSH)) {
+                st = rvx__rndv_lanes(t, op, RVX__LW_GET);
+                if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
+                op->status = st;
+                /* a part posted behind an earlier failure of its lane comes back canceled; the
+                 * lane's flush returns the failure itself */
+                if (st == RVX_ERR_CANCELED) op->flags |= RVX__F_LFLUSH;
+            }
+            if (op->flags & RVX__F_LFLUSH) {
+                st = rvx__rndv_lanes(t, op, RVX__LW_FLUSH);
+                if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
+                op->flags &= ~RVX__F_LFLUSH;
+                if (st != RVX_OK) op->status = st;
+            }
 #else
             RVX__RNDV_ISSUE(op, rvx__tl_get_zcopy(&op->ep->tl, op->buf, op->eff, &op->mem->tl,
                                                   op->raddr, &op->rkey, &op->tlreq));
@@ -631,7 +642,8 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         /* every lane written on: FIN goes on lane 0 and must not overtake their data */
         st = rvx__rndv_lanes(t, op, RVX__LW_FLUSH);
         if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
-        if (st != RVX_OK && !op->status) op->status = st;
+        /* a write canceled behind a lane's earlier failure: the flush names the failure */
+        if (st != RVX_OK && (!op->status || op->status == RVX_ERR_CANCELED)) op->status = st;
 #else
         RVX__RNDV_ISSUE(op, rvx__tl_ep_flush(&op->ep->tl, &op->tlreq));
         if (op->tlreq.status != RVX_OK && !op->status) op->status = op->tlreq.status;

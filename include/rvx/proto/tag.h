@@ -141,6 +141,7 @@ enum {
 #define RVX__F_RKEY    8u
 #define RVX__F_STARTED 16u
 #define RVX__F_ISSUED  32u
+#define RVX__F_LFLUSH  64u /* lanes: a GET part was canceled; a flush learns the lane's error */
 
 typedef struct rvx__tag_op rvx__tag_op_t;
 struct rvx__tag_op {
