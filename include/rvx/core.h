@@ -35,8 +35,10 @@
 #include <string.h>
 
 #define RVX_RKEY_PACKED_SIZE (RVX_LANES * RVX__TL_RKEY_PACKED_SIZE) /* one key per lane */
-/* a worker's address: one tl address per lane */
-#define RVX__ADDR_STRIDE(n) (RVX_LANES * RVX__TL_ADDR_SIZE(n))
+/* A worker's address: one tl address per lane, each padded to 8 bytes (they hold 64-bit fields,
+ * and the gathered array places them back to back). */
+#define RVX__ADDR_LANE(n)   ((RVX__TL_ADDR_SIZE(n) + 7) & ~(size_t)7)
+#define RVX__ADDR_STRIDE(n) (RVX_LANES * RVX__ADDR_LANE(n))
 
 typedef struct rvx__region {
     uintptr_t base;
@@ -61,7 +63,7 @@ struct rvx_worker {
     rvx__tl_iface_t    iface;       /* first: progress reads it and nothing else */
     rvx_context_t     *ctx;
     rvx_ep_t         **eps;         /* by rank */
-    uint8_t           *addrs;       /* every rank's worker address (RVX__TL_ADDR_SIZE bytes each) */
+    uint8_t           *addrs;       /* every rank's worker address (RVX__ADDR_STRIDE bytes each) */
     rvx_worker_stats_t stats;
     unsigned           reported;    /* bit per stats kind already reported on stderr */
 #if RVX_LANES > 1
@@ -269,7 +271,7 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
         st = rvx__tl_iface_init(&w->lane_iface[nl - 1], &ctx->lane_tl[nl - 1], ctx->boot.rank, n);
         if (st != RVX_OK) goto fail_ifaces;
         rvx__tl_iface_address(&w->lane_iface[nl - 1],
-                              (rvx__tl_addr_t *)(void *)((uint8_t *)mine + nl * RVX__TL_ADDR_SIZE(n)));
+                              (rvx__tl_addr_t *)(void *)((uint8_t *)mine + nl * RVX__ADDR_LANE(n)));
     }
 #endif
     if (ctx->nworkers == ctx->cap_workers) {
@@ -287,7 +289,7 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     {
         unsigned l;
         for (l = 1; l < RVX_LANES && st == RVX_OK; l++)
-            st = rvx__tl_iface_wireup(&w->lane_iface[l - 1], w->addrs + l * RVX__TL_ADDR_SIZE(n),
+            st = rvx__tl_iface_wireup(&w->lane_iface[l - 1], w->addrs + l * RVX__ADDR_LANE(n),
                                       RVX__ADDR_STRIDE(n));
     }
 #endif
@@ -363,7 +365,7 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
 #if RVX_LANES > 1
     {
         unsigned l;
-        size_t as = RVX__TL_ADDR_SIZE(w->ctx->boot.size);
+        size_t as = RVX__ADDR_LANE(w->ctx->boot.size);
         for (l = 1; l < RVX_LANES; l++) {
             st = rvx__tl_ep_connect(&w->lane_iface[l - 1], &ep->lane_tl[l - 1], rank,
                                     (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size) + l * as));
