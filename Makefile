@@ -103,6 +103,12 @@ all tests: $(LANES_BINS)
 $(LANES_BINS): $(B)/lanes/t_lanes_%: tests/t_lanes.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+LANES_DEATH_BINS := $(addprefix $(B)/lanes/t_tag_peer_death_,$(LANES_RNDV))
+all tests: $(LANES_DEATH_BINS)
+$(LANES_DEATH_BINS): $(B)/lanes/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) \
+	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
 
 # ---- PMIx builds: the flags are read when a rule runs, after `make deps` installed libpmix-dev
 PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix 2>/dev/null)

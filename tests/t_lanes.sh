@@ -14,7 +14,8 @@
 #          which travel in the RTS, and a few credit writes)
 #   fail   mlx5_1 refuses every RDMA (RVXSIM_RDMA_DENY): a striped message ends with
 #          RVX_ERR_REMOTE_ACCESS on both sides (no hang); messages on lane 0 alone still arrive
-# Also: a build with two lanes on one device says what to do (RVXSIM_NUM_DEVICES=2, RVX_DEV).
+# Also: t_tag_peer_death built with two lanes (no hang when peers die mid-rendezvous), and a build
+# with two lanes but one device or one RVX_DEV name says what to do.
 set -u
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/build/sim
@@ -67,6 +68,18 @@ for p in get put pipeline; do
     fi
   done
 done
+# peers that die mid-rendezvous in a two-lane build (tests/t_tag_peer_death.c, RVX_LANES=2):
+# every request gets a status, no hang
+for p in get put pipeline; do
+  b=build/lanes/t_tag_peer_death_$p
+  [ -x $b ] || { fail "$b not built (make)"; continue; }
+  if RVXSIM_NUM_DEVICES=2 RVXSIM_PORT_SPEED=mlx5_0:HDR,mlx5_1:EDR timeout 200 $b >"$tmp/out" 2>&1; then
+    echo "ok: $p, two lanes: peers dying mid-rendezvous give every request a status"
+  else
+    fail "$p, two lanes: peer death"; tail -15 "$tmp/out" | sed 's/^/  | /'
+  fi
+done
+
 # fewer devices than lanes: a clear error, not a crash
 for e in "RVXSIM_NUM_DEVICES=1|RVXSIM_NUM_DEVICES=2" "RVX_DEV=mlx5_0|names no device for lane 1"; do
   IFS='|' read -r setting msg <<<"$e"
