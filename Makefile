@@ -23,7 +23,7 @@ EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 # the same examples built for rc_mlx5 (run on rvxsim here, on a ConnectX where there is one)
 EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_counter ring halo)
-TEST_SRCS := $(filter-out tests/t_rc_%,$(wildcard tests/t_*.c))
+TEST_SRCS := $(filter-out tests/t_rc_% tests/t_lanes.c,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
@@ -97,6 +97,20 @@ $(addprefix $(B)/tests-rc/t_tag_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_%: tests/t_ta
 $(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+
+# multi-lane rendezvous (RVX_LANES=2) over rc_mlx5, run by tests/t_lanes.sh on rvxsim with two devices
+LANES_RNDV := get put pipeline
+LANES_BINS := $(addprefix $(B)/lanes/t_lanes_,$(LANES_RNDV))
+all tests: $(LANES_BINS)
+$(LANES_BINS): $(B)/lanes/t_lanes_%: tests/t_lanes.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+LANES_DEATH_BINS := $(addprefix $(B)/lanes/t_tag_peer_death_,$(LANES_RNDV))
+all tests: $(LANES_DEATH_BINS)
+$(LANES_DEATH_BINS): $(B)/lanes/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) \
+	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
 
 # ---- PMIx builds: the flags are read when a rule runs, after `make deps` installed libpmix-dev
 PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix 2>/dev/null)

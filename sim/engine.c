@@ -622,6 +622,9 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 	r->signaled = (w.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
 	r->sent_ns = now;
 	r->seq = qp->next_seq;
+	if (w.opcode == MLX5_OPCODE_RDMA_WRITE || w.opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
+	    w.opcode == MLX5_OPCODE_RDMA_READ)
+		r->rdma_bytes = w.total;
 	qp->out_head++;
 	sc->wqes_executed++;
 	if (synd) {
@@ -728,6 +731,8 @@ static int sq_retire(struct sim_qp *qp, uint64_t now)
 			r->syndrome = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
 		if (r->signaled || r->syndrome)
 			cqe_req(qp, r);
+		if (r->rdma_bytes && !r->syndrome)
+			sim_stats_rdma(qp->sc->index, r->opcode == MLX5_OPCODE_RDMA_READ, r->rdma_bytes);
 		if (r->syndrome && r->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
 			qp_set_err(qp);
 		qp->out_tail++;
@@ -1064,10 +1069,13 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	case PKT_WRITE:
 		if (p->flags & PKT_F_FIRST) {
 			need = IBV_ACCESS_REMOTE_WRITE;
-			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
+			if (sim_env.rdma_deny[qp->sc->index] ||
+			    !(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) ||
 			    (p->total && !mr_ptr(qp, p->rkey, p->raddr, p->total, need, &m))) {
 				if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 					m = "QP access flags do not allow remote write";
+				if (sim_env.rdma_deny[qp->sc->index])
+					m = "RVXSIM_RDMA_DENY: this device refuses RDMA";
 				char why[200];
 				snprintf(why, sizeof(why), "RDMA_WRITE rkey 0x%x raddr 0x%llx len %u: %s",
 					 p->rkey, (unsigned long long)p->raddr, p->total, m);
@@ -1150,10 +1158,13 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		struct pkt *r = (struct pkt *)buf;
 		uint8_t *src;
 		if (!qp->rd_active || qp->rd_seq != p->seq) {
-			if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
+			if (sim_env.rdma_deny[qp->sc->index] ||
+			    !(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
 			    (p->total && !mr_ptr(qp, p->rkey, p->raddr, p->total, IBV_ACCESS_REMOTE_READ, &m))) {
 				if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 					m = "QP access flags do not allow remote read";
+				if (sim_env.rdma_deny[qp->sc->index])
+					m = "RVXSIM_RDMA_DENY: this device refuses RDMA";
 				char why[200];
 				snprintf(why, sizeof(why), "RDMA_READ rkey 0x%x raddr 0x%llx len %u: %s",
 					 p->rkey, (unsigned long long)p->raddr, p->total, m);

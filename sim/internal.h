@@ -45,9 +45,15 @@ struct sim_env {
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
 	char fabric_dir[256];
+	uint8_t port_speed[SIM_MAX_DEVICES]; /* ibv_port_attr.active_speed (RVXSIM_PORT_SPEED) */
+	uint8_t port_width[SIM_MAX_DEVICES]; /* ibv_port_attr.active_width */
+	bool rdma_deny[SIM_MAX_DEVICES];     /* RVXSIM_RDMA_DENY: NAK every RDMA READ/WRITE arriving */
 };
 extern struct sim_env sim_env;
 void sim_env_init(void);
+/* Bytes moved by RDMA WRITE / READ WQEs that completed without error, per requester device;
+ * written at exit to RVXSIM_STATS_FILE. */
+void sim_stats_rdma(int dev, bool read, uint64_t bytes);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
@@ -141,6 +147,7 @@ struct sq_rec {
 	uint8_t signaled, done, syndrome, fm;
 	uint32_t seq;
 	uint32_t byte_cnt;
+	uint32_t rdma_bytes;         /* RDMA WRITE/READ payload, counted when it retires clean */
 	uint64_t sent_ns;
 	uint64_t ready_ns;           /* RVXSIM_DELAY_US */
 	/* READ / atomic results land here */

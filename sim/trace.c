@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <strings.h>
 
 struct sim_env sim_env;
 static FILE *trace_fp;
@@ -19,6 +21,116 @@ static long env_long(const char *name, long def)
 	if (!s || !*s)
 		return def;
 	return strtol(s, NULL, 0);
+}
+
+/* RVXSIM_PORT_SPEED: comma-separated items [mlx5_N:][WIDTHx]SPEED, e.g. "mlx5_0:HDR,mlx5_1:1xEDR";
+ * an item without a device applies to every device. Codes as rdma-core's ibv_port_attr carries
+ * them: active_speed 1 SDR, 2 DDR, 4 QDR, 8 FDR10, 16 FDR, 32 EDR, 64 HDR, 128 NDR;
+ * active_width 1 (1x), 2 (4x), 4 (8x), 8 (12x), 16 (2x). Default 4x HDR. */
+static const struct { const char *name; uint8_t code; } speed_names[] = {
+	{ "SDR", 1 }, { "DDR", 2 }, { "QDR", 4 }, { "FDR10", 8 }, { "FDR", 16 },
+	{ "EDR", 32 }, { "HDR", 64 }, { "NDR", 128 },
+};
+static const struct { const char *name; uint8_t code; } width_names[] = {
+	{ "1x", 1 }, { "4x", 2 }, { "8x", 4 }, { "12x", 8 }, { "2x", 16 },
+};
+
+static int port_item(const char *it, size_t len)
+{
+	char buf[64], *v = buf, *colon;
+	int dev = -1;
+	uint8_t speed = 0, width = 2;
+
+	if (len >= sizeof(buf))
+		return -1;
+	memcpy(buf, it, len);
+	buf[len] = 0;
+	colon = strchr(buf, ':');
+	if (colon) {
+		char *end;
+		*colon = 0;
+		if (strncmp(buf, "mlx5_", 5))
+			return -1;
+		dev = (int)strtol(buf + 5, &end, 10);
+		if (*end || end == buf + 5 || dev < 0 || dev >= SIM_MAX_DEVICES)
+			return -1;
+		v = colon + 1;
+	}
+	for (size_t i = 0; i < sizeof(width_names) / sizeof(width_names[0]); i++) {
+		size_t l = strlen(width_names[i].name);
+		if (!strncasecmp(v, width_names[i].name, l)) {
+			width = width_names[i].code;
+			v += l;
+			break;
+		}
+	}
+	for (size_t i = 0; i < sizeof(speed_names) / sizeof(speed_names[0]); i++)
+		if (!strcasecmp(v, speed_names[i].name))
+			speed = speed_names[i].code;
+	if (!speed)
+		return -1;
+	for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+		if (dev >= 0 && d != dev)
+			continue;
+		sim_env.port_speed[d] = speed;
+		sim_env.port_width[d] = width;
+	}
+	return 0;
+}
+
+static void port_speed_load(void)
+{
+	const char *s = getenv("RVXSIM_PORT_SPEED");
+
+	for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+		sim_env.port_speed[d] = 64; /* HDR */
+		sim_env.port_width[d] = 2;  /* 4x */
+	}
+	while (s && *s) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		if (len && port_item(s, len))
+			sim_log("rvxsim: RVXSIM_PORT_SPEED: cannot read '%.*s' (want [mlx5_N:][1x|2x|4x|8x|12x]"
+				"SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR); ignored", (int)len, s);
+		s = comma ? comma + 1 : NULL;
+	}
+}
+
+/* ---- RVXSIM_STATS_FILE: RDMA bytes per device ---- */
+static _Atomic uint64_t stat_bytes[SIM_MAX_DEVICES][2];
+static _Atomic int stat_used[SIM_MAX_DEVICES];
+static char stats_path[320];
+
+void sim_stats_rdma(int dev, bool read, uint64_t bytes)
+{
+	if (dev < 0 || dev >= SIM_MAX_DEVICES)
+		return;
+	atomic_fetch_add_explicit(&stat_bytes[dev][read], bytes, memory_order_relaxed);
+	atomic_store_explicit(&stat_used[dev], 1, memory_order_relaxed);
+}
+
+/* One line per device that moved RDMA data, appended with one write per line. */
+static void stats_write(void)
+{
+	int fd = open(stats_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+	if (fd < 0) {
+		fprintf(stderr, "rvxsim: cannot open RVXSIM_STATS_FILE %s: %s\n", stats_path, strerror(errno));
+		return;
+	}
+	for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+		char line[160];
+		int n;
+		if (!atomic_load(&stat_used[d]))
+			continue;
+		n = snprintf(line, sizeof(line), "rvxsim-stats pid=%d dev=mlx5_%d rdma_write_bytes=%llu "
+			     "rdma_read_bytes=%llu\n", (int)getpid(), d,
+			     (unsigned long long)atomic_load(&stat_bytes[d][0]),
+			     (unsigned long long)atomic_load(&stat_bytes[d][1]));
+		if (n > 0 && write(fd, line, (size_t)n) != n)
+			break;
+	}
+	close(fd);
 }
 
 static void env_load(void)
@@ -40,6 +152,11 @@ static void env_load(void)
 	sim_env.retry_timeout_ms = env_long("RVXSIM_RETRY_TIMEOUT_MS", 2000);
 	sim_env.db_grace_ms = env_long("RVXSIM_DB_GRACE_MS", 1000);
 	sim_env.spin_us = env_long("RVXSIM_SPIN_US", 20);
+	s = getenv("RVXSIM_STATS_FILE");
+	if (s && *s) {
+		snprintf(stats_path, sizeof(stats_path), "%s", s);
+		atexit(stats_write);
+	}
 	s = getenv("RVXSIM_FABRIC_DIR");
 	if (s && *s)
 		snprintf(sim_env.fabric_dir, sizeof(sim_env.fabric_dir), "%s", s);
@@ -57,6 +174,19 @@ static void env_load(void)
 		} else {
 			fprintf(stderr, "rvxsim: cannot open RVXSIM_TRACE_FILE %s: %s\n", s, strerror(errno));
 		}
+	}
+	port_speed_load();
+	s = getenv("RVXSIM_RDMA_DENY");
+	while (s && *s) {
+		int d = -1, n = 0;
+		if (sscanf(s, "mlx5_%d%n", &d, &n) == 1 && d >= 0 && d < SIM_MAX_DEVICES &&
+		    (s[n] == ',' || !s[n]))
+			sim_env.rdma_deny[d] = true;
+		else
+			sim_log("rvxsim: RVXSIM_RDMA_DENY: cannot read '%s' (want mlx5_N[,mlx5_M])", s);
+		s = strchr(s, ',');
+		if (s)
+			s++;
 	}
 }
 

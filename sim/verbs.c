@@ -304,8 +304,8 @@ SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _c
 	a->sm_sl = 0;
 	a->subnet_timeout = 18;
 	a->init_type_reply = 0;
-	a->active_width = 2;       /* 4x */
-	a->active_speed = 64;      /* HDR */
+	a->active_width = sim_env.port_width[sc->index];  /* RVXSIM_PORT_SPEED; default 4x */
+	a->active_speed = sim_env.port_speed[sc->index];  /* default HDR */
 	a->phys_state = 5;         /* LinkUp */
 	a->link_layer = sim_env.link_eth ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
 	a->flags = 0;

@@ -46,6 +46,10 @@ expect_error plain.c "RVX_AM_MAX_ARGS must be between 0 and 15" -DRVX_AM_MAX_ARG
 expect_error plain.c "RVX_AM_MAX_MEDIUM must be at least 512" -DRVX_AM_MAX_MEDIUM=100
 expect_error plain.c "does not fit the shared-memory ring" -DRVX_AM_MAX_MEDIUM=9000
 expect_error plain.c "RVX_SHM_RING_SLOTS must be a power of two" -DRVX_SHM_RING_SLOTS=100
+expect_error plain.c "RVX_LANES must be between 1 and 8" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_LANES=0
+expect_error plain.c "RVX_LANES must be between 1 and 8" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_LANES=9
+expect_error plain.c "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5" -DRVX_LANES=2
+expect_error plain.c "RVX_LANE_STRIPE_MIN must be at least 4096" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_LANES=2 -DRVX_LANE_STRIPE_MIN=100
 expect_error plain.c "RVX_SHM_RING_SLOTS must be a power of two" -DRVX_SHM_RING_SLOTS=2048
 expect_error plain.c "RVX_PUT_SHORT_MAX must not exceed RVX_PUT_BCOPY_MAX" -DRVX_PUT_SHORT_MAX=64 -DRVX_PUT_BCOPY_MAX=32
 expect_error plain.c "exceeds what the transport can send inline" -DRVX_PUT_SHORT_MAX=128
@@ -64,5 +68,7 @@ expect_ok plain.c -DRVX_RNDV=RVX_RNDV_PIPELINE -DRVX_RNDV_THRESH=65536
 expect_ok plain.c '-DRVX_FABRIC=<rvx/fabric/ib_hdr.h>'
 expect_ok am.c -DRVX_SHM_RING_SLOTS=1024 -DRVX_AM_MAX_MEDIUM=16000
 expect_ok late.c -D_GNU_SOURCE
+expect_ok am.c -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_LANES=2 -DRVX_TAG=1
+expect_ok plain.c -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_LANES=8 -DRVX_TAG=1 -DRVX_RNDV=RVX_RNDV_PUT
 [ $fails -eq 0 ] && echo "all configuration checks behave" && exit 0
 exit 1

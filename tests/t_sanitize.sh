@@ -21,4 +21,26 @@ for t in t_unit t_rma t_atomics t_am t_flush t_bad_input t_peer_exit t_tag t_tag
     fails=$((fails + 1))
   fi
 done
+# multi-lane rendezvous over rc_mlx5 on rvxsim (two devices): striping, and a failing lane
+if [ -e build/sim/libibverbs.so.1 ]; then
+  for p in GET PUT PIPELINE; do
+    t=t_lanes_$p
+    if ! clang -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+         -fno-sanitize-recover=all -Wall -Wextra -Werror -Iinclude -DRVX_RNDV=RVX_RNDV_$p \
+         -o "$out/$t" tests/t_lanes.c -libverbs -lmlx5; then
+      echo "FAIL: $t does not build with sanitizers"; fails=$((fails + 1)); continue
+    fi
+    for m in sweep fail; do
+      log="$out/$t.$m.log"
+      deny=; [ $m = fail ] && deny=mlx5_1
+      if env LD_LIBRARY_PATH=build/sim RVXSIM_NUM_DEVICES=2 RVXSIM_RDMA_DENY=$deny \
+           timeout 300 "$out/$t" $m >"$log" 2>&1; then
+        echo "ok: $t $m"
+      else
+        echo "FAIL: $t $m under sanitizers (log $log):"; grep -E "ERROR|runtime error|SUMMARY|FAIL" "$log" | head -10
+        fails=$((fails + 1))
+      fi
+    done
+  done
+fi
 [ $fails -eq 0 ]

@@ -25,6 +25,20 @@ expect_devinfo "a ConnectX-6 (part 4123)" "vendor_part_id:[[:space:]]+4123"
 expect_devinfo "port active" "PORT_ACTIVE"
 expect_devinfo "two devices" "hca_id:[[:space:]]+mlx5_1" RVXSIM_NUM_DEVICES=2
 expect_devinfo "RoCE v2 GID" "GID\[  1\]:.*RoCE v2" RVXSIM_LINK=eth
+# per-device port speed and width, decoded by rdma-core's own ibv_devinfo (its speed/width tables)
+expect_devinfo "default 4X HDR" "active_width:[[:space:]]+4X \(2\)" 
+expect_devinfo "default 50 Gb/s per lane (HDR)" "active_speed:[[:space:]]+50.0 Gbps \(64\)"
+ps="RVXSIM_NUM_DEVICES=2 RVXSIM_PORT_SPEED=mlx5_0:HDR,mlx5_1:1xEDR"
+expect_devinfo "mlx5_1 1X EDR: width" "active_width:[[:space:]]+1X \(1\)" $ps
+expect_devinfo "mlx5_1 1X EDR: speed" "active_speed:[[:space:]]+25.0 Gbps \(32\)" $ps
+expect_devinfo "one setting for all: 12X QDR" "active_width:[[:space:]]+12X \(8\)" RVXSIM_PORT_SPEED=12xQDR
+expect_devinfo "one setting for all: QDR" "active_speed:[[:space:]]+10.0 Gbps \(4\)" RVXSIM_PORT_SPEED=12xQDR
+if env LD_LIBRARY_PATH=$LD_LIBRARY_PATH RVXSIM_NUM_DEVICES=2 RVXSIM_PORT_SPEED=mlx5_0:HDR,mlx5_1:1xEDR \
+     ibv_devinfo -d mlx5_0 -v 2>&1 | grep -qE "active_speed:[[:space:]]+50.0 Gbps \(64\)"; then
+  echo "ok: ibv_devinfo: mlx5_0 keeps HDR beside mlx5_1's EDR"
+else
+  echo "FAIL: ibv_devinfo: mlx5_0's speed"; fails=$((fails + 1))
+fi
 run_pair() { # program, extra args...
   local prog=$1; shift
   local port=$((20000 + RANDOM % 30000)) try

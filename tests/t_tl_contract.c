@@ -24,7 +24,7 @@ int main(void)
     unsigned char packed[RVX__TL_RKEY_PACKED_SIZE];
     (void)c; (void)e; (void)m; (void)a; (void)k; (void)packed;
     /* set-up */
-    NAME(rvx__tl_ctx_init) NAME(rvx__tl_ctx_fini) NAME(rvx__tl_iface_init) NAME(rvx__tl_iface_fini)
+    NAME(rvx__tl_ctx_init) NAME(rvx__tl_ctx_bw_mbs) NAME(rvx__tl_ctx_fini) NAME(rvx__tl_iface_init) NAME(rvx__tl_iface_fini)
     NAME(rvx__tl_iface_address) NAME(rvx__tl_iface_wireup) NAME(rvx__tl_ep_connect) NAME(rvx__tl_ep_disconnect)
     NAME(rvx__tl_ep_alive) NAME(rvx__tl_mem_alloc) NAME(rvx__tl_mem_reg) NAME(rvx__tl_mem_dereg)
     NAME(rvx__tl_rkey_pack) NAME(rvx__tl_rkey_unpack) NAME(rvx__tl_rkey_release)
@@ -37,6 +37,46 @@ int main(void)
     memset(&i, 0, sizeof(i));
     T_CHECK(i.nlive == 0 && i.outstanding == 0, "iface counters");
     T_CHECK(RVX__TL_AM_CHANNELS == 2, "request and reply channels");
-    T_CHECK(RVX_RKEY_PACKED_SIZE == RVX__TL_RKEY_PACKED_SIZE, "packed rkey size");
+    T_CHECK(RVX_RKEY_PACKED_SIZE == RVX_LANES * RVX__TL_RKEY_PACKED_SIZE, "packed rkey size: one key per lane");
+    {
+        /* the signatures the core calls */
+        rvx_status_t (*init)(rvx__tl_ctx_t *, unsigned) = rvx__tl_ctx_init;
+        uint32_t (*bw)(const rvx__tl_ctx_t *) = rvx__tl_ctx_bw_mbs;
+        uint32_t mbs, want = RVX_FAB_BW_MBS;
+        T_CHECK(init(&c, 0) == RVX_OK, "ctx_init(lane 0)");
+        mbs = bw(&c);
+#if RVX_TL == RVX_TL_RC_MLX5
+        {
+            /* the port's data rate, decoded here from rdma-core's codes (Gb/s of data per lane:
+             * SDR 2, DDR 4, QDR 8, FDR10 10, FDR 13.64, EDR 25, HDR 50, NDR 100) */
+            struct ibv_port_attr pa;
+            double gbps = 0, lanes = 0;
+            memset(&pa, 0, sizeof(pa));
+            T_CHECK(!ibv_query_port(c.ib, c.port, &pa), "ibv_query_port");
+            switch (pa.active_speed) {
+            case 1: gbps = 2; break;
+            case 2: gbps = 4; break;
+            case 4: gbps = 8; break;
+            case 8: gbps = 10; break;
+            case 16: gbps = 13.64; break;
+            case 32: gbps = 25; break;
+            case 64: gbps = 50; break;
+            case 128: gbps = 100; break;
+            }
+            switch (pa.active_width) {
+            case 1: lanes = 1; break;
+            case 2: lanes = 4; break;
+            case 4: lanes = 8; break;
+            case 8: lanes = 12; break;
+            case 16: lanes = 2; break;
+            }
+            if (gbps * lanes > 0) want = (uint32_t)(gbps * lanes * 125 + 0.5);
+            printf("port: active_speed %u active_width %u -> %u MB/s (rvx: %u)\n", pa.active_speed,
+                   pa.active_width, want, mbs);
+        }
+#endif
+        T_CHECK(mbs > 0 && (mbs > want ? mbs - want : want - mbs) <= want / 100, "lane bandwidth %u MB/s, expected %u", mbs, want);
+        rvx__tl_ctx_fini(&c);
+    }
     return t_exit();
 }

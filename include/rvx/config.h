@@ -21,6 +21,10 @@
  *                       header by proto/thresh.h, seed 001's model)
  *   RVX_RNDV_THRESH_FALLBACK  the switch when the model's curves do not meet (default SIZE_MAX:
  *                       never rendezvous, as UCX's default of infinity)
+ *   RVX_LANES           rendezvous lanes (default: the fabric header's RVX_FAB_LANES, 1 to 8). Lane 0
+ *                       carries everything; lanes 1.. (each one more device: RVX_DEV=mlx5_0,mlx5_1)
+ *                       carry only rendezvous data, striped by lane bandwidth. rc_mlx5 only.
+ *   RVX_LANE_STRIPE_MIN messages smaller than this (bytes) move on lane 0 alone (default 65536)
  *   RVX_RCACHE_MAX_ENTRIES, RVX_RCACHE_MAX_BYTES  bounds of the registration cache (sys/rcache.h;
  *                       default 1024 regions, 1 GiB)
  *   RVX_SHM_RING_SLOTS  64-byte slots per shared-memory ring (default 256, power of two, 64..1024)
@@ -88,6 +92,24 @@
 #endif
 #if RVX_FAB_LANES < 1
 #error "RVX_FAB_LANES must be at least 1"
+#endif
+
+/* ---- lanes ---------------------------------------------------------------------------------- */
+#define RVX_LANES_MAX 8
+#ifndef RVX_LANES
+#define RVX_LANES RVX_FAB_LANES
+#endif
+#if RVX_LANES < 1 || RVX_LANES > RVX_LANES_MAX
+#error "RVX_LANES must be between 1 and 8 (it defaults to the fabric header's RVX_FAB_LANES)"
+#endif
+#if RVX_LANES > 1 && RVX_TL != RVX_TL_RC_MLX5
+#error "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5 (a lane is one more device); shared memory has one lane: define RVX_LANES=1"
+#endif
+#ifndef RVX_LANE_STRIPE_MIN
+#define RVX_LANE_STRIPE_MIN 65536
+#endif
+#if RVX_LANE_STRIPE_MIN < 4096
+#error "RVX_LANE_STRIPE_MIN must be at least 4096 bytes"
 #endif
 
 /* ---- rendezvous ----------------------------------------------------------------------------- */
@@ -315,6 +337,7 @@
     " boot=" RVX_BOOT_NAME                                                                      \
     " am=" RVX__STR(RVX_AM) " tag=" RVX__STR(RVX_TAG) " am_args=" RVX__STR(RVX_AM_MAX_ARGS)     \
     " am_medium=" RVX__STR(RVX_AM_MAX_MEDIUM) " put_short=" RVX__STR(RVX_PUT_SHORT_MAX)         \
-    " put_bcopy=" RVX__STR(RVX_PUT_BCOPY_MAX) " debug=" RVX__STR(RVX_DEBUG)
+    " put_bcopy=" RVX__STR(RVX_PUT_BCOPY_MAX) " lanes=" RVX__STR(RVX_LANES)                  \
+    " debug=" RVX__STR(RVX_DEBUG)
 
 #endif /* RVX_CONFIG_H */

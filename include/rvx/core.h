@@ -21,6 +21,11 @@
  *                      when it returns; code that relies on that is not portable to a NIC.
  *   ordering           operations on one endpoint reach the target in the order issued, so a put
  *                      followed by an AM is seen in that order by the AM's handler (shm and RC).
+ * Lanes (RVX_LANES > 1): the context opens one more transport instance per lane (rc_mlx5: one
+ *   more device). Each worker has an iface per lane, each endpoint a tl ep per lane, each region a
+ *   registration per lane, and a packed rkey one key per lane. Lane 0 is the only one the API
+ *   uses; the other lanes carry rendezvous data only (proto/rndv.h), and progress polls one only
+ *   while it has operations outstanding. With RVX_LANES = 1 none of this exists.
  * Functions returning RVX_INPROGRESS complete later through their request: call rvx_progress()
  * until req->status != RVX_INPROGRESS, or rvx_wait(). */
 #ifndef RVX_CORE_H
@@ -29,7 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RVX_RKEY_PACKED_SIZE RVX__TL_RKEY_PACKED_SIZE
+#define RVX_RKEY_PACKED_SIZE (RVX_LANES * RVX__TL_RKEY_PACKED_SIZE) /* one key per lane */
+/* A worker's address: one tl address per lane, each padded to 8 bytes (they hold 64-bit fields,
+ * and the gathered array places them back to back). */
+#define RVX__ADDR_LANE(n)   ((RVX__TL_ADDR_SIZE(n) + 7) & ~(size_t)7)
+#define RVX__ADDR_STRIDE(n) (RVX_LANES * RVX__ADDR_LANE(n))
 
 typedef struct rvx__region {
     uintptr_t base;
@@ -43,15 +52,23 @@ struct rvx_context {
     rvx_worker_t **workers;                /* progressed while a collective waits */
     unsigned       nregions, cap_regions;  /* registered regions: long-AM targets are checked */
     rvx__region_t *regions;
+#if RVX_LANES > 1
+    rvx__tl_ctx_t  lane_tl[RVX_LANES - 1]; /* lanes 1..: one more device each */
+    uint32_t       lane_bw[RVX_LANES];     /* MB/s of each lane, as its port reports it */
+    uint64_t       lane_bw_sum;
+#endif
 };
 
 struct rvx_worker {
     rvx__tl_iface_t    iface;       /* first: progress reads it and nothing else */
     rvx_context_t     *ctx;
     rvx_ep_t         **eps;         /* by rank */
-    uint8_t           *addrs;       /* every rank's worker address (RVX__TL_ADDR_SIZE bytes each) */
+    uint8_t           *addrs;       /* every rank's worker address (RVX__ADDR_STRIDE bytes each) */
     rvx_worker_stats_t stats;
     unsigned           reported;    /* bit per stats kind already reported on stderr */
+#if RVX_LANES > 1
+    rvx__tl_iface_t    lane_iface[RVX_LANES - 1]; /* polled only while work is outstanding */
+#endif
 #if RVX_TAG
     unsigned           tag_pending; /* tag-protocol operations in flight: progress steps them */
     unsigned           tag_queued;  /* peers with tag sends waiting for ring room */
@@ -63,13 +80,25 @@ struct rvx_ep {
     rvx__tl_ep_t  tl;               /* first: the fast path reads it and nothing else */
     rvx_worker_t *worker;
     int           rank;
+#if RVX_LANES > 1
+    rvx__tl_ep_t  lane_tl[RVX_LANES - 1];
+#endif
 };
 
 struct rvx_mem {
     rvx__tl_mem_t tl;
     rvx_context_t *ctx;
     int           allocated;
+#if RVX_LANES > 1
+    rvx__tl_mem_t lane_tl[RVX_LANES - 1]; /* the same bytes registered on lanes 1.. */
+#endif
 };
+
+#if RVX_LANES > 1
+/* Lane l's part of an object: lane 0 is the object's own tl part. */
+#define RVX__LANE(obj, l) ((l) ? &(obj)->lane_tl[(l) - 1] : &(obj)->tl)
+#define RVX__LANE_IFACE(w, l) ((l) ? &(w)->lane_iface[(l) - 1] : &(w)->iface)
+#endif
 
 /* ---- context -------------------------------------------------------------------------------- */
 
@@ -86,11 +115,30 @@ static inline rvx_status_t rvx_init(rvx_context_t **ctxp)
     ctx = (rvx_context_t *)calloc(1, sizeof(*ctx));
     if (!ctx) return RVX_ERR_NO_MEMORY;
     st = rvx__boot_init(&ctx->boot);
-    if (st == RVX_OK) st = rvx__tl_ctx_init(&ctx->tl);
+    if (st == RVX_OK) st = rvx__tl_ctx_init(&ctx->tl, 0);
     if (st != RVX_OK) {
         free(ctx);
         return st;
     }
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        ctx->lane_bw[0] = rvx__tl_ctx_bw_mbs(&ctx->tl);
+        ctx->lane_bw_sum = ctx->lane_bw[0];
+        for (l = 1; l < RVX_LANES; l++) {
+            st = rvx__tl_ctx_init(&ctx->lane_tl[l - 1], l);
+            if (st != RVX_OK) {
+                while (--l) rvx__tl_ctx_fini(&ctx->lane_tl[l - 1]);
+                rvx__tl_ctx_fini(&ctx->tl);
+                rvx__boot_fini(&ctx->boot);
+                free(ctx);
+                return st;
+            }
+            ctx->lane_bw[l] = rvx__tl_ctx_bw_mbs(&ctx->lane_tl[l - 1]);
+            ctx->lane_bw_sum += ctx->lane_bw[l];
+        }
+    }
+#endif
     *ctxp = ctx;
     return RVX_OK;
 }
@@ -98,6 +146,12 @@ static inline rvx_status_t rvx_init(rvx_context_t **ctxp)
 static inline void rvx_finalize(rvx_context_t *ctx)
 {
     if (!ctx) return;
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        for (l = 1; l < RVX_LANES; l++) rvx__tl_ctx_fini(&ctx->lane_tl[l - 1]);
+    }
+#endif
     rvx__tl_ctx_fini(&ctx->tl);
     rvx__boot_fini(&ctx->boot);
     free(ctx->regions);
@@ -107,6 +161,40 @@ static inline void rvx_finalize(rvx_context_t *ctx)
 
 static inline int rvx_rank(const rvx_context_t *ctx) { return ctx->boot.rank; }
 static inline int rvx_size(const rvx_context_t *ctx) { return ctx->boot.size; }
+
+/* The bandwidth of lane l (0 .. RVX_LANES-1) in MB/s, as its port reported it; 0 for no lane. */
+static inline uint32_t rvx_lane_bw_mbs(const rvx_context_t *ctx, unsigned l)
+{
+#if RVX_LANES > 1
+    return l < RVX_LANES ? ctx->lane_bw[l] : 0;
+#else
+    return l == 0 ? rvx__tl_ctx_bw_mbs(&ctx->tl) : 0;
+#endif
+}
+
+#if RVX_LANES > 1
+
+/* Split a transfer of len bytes across the lanes in proportion to their bandwidth: lane l gets
+ * [off[l], off[l] + n[l]). Lanes 1.. get their share rounded down to 64 bytes, lane 0 the rest,
+ * so the pieces are contiguous in lane order. Unless `stripe`, lane 0 takes it all. */
+static inline void rvx__lane_split(const rvx_context_t *ctx, size_t len, int stripe,
+                                   size_t off[RVX_LANES], size_t n[RVX_LANES])
+{
+    unsigned l;
+    size_t rest = len, o;
+    for (l = 1; l < RVX_LANES; l++) {
+        uint64_t bw = ctx->lane_bw[l], sum = ctx->lane_bw_sum;
+        /* len * bw / sum without overflow: bw and sum are below 2^32 */
+        n[l] = stripe ? (size_t)(((uint64_t)len / sum * bw + (uint64_t)len % sum * bw / sum) & ~(uint64_t)63) : 0;
+        rest -= n[l];
+    }
+    n[0] = rest;
+    for (l = 0, o = 0; l < RVX_LANES; l++) {
+        off[l] = o;
+        o += n[l];
+    }
+}
+#endif
 
 RVX_INLINE int rvx_progress(rvx_worker_t *w);
 #if RVX_TAG
@@ -162,6 +250,9 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     rvx__tl_addr_t *mine = NULL;
     rvx_status_t st;
     int n;
+#if RVX_LANES > 1
+    unsigned nl = RVX_LANES; /* lane ifaces 1..nl-1 exist */
+#endif
     if (!ctx || !wp) return RVX_ERR_INVALID_PARAM;
     *wp = NULL;
     n = ctx->boot.size;
@@ -169,34 +260,52 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     if (!w) return RVX_ERR_NO_MEMORY;
     w->ctx = ctx;
     w->eps = (rvx_ep_t **)calloc((size_t)n, sizeof(*w->eps));
-    w->addrs = (uint8_t *)calloc((size_t)n, RVX__TL_ADDR_SIZE(n));
-    mine = (rvx__tl_addr_t *)calloc(1, RVX__TL_ADDR_SIZE(n));
+    w->addrs = (uint8_t *)calloc((size_t)n, RVX__ADDR_STRIDE(n));
+    mine = (rvx__tl_addr_t *)calloc(1, RVX__ADDR_STRIDE(n));
     if (!w->eps || !w->addrs || !mine) { st = RVX_ERR_NO_MEMORY; goto fail; }
     st = rvx__tl_iface_init(&w->iface, &ctx->tl, ctx->boot.rank, n);
     if (st != RVX_OK) goto fail;
     rvx__tl_iface_address(&w->iface, mine);
+#if RVX_LANES > 1
+    for (nl = 1; nl < RVX_LANES; nl++) {
+        st = rvx__tl_iface_init(&w->lane_iface[nl - 1], &ctx->lane_tl[nl - 1], ctx->boot.rank, n);
+        if (st != RVX_OK) goto fail_ifaces;
+        rvx__tl_iface_address(&w->lane_iface[nl - 1],
+                              (rvx__tl_addr_t *)(void *)((uint8_t *)mine + nl * RVX__ADDR_LANE(n)));
+    }
+#endif
     if (ctx->nworkers == ctx->cap_workers) {
         unsigned cap = ctx->cap_workers ? 2 * ctx->cap_workers : 4;
         rvx_worker_t **ws = (rvx_worker_t **)realloc(ctx->workers, cap * sizeof(*ws));
-        if (!ws) { st = RVX_ERR_NO_MEMORY; rvx__tl_iface_fini(&w->iface); goto fail; }
+        if (!ws) { st = RVX_ERR_NO_MEMORY; goto fail_ifaces; }
         ctx->workers = ws;
         ctx->cap_workers = cap;
     }
-    st = rvx__ctx_gather(ctx, mine, RVX__TL_ADDR_SIZE(n), w->addrs);
+    st = rvx__ctx_gather(ctx, mine, RVX__ADDR_STRIDE(n), w->addrs);
     /* connection-oriented transports connect to every rank now, so that one-sided operations
      * reach a rank that never creates an endpoint back */
-    if (st == RVX_OK) st = rvx__tl_iface_wireup(&w->iface, w->addrs, RVX__TL_ADDR_SIZE(n));
+    if (st == RVX_OK) st = rvx__tl_iface_wireup(&w->iface, w->addrs, RVX__ADDR_STRIDE(n));
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        for (l = 1; l < RVX_LANES && st == RVX_OK; l++)
+            st = rvx__tl_iface_wireup(&w->lane_iface[l - 1], w->addrs + l * RVX__ADDR_LANE(n),
+                                      RVX__ADDR_STRIDE(n));
+    }
+#endif
 #if RVX_TAG
     if (st == RVX_OK) st = rvx__tag_worker_init(w);
 #endif
-    if (st != RVX_OK) {
-        rvx__tl_iface_fini(&w->iface);
-        goto fail;
-    }
+    if (st != RVX_OK) goto fail_ifaces;
     ctx->workers[ctx->nworkers++] = w;
     *wp = w;
     free(mine);
     return RVX_OK;
+fail_ifaces:
+#if RVX_LANES > 1
+    while (--nl) rvx__tl_iface_fini(&w->lane_iface[nl - 1]);
+#endif
+    rvx__tl_iface_fini(&w->iface);
 fail:
     free(mine);
     free(w->eps);
@@ -218,6 +327,9 @@ static inline void rvx_worker_destroy(rvx_worker_t *w)
         if (w->eps[r]) rvx_ep_destroy(w->eps[r]);
 #if RVX_TAG
     rvx__tag_worker_fini(w);
+#endif
+#if RVX_LANES > 1
+    for (i = 1; i < RVX_LANES; i++) rvx__tl_iface_fini(&w->lane_iface[i - 1]);
 #endif
     rvx__tl_iface_fini(&w->iface);
     for (i = 0; i < ctx->nworkers; i++)
@@ -245,11 +357,27 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
     if (posix_memalign((void **)&ep, RVX_CACHELINE, sizeof(*ep))) return RVX_ERR_NO_MEMORY;
     memset(ep, 0, sizeof(*ep));
     st = rvx__tl_ep_connect(&w->iface, &ep->tl, rank,
-                            (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__TL_ADDR_SIZE(w->ctx->boot.size)));
+                            (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size)));
     if (st != RVX_OK) {
         free(ep);
         return st;
     }
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        size_t as = RVX__ADDR_LANE(w->ctx->boot.size);
+        for (l = 1; l < RVX_LANES; l++) {
+            st = rvx__tl_ep_connect(&w->lane_iface[l - 1], &ep->lane_tl[l - 1], rank,
+                                    (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size) + l * as));
+            if (st != RVX_OK) {
+                while (--l) rvx__tl_ep_disconnect(&ep->lane_tl[l - 1]);
+                rvx__tl_ep_disconnect(&ep->tl);
+                free(ep);
+                return st;
+            }
+        }
+    }
+#endif
     ep->worker = w;
     ep->rank = rank;
     w->eps[rank] = ep;
@@ -264,6 +392,12 @@ static inline void rvx_ep_destroy(rvx_ep_t *ep)
     rvx__tag_ep_destroy(ep); /* its pending tag operations end with RVX_ERR_CANCELED */
 #endif
     ep->worker->eps[ep->rank] = NULL;
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        for (l = 1; l < RVX_LANES; l++) rvx__tl_ep_disconnect(&ep->lane_tl[l - 1]);
+    }
+#endif
     rvx__tl_ep_disconnect(&ep->tl);
     free(ep);
 }
@@ -308,8 +442,22 @@ RVX_COLD int rvx__ctx_owns(const rvx_context_t *ctx, uint64_t addr, uint64_t len
 RVX_COLD rvx_status_t rvx__mem_finish(rvx_context_t *ctx, rvx_mem_t *mem, rvx_status_t st,
                                       rvx_mem_t **memp)
 {
+#if RVX_LANES > 1
+    unsigned l = 1;
+    rvx_status_t st0 = st;
+    if (st == RVX_OK) /* the same bytes on every other lane's device */
+        for (; l < RVX_LANES; l++)
+            if ((st = rvx__tl_mem_reg(&ctx->lane_tl[l - 1], mem->tl.addr, mem->tl.len, &mem->lane_tl[l - 1])) != RVX_OK)
+                break;
+#endif
     if (st == RVX_OK) st = rvx__ctx_add_region(ctx, mem->tl.addr, mem->tl.len);
     if (st != RVX_OK) {
+#if RVX_LANES > 1
+        if (st0 == RVX_OK) {
+            while (--l) rvx__tl_mem_dereg(&ctx->lane_tl[l - 1], &mem->lane_tl[l - 1]);
+            if (mem->tl.addr) rvx__tl_mem_dereg(&ctx->tl, &mem->tl);
+        }
+#endif
         free(mem);
         return st;
     }
@@ -354,6 +502,9 @@ static inline void rvx_mem_dereg(rvx_mem_t *mem)
             break;
         }
     }
+#if RVX_LANES > 1
+    for (i = 1; i < RVX_LANES; i++) rvx__tl_mem_dereg(&ctx->lane_tl[i - 1], &mem->lane_tl[i - 1]);
+#endif
     rvx__tl_mem_dereg(&ctx->tl, &mem->tl);
     free(mem);
 }
@@ -366,11 +517,18 @@ static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
 {
     if (!mem || !buf) return RVX_ERR_INVALID_PARAM;
     rvx__tl_rkey_pack(&mem->tl, buf);
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        for (l = 1; l < RVX_LANES; l++)
+            rvx__tl_rkey_pack(&mem->lane_tl[l - 1], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
+    }
+#endif
     return RVX_OK;
 }
 
 /* Resolve a peer's packed key once (map its memory, byte-swap keys): puts then read only *rkey.
- * Release with rvx_rkey_release. */
+ * Release with rvx_rkey_release. (With lanes: lane 0's key, the first in the packed form.) */
 static inline rvx_status_t rvx_rkey_unpack(rvx_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
 {
     if (!ep || !buf || !rkey) return RVX_ERR_INVALID_PARAM;

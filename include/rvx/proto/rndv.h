@@ -23,6 +23,13 @@
  *             registered (leave pinned): a buffer sent again skips phase 2 and is written straight
  *             after the CTS, every chunk a cache hit, no waiting in between.
  *
+ * Lanes (RVX_LANES > 1): GET's read, PUT's write and PIPELINE's phase-3 chunks are split across
+ * the lanes in proportion to lane bandwidth (rvx__lane_split, core.h) when the message has at
+ * least RVX_LANE_STRIPE_MIN bytes; everything else (control frames, phase 1 and 2) is on lane 0.
+ * A transfer completes when every stripe has, with the first error among them. PUT and PIPELINE
+ * flush every lane they wrote on before FIN, which travels on lane 0 and could otherwise overtake
+ * data on another lane.
+ *
  * Truncation: the receiver moves min(length, buffer) bytes (the RTR carries that count) and
  * reports RVX_ERR_MSG_TRUNCATED; the sender completes normally.
  * Control frames (ATS, RTR, FIN) use the reply channel and are retried by progress when it is
@@ -302,9 +309,75 @@ RVX_COLD rvx_status_t rvx__rndv_unpack(rvx__tag_op_t *op)
     rvx_status_t st;
     if (op->flags & RVX__F_RKEY) return RVX_OK;
     st = rvx__tl_rkey_unpack(&op->ep->tl, op->packed, &op->rkey);
+#if RVX_LANES > 1
+    {
+        unsigned l;
+        for (l = 1; l < RVX_LANES && st == RVX_OK; l++)
+            st = rvx__tl_rkey_unpack(&op->ep->lane_tl[l - 1], op->packed + l * RVX__TL_RKEY_PACKED_SIZE,
+                                     &op->lrkey[l - 1]);
+    }
+#endif
     if (st == RVX_OK) op->flags |= RVX__F_RKEY;
     return st;
 }
+
+#if RVX_LANES > 1
+#define RVX__LW_GET   0
+#define RVX__LW_PUT   1
+#define RVX__LW_FLUSH 2
+
+static inline rvx_request_t *rvx__rndv_lreq(rvx__tag_op_t *op, unsigned l)
+{
+    return l ? &op->lreq[l - 1] : &op->tlreq;
+}
+
+static inline rvx_rkey_t *rvx__rndv_rkey(rvx__tag_op_t *op, unsigned l)
+{
+    return l ? &op->lrkey[l - 1] : &op->rkey;
+}
+
+/* The op's transfer striped across the lanes (GET, PUT), or a flush of lane 0 and of every other
+ * lane it wrote on (FLUSH): each part posted once, then RVX_INPROGRESS until all have completed;
+ * then the first error among them (one that is not a cancellation, if any), or RVX_OK. */
+RVX_COLD rvx_status_t rvx__rndv_lanes(struct rvx__tag_state *t, rvx__tag_op_t *op, int what)
+{
+    size_t off[RVX_LANES], n[RVX_LANES];
+    rvx_status_t st = RVX_OK;
+    unsigned l;
+    if (!(op->flags & RVX__F_ISSUED)) {
+        rvx__lane_split(t->w->ctx, op->eff, what != RVX__LW_FLUSH && op->eff >= RVX_LANE_STRIPE_MIN, off, n);
+        for (l = 0; l < RVX_LANES; l++) {
+            rvx_request_t *r = rvx__rndv_lreq(op, l);
+            rvx_status_t s;
+            if (op->lposted & (1u << l)) continue;
+            if (what == RVX__LW_FLUSH ? l && !(op->lused & (1u << l)) : !n[l]) continue;
+            rvx_request_init(r);
+            if (what == RVX__LW_GET)
+                s = rvx__tl_get_zcopy(RVX__LANE(op->ep, l), op->buf + off[l], n[l], RVX__LANE(op->mem, l),
+                                      op->raddr + off[l], rvx__rndv_rkey(op, l), r);
+            else if (what == RVX__LW_PUT)
+                s = rvx__tl_put_zcopy(RVX__LANE(op->ep, l), op->buf + off[l], n[l], RVX__LANE(op->mem, l),
+                                      op->raddr + off[l], rvx__rndv_rkey(op, l), r);
+            else
+                s = rvx__tl_ep_flush(RVX__LANE(op->ep, l), r);
+            if (s == RVX_ERR_NO_RESOURCE) return RVX_INPROGRESS; /* the rest on a later step */
+            op->lposted |= 1u << l;
+            if (what != RVX__LW_FLUSH) op->lused |= 1u << l;
+            if (s != RVX_INPROGRESS) r->status = s;
+        }
+        op->flags |= RVX__F_ISSUED;
+    }
+    for (l = 0; l < RVX_LANES; l++)
+        if ((op->lposted & (1u << l)) && rvx__rndv_lreq(op, l)->status == RVX_INPROGRESS) return RVX_INPROGRESS;
+    for (l = 0; l < RVX_LANES; l++) {
+        rvx_status_t s = (rvx_status_t)rvx__rndv_lreq(op, l)->status;
+        if ((op->lposted & (1u << l)) && s != RVX_OK && (st == RVX_OK || st == RVX_ERR_CANCELED)) st = s;
+    }
+    op->lposted = 0;
+    op->flags &= ~RVX__F_ISSUED;
+    return st;
+}
+#endif
 
 #if RVX_RNDV == RVX_RNDV_PIPELINE
 RVX_INLINE unsigned rvx__pipe_memo_slot(uintptr_t a)
@@ -364,6 +437,9 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         if (st != RVX_INPROGRESS) t->bslot[s].status = RVX_OK;
         if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
         if (st < 0) goto failed;
+#if RVX_LANES > 1
+        op->lused |= 1u;
+#endif
         op->done += n;
         t->n_pipe_bounce++;
         progressed = 1;
@@ -381,12 +457,33 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
             }
             op->nchunks++;
         }
+#if RVX_LANES > 1
+        { /* the chunk striped across the lanes, each stripe posted once */
+            size_t off[RVX_LANES], ln[RVX_LANES];
+            unsigned l;
+            rvx__lane_split(t->w->ctx, n, op->eff >= RVX_LANE_STRIPE_MIN, off, ln);
+            for (l = 0; l < RVX_LANES; l++) {
+                rvx_request_t *r = l ? &c->lreq[l - 1] : &c->req;
+                if (!ln[l] || (c->lposted & (1u << l))) continue;
+                rvx_request_init(r);
+                st = rvx__tl_put_zcopy(RVX__LANE(op->ep, l), op->buf + op->done + off[l], ln[l],
+                                       RVX__LANE(c->mem, l), op->raddr + op->done + off[l],
+                                       rvx__rndv_rkey(op, l), r);
+                if (st != RVX_INPROGRESS) r->status = RVX_OK;
+                if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
+                if (st < 0) goto failed;
+                c->lposted |= 1u << l;
+                op->lused |= 1u << l;
+            }
+        }
+#else
         rvx_request_init(&c->req);
         st = rvx__tl_put_zcopy(&op->ep->tl, op->buf + op->done, n, &c->mem->tl, op->raddr + op->done,
                                &op->rkey, &c->req);
         if (st != RVX_INPROGRESS) c->req.status = RVX_OK;
         if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
         if (st < 0) goto failed;
+#endif
         op->nposted++;
         op->done += n;
         t->n_pipe_chunks++;
@@ -405,6 +502,17 @@ failed:
 static inline int rvx__rndv_quiet(const rvx__tag_op_t *op)
 {
     unsigned i;
+#if RVX_LANES > 1
+    unsigned l;
+    for (l = 0; l < RVX_LANES; l++)
+        if ((op->lposted & (1u << l)) && (l ? op->lreq[l - 1].status : op->tlreq.status) == RVX_INPROGRESS)
+            return 0;
+    for (i = 0; i < op->nchunks; i++) /* a chunk may be partly posted */
+        for (l = 0; l < RVX_LANES; l++)
+            if ((op->chunks[i].lposted & (1u << l)) &&
+                (l ? op->chunks[i].lreq[l - 1].status : op->chunks[i].req.status) == RVX_INPROGRESS)
+                return 0;
+#endif
     if ((op->flags & RVX__F_ISSUED) && op->tlreq.status == RVX_INPROGRESS) return 0;
     for (i = 0; i < op->nposted; i++)
         if (op->chunks[i].req.status == RVX_INPROGRESS) return 0;
@@ -441,9 +549,26 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         /* fall through */
     case RVX__RS_GET:
         if (op->eff) {
+#if RVX_LANES > 1
+            if (!(op->flags & RVX__F_LFLUSH)) {
+                st = rvx__rndv_lanes(t, op, RVX__LW_GET);
+                if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
+                op->status = st;
+                /* a part posted behind an earlier failure of its lane comes back canceled; the
+                 * lane's flush returns the failure itself */
+                if (st == RVX_ERR_CANCELED) op->flags |= RVX__F_LFLUSH;
+            }
+            if (op->flags & RVX__F_LFLUSH) {
+                st = rvx__rndv_lanes(t, op, RVX__LW_FLUSH);
+                if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
+                op->flags &= ~RVX__F_LFLUSH;
+                if (st != RVX_OK) op->status = st;
+            }
+#else
             RVX__RNDV_ISSUE(op, rvx__tl_get_zcopy(&op->ep->tl, op->buf, op->eff, &op->mem->tl,
                                                   op->raddr, &op->rkey, &op->tlreq));
             op->status = op->tlreq.status;
+#endif
         }
         op->state = RVX__RS_ATS;
         /* fall through */
@@ -491,9 +616,15 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
             op->state = RVX__SS_FIN;
             return rvx__rndv_again(t, op, 1);
         }
+#if RVX_LANES > 1
+        st = rvx__rndv_lanes(t, op, RVX__LW_PUT);
+        if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
+        op->status = st;
+#else
         RVX__RNDV_ISSUE(op, rvx__tl_put_zcopy(&op->ep->tl, op->buf, op->eff, &op->mem->tl, op->raddr,
                                               &op->rkey, &op->tlreq));
         op->status = op->tlreq.status;
+#endif
         op->state = RVX__SS_FLUSH;
         goto flush;
 #endif
@@ -507,8 +638,16 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
     flush:
 #endif
         if (!rvx__rndv_quiet(op)) return rvx__rndv_again(t, op, 0); /* pipeline writes in flight */
+#if RVX_LANES > 1
+        /* every lane written on: FIN goes on lane 0 and must not overtake their data */
+        st = rvx__rndv_lanes(t, op, RVX__LW_FLUSH);
+        if (st == RVX_INPROGRESS) return rvx__rndv_again(t, op, 0);
+        /* a write canceled behind a lane's earlier failure: the flush names the failure */
+        if (st != RVX_OK && (!op->status || op->status == RVX_ERR_CANCELED)) op->status = st;
+#else
         RVX__RNDV_ISSUE(op, rvx__tl_ep_flush(&op->ep->tl, &op->tlreq));
         if (op->tlreq.status != RVX_OK && !op->status) op->status = op->tlreq.status;
+#endif
         op->state = RVX__SS_FIN;
         /* fall through */
     case RVX__SS_FIN:
@@ -592,6 +731,13 @@ static void rvx__rndv_fail(struct rvx__tag_state *t, rvx__tag_op_t *op, rvx_stat
         if (st == RVX_ERR_CANCELED) { /* the endpoint goes: nothing more will complete */
             op->nposted = 0;
             op->flags &= ~RVX__F_ISSUED;
+#if RVX_LANES > 1
+            {
+                unsigned i;
+                op->lposted = 0;
+                for (i = 0; i < op->nchunks; i++) op->chunks[i].lposted = 0;
+            }
+#endif
             rvx__tag_done(t, op, RVX_OK);
         }
         return;

@@ -106,6 +106,10 @@ typedef struct rvx__tag_link {
 typedef struct rvx__tag_chunk {
     rvx_mem_t    *mem;
     rvx_request_t req;
+#if RVX_LANES > 1
+    rvx_request_t lreq[RVX_LANES - 1]; /* its stripes on lanes 1.. */
+    unsigned      lposted;             /* bit l: lane l's stripe is in the transport */
+#endif
 } rvx__tag_chunk_t;
 
 enum { RVX__OP_RECV = 1, RVX__OP_UNEXP, RVX__OP_SEND };
@@ -137,6 +141,7 @@ enum {
 #define RVX__F_RKEY    8u
 #define RVX__F_STARTED 16u
 #define RVX__F_ISSUED  32u
+#define RVX__F_LFLUSH  64u /* lanes: a GET part was canceled; a flush learns the lane's error */
 
 typedef struct rvx__tag_op rvx__tag_op_t;
 struct rvx__tag_op {
@@ -167,6 +172,12 @@ struct rvx__tag_op {
     uint8_t         kind, state, flags, pinned;
     rvx_rkey_t      rkey;
     rvx_request_t   tlreq;
+#if RVX_LANES > 1
+    rvx_rkey_t      lrkey[RVX_LANES - 1]; /* the peer's keys on lanes 1.. */
+    rvx_request_t   lreq[RVX_LANES - 1];  /* stripes (or flushes) on lanes 1..; lane 0's is tlreq */
+    unsigned        lposted;              /* bit l: lane l's part is in the transport */
+    unsigned        lused;                /* bit l: lane l carried data (flushed before FIN) */
+#endif
     unsigned char   packed[RVX_RKEY_PACKED_SIZE];
     uint8_t         small[RVX__TAG_SMALL];
 };
@@ -457,7 +468,12 @@ RVX_COLD void rvx__tag_release(struct rvx__tag_state *t, rvx__tag_op_t *op)
     unsigned i;
     if (op->mem) rvx__tag_dereg(t, op->mem);
     op->mem = NULL;
-    if (op->flags & RVX__F_RKEY) rvx_rkey_release(&op->rkey);
+    if (op->flags & RVX__F_RKEY) {
+        rvx_rkey_release(&op->rkey);
+#if RVX_LANES > 1
+        for (i = 1; i < RVX_LANES; i++) rvx_rkey_release(&op->lrkey[i - 1]);
+#endif
+    }
     op->flags &= ~RVX__F_RKEY;
     if (op->stage && op->stage != op->small) free(op->stage);
     op->stage = NULL;
@@ -1099,6 +1115,13 @@ RVX_COLD int rvx__tag_progress(rvx_worker_t *w)
 {
     struct rvx__tag_state *t = w->tag;
     int n = rvx__tl_progress(&w->iface);
+#if RVX_LANES > 1
+    { /* the other lanes carry rendezvous data only: polled while they have some in flight */
+        unsigned l;
+        for (l = 1; l < RVX_LANES; l++)
+            if (w->lane_iface[l - 1].outstanding) n += rvx__tl_progress(&w->lane_iface[l - 1]);
+    }
+#endif
     if (w->tag_queued) {
         int r;
         for (r = 0; r < t->npeers; r++)

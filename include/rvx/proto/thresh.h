@@ -13,9 +13,10 @@
  *   eover = rover = RVX_FAB_OVERHEAD_NS         rlat  = RVX_FAB_LATENCY_NS
  *   ebw   = min(BW, BCOPY_BW)                   rbw   = LANES * BW                 (rrc = 1)
  *                                               rbw   = LANES * min(BW, BCOPY_BW)  (rrc = 0)
- *   d     = 1 - RVX_FAB_RNDV_PERF_DIFF_PCT/100  LANES = RVX_FAB_LANES
+ *   d     = 1 - RVX_FAB_RNDV_PERF_DIFF_PCT/100  LANES = RVX_LANES (default RVX_FAB_LANES)
  * Eager goes over one lane and is bounded by the copy bandwidth; rendezvous stripes over every
- * lane, so its bandwidth and its registration costs are sums over lanes (seed 001). rrc, the
+ * lane, so its bandwidth and its registration costs are sums over lanes (seed 001): each lane is
+ * its own device, so a rendezvous buffer is registered once per lane (core.h). rrc, the
  * receiver's registration, is 0 for AM rendezvous (RVX_RNDV_AM) and 1 for RMA rendezvous (GET,
  * PUT, PIPELINE). For the bandwidths seed 000 (the single-lane form) says which one applies:
  * eager and AM rendezvous move data at the slower of zero-copy and copy, RMA at zero-copy speed.
@@ -134,7 +135,7 @@ __extension__ typedef __int128 rvx__i128;
 /* ---- this build ----------------------------------------------------------------------------- */
 #define RVX_RNDV_THRESH_MODEL_BYTES                                                              \
     RVX__THRESH_FORM(RVX_FAB_LATENCY_NS, RVX_FAB_OVERHEAD_NS, RVX_FAB_BW_MBS, RVX_FAB_BCOPY_BW_MBS, \
-                     RVX_FAB_REG_OVERHEAD_NS, RVX_FAB_REG_GROWTH_NS_PER_KB, RVX_FAB_LANES,          \
+                     RVX_FAB_REG_OVERHEAD_NS, RVX_FAB_REG_GROWTH_NS_PER_KB, RVX_LANES,              \
                      RVX_FAB_RNDV_PERF_DIFF_PCT, RVX_RNDV_RRC, RVX_RNDV_THRESH_FALLBACK)
 
 #ifdef RVX_RNDV_THRESH
@@ -169,7 +170,7 @@ static inline rvx_thresh_params_t rvx_thresh_params_fabric(int rrc)
     p.bcopy_bw_mbs = RVX_FAB_BCOPY_BW_MBS;
     p.reg_overhead_ns = RVX_FAB_REG_OVERHEAD_NS;
     p.reg_growth_ns_per_kb = RVX_FAB_REG_GROWTH_NS_PER_KB;
-    p.lanes = RVX_FAB_LANES;
+    p.lanes = RVX_LANES;
     p.perf_diff_pct = RVX_FAB_RNDV_PERF_DIFF_PCT;
     p.rrc = rrc ? 1 : 0;
     p.fallback = RVX_RNDV_THRESH_FALLBACK;

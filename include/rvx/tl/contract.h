@@ -18,7 +18,13 @@
  *   RVX__TL_AM_CHANNELS       message channels per endpoint (request, reply)
  *
  * Set-up (cold)
- *   rvx__tl_ctx_init(ctx) / rvx__tl_ctx_fini(ctx)
+ *   rvx__tl_ctx_init(ctx, lane) / rvx__tl_ctx_fini(ctx)
+ *                                                lane 0 is the build's only lane, or the first of
+ *                                                RVX_LANES: each lane is one more ctx, opened on
+ *                                                its own device (rc_mlx5: the lane-th device)
+ *   rvx__tl_ctx_bw_mbs(ctx) -> uint32_t          the lane's bandwidth in MB/s (10^6 B/s), used to
+ *                                                stripe rendezvous data across lanes (rc_mlx5: the
+ *                                                port's active speed x width; shm: RVX_FAB_BW_MBS)
  *   rvx__tl_iface_init(ifc, ctx, rank, nranks) / rvx__tl_iface_fini(ifc)
  *   rvx__tl_iface_address(ifc, addr)
  *   rvx__tl_iface_wireup(ifc, addrs, size)     after the address exchange of worker creation:

@@ -6,7 +6,9 @@
  * layouts are in rdma-core's mlx5dv.h (segment structs, opcodes) and are cited where used.
  *
  * Objects
- *   ctx    one ibv_context and PD per process (RVX_DEV=name[:port], default the first mlx5 device)
+ *   ctx    one ibv_context and PD per process and lane (RVX_DEV=name[:port], default the first
+ *          mlx5 device; with RVX_LANES > 1, RVX_DEV=mlx5_0,mlx5_1 gives lane i the i-th name, by
+ *          default lane i opens the i-th mlx5 device)
  *   iface  per worker: one CQ for sends and receives, one RC QP per rank of the job (created at
  *          rvx_worker_create, in INIT), and a small registered control region where peers write
  *          credits. Its address carries the port's LID/GID and every QP's number.
@@ -85,6 +87,7 @@ typedef struct rvx__tl_ctx {
     union ibv_gid       gid;
     enum ibv_mtu        mtu;
     size_t              page;
+    uint32_t            bw_mbs;  /* the port's data rate (active speed x width), MB/s */
     char                name[64];
 } rvx__tl_ctx_t;
 
@@ -345,24 +348,79 @@ RVX_COLD void rvx__mlx5_list_devices(struct ibv_device **list, int n)
     fprintf(stderr, " (choose one with RVX_DEV=name[:port])\n");
 }
 
-RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx)
+/* The data rate of an active port in MB/s (10^6 B/s) after line coding, from ibv_port_attr's
+ * active_speed and active_width codes as rdma-core defines them (ibv_devinfo prints the same):
+ * per-lane signalling SDR 2.5, DDR 5, QDR 10 Gb/s with 8b/10b coding; FDR10 10.3125, FDR 14.0625,
+ * EDR 25.78125 Gb/s with 64b/66b; HDR 50, NDR 100 Gb/s (data rate); width 1x, 2x, 4x, 8x, 12x.
+ * 0 for a code it does not know. */
+RVX_COLD uint32_t rvx__mlx5_port_mbs(unsigned speed, unsigned width)
+{
+    uint32_t lane_mbs, lanes;
+    switch (speed) {
+    case 1:   lane_mbs = 250;   break; /* SDR: 2 Gb/s of data */
+    case 2:   lane_mbs = 500;   break; /* DDR */
+    case 4:   lane_mbs = 1000;  break; /* QDR */
+    case 8:   lane_mbs = 1250;  break; /* FDR10: 10 Gb/s of data */
+    case 16:  lane_mbs = 1705;  break; /* FDR: 13.64 Gb/s of data */
+    case 32:  lane_mbs = 3125;  break; /* EDR: 25 Gb/s of data */
+    case 64:  lane_mbs = 6250;  break; /* HDR */
+    case 128: lane_mbs = 12500; break; /* NDR */
+    default:  return 0;
+    }
+    switch (width) {
+    case 1:  lanes = 1;  break;
+    case 2:  lanes = 4;  break;
+    case 4:  lanes = 8;  break;
+    case 8:  lanes = 12; break;
+    case 16: lanes = 2;  break;
+    default: return 0;
+    }
+    return lane_mbs * lanes;
+}
+
+/* A lane's bandwidth (MB/s): what its port reported, else the fabric header's figure. */
+RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
+{
+    return ctx->bw_mbs ? ctx->bw_mbs : (uint32_t)RVX_FAB_BW_MBS;
+}
+
+/* Open the device of `lane` (0 for single-lane builds): the lane-th name of RVX_DEV, or the
+ * lane-th mlx5 device found. */
+RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
 {
     struct ibv_device **list;
     struct ibv_port_attr pa;
     const char *want = getenv("RVX_DEV");
     char name[64] = "";
     int n = 0, i, port = 1;
+    unsigned seen = 0;
     struct ibv_device *dev = NULL;
 
     memset(ctx, 0, sizeof(*ctx));
     ctx->page = (size_t)sysconf(_SC_PAGESIZE);
     if (want && *want) {
-        const char *colon = strchr(want, ':');
-        size_t l = colon ? (size_t)(colon - want) : strlen(want);
+        const char *item = want, *colon, *end;
+        size_t l;
+        for (i = 0; i < (int)lane && item; i++) {
+            item = strchr(item, ',');
+            if (item) item++;
+        }
+        if (!item || !*item) {
+            rvx__log("rc_mlx5: RVX_DEV=%s names no device for lane %u; this build has RVX_LANES=%d "
+                     "lanes: name one device per lane, e.g. RVX_DEV=mlx5_0,mlx5_1", want, lane,
+                     (int)RVX_LANES);
+            return RVX_ERR_NO_DEVICE;
+        }
+        end = strchr(item, ',');
+        l = end ? (size_t)(end - item) : strlen(item);
+        colon = (const char *)memchr(item, ':', l);
+        if (colon) {
+            port = atoi(colon + 1);
+            l = (size_t)(colon - item);
+        }
         if (l >= sizeof(name)) l = sizeof(name) - 1;
-        memcpy(name, want, l);
+        memcpy(name, item, l);
         name[l] = 0;
-        if (colon) port = atoi(colon + 1);
         if (port < 1 || port > 255) {
             rvx__log("rc_mlx5: RVX_DEV=%s: the port must be a number from 1", want);
             return RVX_ERR_INVALID_PARAM;
@@ -372,10 +430,13 @@ RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx)
     if (!list) n = 0;
     for (i = 0; i < n && !dev; i++) {
         const char *dn = ibv_get_device_name(list[i]);
-        if (name[0] ? !strcmp(dn, name) : mlx5dv_is_supported(list[i])) dev = list[i];
+        if (name[0] ? !strcmp(dn, name) : (mlx5dv_is_supported(list[i]) && seen++ == lane)) dev = list[i];
     }
     if (!dev) {
         if (name[0]) rvx__log("rc_mlx5: RVX_DEV names device '%s', which is not here", name);
+        else if (lane) rvx__log("rc_mlx5: lane %u needs an mlx5 device of its own and there are only "
+                                "%u (this build has RVX_LANES=%d lanes; on rvxsim run with "
+                                "RVXSIM_NUM_DEVICES=2)", lane, seen, (int)RVX_LANES);
         else rvx__log("rc_mlx5: no mlx5 device");
         rvx__mlx5_list_devices(list, n);
         if (list) ibv_free_device_list(list);
@@ -402,6 +463,7 @@ RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx)
     }
     ctx->lid = pa.lid;
     ctx->mtu = pa.active_mtu;
+    ctx->bw_mbs = rvx__mlx5_port_mbs(pa.active_speed, pa.active_width);
     ctx->is_roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     /* RoCE: GID index from RVX_GID_INDEX (default 1 when the port has it: RoCE v2 on the model's
      * and most adapters' tables, else 0); InfiniBand uses the LID and GID 0. */

@@ -196,13 +196,21 @@ RVX_COLD void *rvx__shm_map_peer(int pid, int fd, size_t len, const char *what)
 
 /* ---- context, iface, endpoint (cold) -------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx)
+RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
 {
+    (void)lane; /* one lane only (config.h refuses RVX_LANES > 1 on shm) */
     ctx->page = (size_t)sysconf(_SC_PAGESIZE);
     return RVX_OK;
 }
 
 RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx) { (void)ctx; }
+
+/* A lane's bandwidth in MB/s: shared memory has no port to ask, so the fabric header's figure. */
+RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
+{
+    (void)ctx;
+    return RVX_FAB_BW_MBS;
+}
 
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
                                          int nranks)
