@@ -193,6 +193,12 @@ struct rvx__tag_state {
     rvx__tag_op_t   *unx_head, **unx_tail; /* arrived, not yet received, in arrival order */
     rvx__tag_op_t   *free;
     rvx__tag_op_t   *exp_head, **exp_tail; /* posted receives, in posting order */
+    /* The lone receive: a receive posted while both queues were empty lives in lone_op, out of
+     * every list, with its request in lone (its req field unset), where an eager frame completes
+     * it in line. Whatever else would look at the expected queue first spills it to the queue's
+     * head (rvx__tag_spill: lone == RVX__LONE_QUEUED, an ordinary op from then on); freeing
+     * lone_op sets lone to NULL, and only then can a new lone receive be posted. */
+    rvx_request_t   *lone;
     rvx_worker_t    *w;
     rvx__tag_peer_t *peers;                /* by rank */
     int              npeers;
@@ -216,7 +222,10 @@ struct rvx__tag_state {
 #if RVX__TAG_RCACHE
     rvx__rcache_t    rcache;
 #endif
+    rvx__tag_op_t    lone_op;
 };
+#define RVX__LONE_QUEUED ((rvx_request_t *)(uintptr_t)1)
+#define RVX__LONE_POSTED(t) ((uintptr_t)(t)->lone > 1)
 
 /* ---- small helpers --------------------------------------------------------------------------- */
 
@@ -260,6 +269,10 @@ RVX_INLINE void rvx__tag_copy(uint8_t *d, const uint8_t *s, size_t n)
     if (n <= RVX_TAG_SHORT_MAX) rvx__tag_copy_small(d, s, n);
     else memcpy(d, s, n);
 }
+
+/* Keeps a value in a general register (stops the vectorizer from pairing two 8-byte stores
+ * through an SSE register, which costs more instructions than it saves). */
+#define RVX__TAG_SCALAR(x, y) __asm__("" : "+r"(x), "+r"(y))
 
 RVX_INLINE uint32_t rvx__tag_ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 RVX_INLINE uint64_t rvx__tag_ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -357,6 +370,11 @@ RVX_COLD rvx__tag_op_t *rvx__tag_op_new(struct rvx__tag_state *t)
 static inline void rvx__tag_op_free(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
     op->kind = 0;
+    if (RVX_UNLIKELY(op == &t->lone_op)) { /* not in the pool: free for the next lone receive */
+        op->next = NULL;
+        t->lone = NULL;
+        return;
+    }
     op->next = t->free;
     t->free = op;
 }
@@ -602,10 +620,26 @@ RVX_COLD int rvx__tag_sq_run(struct rvx__tag_state *t, rvx__tag_peer_t *p)
 
 /* ---- arrival helpers ---------------------------------------------------------------------- */
 
+/* The lone receive joins the expected queue as its oldest entry (every receive in the queue was
+ * posted after it: posting spills it first). */
+static inline void rvx__tag_spill(struct rvx__tag_state *t)
+{
+    rvx__tag_op_t *op = &t->lone_op;
+    if (!RVX__LONE_POSTED(t)) return;
+    op->req = t->lone;
+    t->lone = RVX__LONE_QUEUED;
+    rvx__tag_op_proto(op);
+    op->kind = 0;
+    op->next = t->exp_head;
+    if (!t->exp_head) t->exp_tail = &op->next;
+    t->exp_head = op;
+}
+
 /* Match a tag against the posted receives, in posting order; the match is unlinked. */
 static inline rvx__tag_op_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag)
 {
     rvx__tag_op_t **pp, *op;
+    rvx__tag_spill(t);
     for (pp = &t->exp_head; (op = *pp) != NULL; pp = &op->next) {
         if (((op->tag ^ tag) & op->mask) == 0) {
             *pp = op->next;
@@ -837,6 +871,7 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, void *buf, size_t len,
     struct rvx__tag_state *t = w->tag;
     rvx__tag_op_t **pp, *op;
     if ((len && !buf) || !req) return RVX_ERR_INVALID_PARAM;
+    rvx__tag_spill(t); /* an older receive: it matches first */
     for (pp = &t->unx_head; *pp; pp = &(*pp)->next) {
         rvx__tag_op_t *u = *pp;
         if (((u->tag ^ tag) & mask) == 0) {
@@ -860,23 +895,22 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, void *buf, size_t len,
     return RVX_INPROGRESS;
 }
 
-/* Post a receive for any sender; matched at once against what has already arrived. */
+/* Post a receive for any sender; matched at once against what has already arrived. With both
+ * queues empty (nothing waits to be received, no receive is posted) it becomes the lone receive:
+ * six stores into lone_op, no list. */
 RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uint64_t tag,
                                      uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
     struct rvx__tag_state *t = w->tag;
-    rvx__tag_op_t *op = t->free;
-    if (RVX_LIKELY(!t->unx_head && op != NULL)) {
-        t->free = op->next;
-        op->next = NULL;
+    /* one test for the three: no unexpected message, no posted receive, no lone receive */
+    if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
+        rvx__tag_op_t *op = &t->lone_op;
         op->tag = tag;
         op->mask = tag_mask;
         op->buf = (uint8_t *)buf;
         op->len = len;
-        op->req = req;
         op->info = info;
-        *t->exp_tail = op;
-        t->exp_tail = &op->next;
+        t->lone = req;
         req->status = RVX_INPROGRESS;
         return RVX_INPROGRESS;
     }
@@ -906,6 +940,11 @@ static inline rvx_status_t rvx_tag_cancel(rvx_worker_t *w, rvx_request_t *req)
 {
     struct rvx__tag_state *t = w->tag;
     rvx__tag_op_t *op;
+    if (t->lone == req) {
+        t->lone = NULL;
+        req->status = RVX_ERR_CANCELED;
+        return RVX_OK;
+    }
     for (op = t->exp_head; op; op = op->next) {
         if (op->req == req) {
             rvx__tag_q_del(&t->exp_head, &t->exp_tail, op);
@@ -1034,35 +1073,43 @@ RVX_COLD void rvx__tag_rx_slow(rvx_ep_t *ep, unsigned chan, unsigned info, void 
     rvx__tag_bad(ep, "dropped a malformed tag frame (type %d) from rank %d", (int)type);
 }
 
-/* A tag frame from the tl (through proto/rx.h). The common case, a short eager message for the
- * oldest posted receive, is handled here in line with no call (the slow path is a tail call);
- * everything else out of line. */
+/* A tag frame from the tl (through proto/rx.h): everything but the fast path below, out of line. */
 RVX_INLINE void rvx__tag_rx(rvx_ep_t *ep, unsigned chan, unsigned info, void *body, size_t len)
 {
+    rvx__tag_rx_slow(ep, chan, info, body, len);
+}
+
+/* The matched-expected fast path, in line in the tl's poll loop with no call: an eager frame with
+ * 8 to 16 bytes of data for the lone receive (the only one posted), exact tag, which it fits. The
+ * data moves as two overlapping 8-byte words (no length branches); completion is the info
+ * stores, the lone slot freed and the request's status. Anything else (other sizes, a wildcard
+ * or queued receive, a short buffer) takes rvx__tag_rx_slow, a tail call. */
+RVX_INLINE void rvx__tag_rx_eager_fast(rvx_ep_t *ep, unsigned chan, void *body, size_t len)
+{
     struct rvx__tag_state *t = ep->worker->tag;
-    rvx__tag_op_t *op = t->exp_head;
+    const uint8_t *b = (const uint8_t *)body;
     size_t plen = len - 8; /* a frame shorter than a tag wraps around and goes the slow way */
-    if (RVX_LIKELY(info == (RVX__TAG_CLASS | RVX__TF_EAGER) && plen <= RVX_TAG_SHORT_MAX && op != NULL)) {
-        uint64_t tag;
-        memcpy(&tag, body, 8);
-        if (RVX_LIKELY(((op->tag ^ tag) & op->mask) == 0 && plen <= op->len)) {
+    rvx_request_t *req = t->lone;
+    if (RVX_LIKELY(plen - 8 <= 8 && (uintptr_t)req > 1)) {
+        rvx__tag_op_t *op = &t->lone_op;
+        uint64_t tag = rvx__tag_ld64(b);
+        if (RVX_LIKELY(op->tag == tag && plen <= op->len)) {
             rvx_tag_info_t *ti = op->info;
-            rvx_request_t *req = op->req;
-            t->exp_head = op->next;
-            if (!op->next) t->exp_tail = &t->exp_head;
-            rvx__tag_copy_small(op->buf, (const uint8_t *)body + 8, plen);
+            uint8_t *d = op->buf;
+            rvx__tag_st64(d, rvx__tag_ld64(b + 8));
+            rvx__tag_st64(d + plen - 8, rvx__tag_ld64(b + len - 8));
+            t->lone = NULL;
             if (ti) {
+                RVX__TAG_SCALAR(tag, plen); /* two plain stores; SSE would pack them first */
                 ti->tag = tag;
                 ti->length = plen;
                 ti->sender = ep->rank;
             }
-            op->next = t->free;
-            t->free = op;
             req->status = RVX_OK;
             return;
         }
     }
-    rvx__tag_rx_slow(ep, chan, info, body, len);
+    rvx__tag_rx_slow(ep, chan, RVX__TAG_CLASS | RVX__TF_EAGER, body, len);
 }
 
 /* ---- progress hook -------------------------------------------------------------------------- */

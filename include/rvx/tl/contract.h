@@ -75,8 +75,8 @@ typedef enum rvx_amo_op {
 
 #if RVX_CAN_RECEIVE
 struct rvx__tl_ep;
-static void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
-                            size_t len);
+RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
 #endif
 
 #endif /* RVX_TL_CONTRACT_H */
