@@ -169,7 +169,7 @@ RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan,
         mlen = rvx__tag_ld64(b + 8);
         if (!mlen || mlen >= RVX__TAG_MLEN_MAX || len != RVX__RNDV_RTS_LEN(mlen) || !rvx__tag_ld32(b + 16))
             return 0;
-        if ((op = rvx__tag_match(t, tag)) != NULL) {
+        if ((op = rvx__tag_match(t, tag, ep->rank)) != NULL) {
             rvx__tag_op_proto(op);
             op->kind = RVX__OP_RECV;
             rvx__tag_fill(op, tag, (size_t)mlen, ep->rank);

@@ -12,6 +12,8 @@
  *       with one of those. `info` (may be NULL) is filled before completion: sender rank, tag,
  *       and the length as sent; a longer message than the buffer fills the buffer, never a byte
  *       more, and completes with RVX_ERR_MSG_TRUNCATED.
+ *   rvx_tag_recv_from(worker, src, buf, len, tag, tag_mask, req, info)
+ *       The same for messages from rank `src` only (RVX_ANY_SOURCE: any sender).
  *   rvx_tag_probe(worker, tag, tag_mask, info)
  *       RVX_OK (info filled) if a matching message has arrived and waits for a receive,
  *       RVX_INPROGRESS if none has yet. Does not progress.
@@ -40,10 +42,23 @@
  * Eager zero-copy needs a gather send in the tl contract, which it does not have yet: on every
  * transport eager data is copied into the frame (as UCX does over shared memory).
  *
+ * The matched-expected fast path: a receive posted while no message waits and no receive is
+ * posted becomes the lone receive (six stores, no list); an 8..16-byte eager frame of its exact
+ * tag completes it inside the tl's poll loop with no call (rvx__tag_rx_eager_fast). Everything
+ * else (wildcards, source-specific receives, other sizes, several receives posted) goes through
+ * the general queues, where the lone receive is spilled first as the oldest entry.
+ *
  * Progress: the receive side runs inside rvx_progress (frames are matched as they are polled);
  * rendezvous steps (registration, RMA, control frames) run in rvx_progress's tag hook, only
  * while w->tag_pending counts operations in flight. A peer that dies mid-protocol fails the
  * operations that depend on it with RVX_ERR_PEER_FAILED (checked every ~10 ms while they wait).
+ * Posted receives that nothing has matched yet (checked as often, from rvx_progress when it finds
+ * nothing to do): one naming a source completes with RVX_ERR_PEER_FAILED once that rank has
+ * failed; an any-source receive keeps waiting while any other rank with an endpoint on this
+ * worker lives, and completes with RVX_ERR_PEER_FAILED when the worker has an endpoint to every
+ * other rank and all of them have failed (our own rank is not counted: ULFM's pending-failure
+ * idea, reported only when no sender is left). What a dead rank sent before it went is drained
+ * and matched first, and messages we sent ourselves are flushed in before that verdict.
  * Frames of unknown type, wrong length or naming no operation of ours are counted in
  * rvx_worker_stats (tag_bad_frame), reported once, and dropped. */
 #ifndef RVX_PROTO_TAG_H
@@ -65,6 +80,8 @@
 #define RVX__TAG_THRESH ((size_t)(RVX_RNDV_THRESH_BYTES))
 
 /* What the tag protocol sees of a received message. */
+#define RVX_ANY_SOURCE (-1) /* rvx_tag_recv_from: any sender */
+
 typedef struct rvx_tag_info {
     uint64_t tag;     /* the sender's tag */
     size_t   length;  /* the length as sent (more than the buffer: truncated) */
@@ -148,6 +165,7 @@ struct rvx__tag_op {
     size_t          len;    /* receive: buffer length; send: message length */
     rvx_request_t  *req;
     rvx_tag_info_t *info;
+    int32_t         src;    /* posted receive: the sender it takes (RVX_ANY_SOURCE: any) */
     /* protocol state: zeroed when an op enters the protocol (rvx__tag_op_proto) */
     rvx__tag_link_t alink;  /* active list: in flight, counted in w->tag_pending */
     rvx__tag_link_t rlink;  /* ready list: progress has a step to run */
@@ -223,6 +241,7 @@ struct rvx__tag_state {
     rvx__rcache_t    rcache;
 #endif
     rvx__tag_op_t    lone_op;
+    rvx_request_t    self_flush;           /* before any-source receives fail (check_recvs) */
 };
 #define RVX__LONE_QUEUED ((rvx_request_t *)(uintptr_t)1)
 #define RVX__LONE_POSTED(t) ((uintptr_t)(t)->lone > 1)
@@ -635,13 +654,14 @@ static inline void rvx__tag_spill(struct rvx__tag_state *t)
     t->exp_head = op;
 }
 
-/* Match a tag against the posted receives, in posting order; the match is unlinked. */
-static inline rvx__tag_op_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag)
+/* Match a message (tag, sender) against the posted receives, in posting order; the match is
+ * unlinked. */
+static inline rvx__tag_op_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag, int rank)
 {
     rvx__tag_op_t **pp, *op;
     rvx__tag_spill(t);
     for (pp = &t->exp_head; (op = *pp) != NULL; pp = &op->next) {
-        if (((op->tag ^ tag) & op->mask) == 0) {
+        if (((op->tag ^ tag) & op->mask) == 0 && (op->src < 0 || op->src == rank)) {
             *pp = op->next;
             if (t->exp_tail == &op->next) t->exp_tail = pp;
             op->next = NULL;
@@ -696,6 +716,7 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     }
     t->exp_tail = &t->exp_head;
     t->unx_tail = &t->unx_head;
+    t->lone_op.src = RVX_ANY_SOURCE; /* only rvx_tag_recv posts lone receives */
     t->page = (size_t)sysconf(_SC_PAGESIZE);
     rvx__tag_link_init(&t->active);
     rvx__tag_link_init(&t->ready);
@@ -865,16 +886,16 @@ RVX_COLD rvx_status_t rvx__tag_take(struct rvx__tag_state *t, rvx__tag_op_t *u, 
     return (rvx_status_t)req->status;
 }
 
-RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, void *buf, size_t len, uint64_t tag,
+RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
                                          uint64_t mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
     struct rvx__tag_state *t = w->tag;
     rvx__tag_op_t **pp, *op;
-    if ((len && !buf) || !req) return RVX_ERR_INVALID_PARAM;
+    if ((len && !buf) || !req || src < RVX_ANY_SOURCE || src >= t->npeers) return RVX_ERR_INVALID_PARAM;
     rvx__tag_spill(t); /* an older receive: it matches first */
     for (pp = &t->unx_head; *pp; pp = &(*pp)->next) {
         rvx__tag_op_t *u = *pp;
-        if (((u->tag ^ tag) & mask) == 0) {
+        if (((u->tag ^ tag) & mask) == 0 && (src < 0 || u->ep->rank == src)) {
             *pp = u->next;
             if (t->unx_tail == &u->next) t->unx_tail = pp;
             u->next = NULL;
@@ -890,6 +911,7 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, void *buf, size_t len,
     op->len = len;
     op->req = req;
     op->info = info;
+    op->src = src;
     rvx__tag_q_add(&t->exp_tail, op);
     req->status = RVX_INPROGRESS;
     return RVX_INPROGRESS;
@@ -914,7 +936,15 @@ RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uin
         req->status = RVX_INPROGRESS;
         return RVX_INPROGRESS;
     }
-    return rvx__tag_recv_slow(w, buf, len, tag, tag_mask, req, info);
+    return rvx__tag_recv_slow(w, RVX_ANY_SOURCE, buf, len, tag, tag_mask, req, info);
+}
+
+/* A receive that takes messages from rank `src` only (RVX_ANY_SOURCE: rvx_tag_recv). If that
+ * rank fails before a matching message has arrived, req completes with RVX_ERR_PEER_FAILED. */
+static inline rvx_status_t rvx_tag_recv_from(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
+                                             uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
+{
+    return rvx__tag_recv_slow(w, src, buf, len, tag, tag_mask, req, info);
 }
 
 static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t tag_mask,
@@ -977,7 +1007,7 @@ RVX_COLD void rvx__tag_rx_eager(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
 {
     uint64_t tag = rvx__tag_ld64(body);
     size_t plen = len - 8;
-    rvx__tag_op_t *op = rvx__tag_match(t, tag);
+    rvx__tag_op_t *op = rvx__tag_match(t, tag, ep->rank);
     if (op) {
         rvx_request_t *req = op->req;
         rvx_status_t st = plen > op->len ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
@@ -1003,7 +1033,7 @@ RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
         rvx__tag_bad(ep, "dropped a first eager fragment (length %d) from rank %d", (int)(mlen & 0x7fffffff));
         return;
     }
-    if ((op = rvx__tag_match(t, tag)) != NULL) {
+    if ((op = rvx__tag_match(t, tag, ep->rank)) != NULL) {
         rvx__tag_op_proto(op);
         op->kind = RVX__OP_RECV;
         op->state = RVX__RS_EAGER;
@@ -1114,6 +1144,15 @@ RVX_INLINE void rvx__tag_rx_eager_fast(rvx_ep_t *ep, unsigned chan, void *body, 
 
 /* ---- progress hook -------------------------------------------------------------------------- */
 
+/* Receives are posted (rvx_progress asks when it found nothing to do). */
+RVX_INLINE int rvx__tag_posted(const rvx_worker_t *w)
+{
+    const struct rvx__tag_state *t = w->tag;
+    return ((uintptr_t)t->lone | (uintptr_t)t->exp_head) != 0;
+}
+
+static int rvx__tag_check_recvs(struct rvx__tag_state *t);
+
 /* Every ~10 ms while operations wait: those whose peer is gone fail. What the peer sent before it
  * went is drained first, so a finished transfer is not reported as failed. */
 RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
@@ -1137,7 +1176,80 @@ RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
         rvx__rndv_fail(t, op, RVX_ERR_PEER_FAILED);
         n++;
     }
+    if (t->exp_head || RVX__LONE_POSTED(t)) n += rvx__tag_check_recvs(t);
     return n;
+}
+
+/* Posted receives that nobody alive can match any more: one naming a sender whose endpoint has
+ * failed, or an any-source one once the worker has an endpoint to every other rank and all of
+ * them have failed (ourselves excepted: MPI's view, a wildcard receive is not satisfiable by its
+ * own rank's later sends). What the dead sent before going is drained first, so a message
+ * already in a ring completes its receive instead. */
+RVX_COLD int rvx__tag_dead_src(struct rvx__tag_state *t, int src, int anydead)
+{
+    rvx_ep_t *ep;
+    if (src < 0) return anydead;
+    ep = t->w->eps[src];
+    return ep && rvx__tl_ep_alive(&ep->tl) != RVX_OK;
+}
+
+RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
+{
+    rvx_worker_t *w = t->w;
+    int r, me = w->ctx->boot.rank, anydead = t->npeers > 1, n = 0, pass;
+    rvx__tag_op_t **pp, *op;
+    for (r = 0; r < t->npeers && anydead; r++)
+        if (r != me && (!w->eps[r] || rvx__tl_ep_alive(&w->eps[r]->tl) == RVX_OK)) anydead = 0;
+    if (anydead && w->eps[me]) {
+        /* what we sent ourselves may still be on its way (a NIC loopback): no verdict on
+         * any-source receives until a flush of that endpoint says it has all landed */
+        if (t->self_flush.status == RVX_INPROGRESS) {
+            anydead = 0;
+        } else {
+            rvx_request_init(&t->self_flush);
+            if (rvx__tl_ep_flush(&w->eps[me]->tl, &t->self_flush) == RVX_INPROGRESS) anydead = 0;
+            else t->self_flush.status = RVX_OK;
+        }
+    }
+    for (pass = 0; pass < 2; pass++) {
+        int found = RVX__LONE_POSTED(t) && anydead;
+        for (op = t->exp_head; op && !found; op = op->next) found = rvx__tag_dead_src(t, op->src, anydead);
+        if (!found) return n;
+        if (pass == 0) { /* drain what arrived from the dead first, then look again */
+            unsigned k;
+            for (k = 0; k < 1000 && rvx__tl_progress(&w->iface); k++) {}
+            continue;
+        }
+        if (RVX__LONE_POSTED(t) && anydead) {
+            rvx_request_t *req = t->lone;
+            t->lone = NULL;
+            req->status = RVX_ERR_PEER_FAILED;
+            n++;
+        }
+        for (pp = &t->exp_head; (op = *pp) != NULL;) {
+            rvx_request_t *req = op->req;
+            if (!rvx__tag_dead_src(t, op->src, anydead)) { pp = &op->next; continue; }
+            *pp = op->next;
+            if (t->exp_tail == &op->next) t->exp_tail = pp;
+            rvx__tag_op_free(t, op);
+            req->status = RVX_ERR_PEER_FAILED;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* rvx_progress found nothing to do with receives posted: now and then (every 64th idle call,
+ * at most every 10 ms) look for posted receives whose senders are gone. */
+RVX_COLD int rvx__tag_idle(rvx_worker_t *w)
+{
+    struct rvx__tag_state *t = w->tag;
+    double now;
+    if (++t->tick & 63) return 0;
+    now = rvx__now_s();
+    if (now - t->last_check < 0.01) return 0;
+    t->last_check = now;
+    return rvx__tag_check_recvs(t);
 }
 
 /* rvx_progress while tag operations are in flight: the transport first (arrivals may move them),
