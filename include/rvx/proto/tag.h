@@ -345,6 +345,25 @@ RVX_COLD void rvx__tag_dereg(struct rvx__tag_state *t, rvx_mem_t *mem)
 
 /* ---- op pool, ids, lists (cold) -------------------------------------------------------------- */
 
+/* Under AddressSanitizer the protocol part of a pooled op is poisoned while the op is free, so
+ * a transport completing into an op that was already released (its tlreq, its chunks) is
+ * reported instead of silently writing into the pool. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RVX__TAG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RVX__TAG_ASAN 1
+#endif
+#endif
+#ifdef RVX__TAG_ASAN
+#include <sanitizer/asan_interface.h>
+#define RVX__TAG_POISON(op, on)                                                                   \
+    ((on) ? ASAN_POISON_MEMORY_REGION(&(op)->alink, sizeof(*(op)) - offsetof(rvx__tag_op_t, alink)) \
+          : ASAN_UNPOISON_MEMORY_REGION(&(op)->alink, sizeof(*(op)) - offsetof(rvx__tag_op_t, alink)))
+#else
+#define RVX__TAG_POISON(op, on) ((void)0)
+#endif
+
 RVX_COLD int rvx__tag_grow(struct rvx__tag_state *t)
 {
     const unsigned n = 64;
@@ -363,6 +382,7 @@ RVX_COLD int rvx__tag_grow(struct rvx__tag_state *t)
     for (i = 0; i < n; i++) {
         slab[i].next = t->free;
         t->free = &slab[i];
+        RVX__TAG_POISON(&slab[i], 1);
     }
     return 1;
 }
@@ -381,6 +401,7 @@ RVX_COLD rvx__tag_op_t *rvx__tag_op_new(struct rvx__tag_state *t)
     if (!t->free && !rvx__tag_grow(t)) return NULL;
     op = t->free;
     t->free = op->next;
+    RVX__TAG_POISON(op, 0);
     memset((void *)op, 0, offsetof(rvx__tag_op_t, alink));
     rvx__tag_op_proto(op);
     return op;
@@ -396,6 +417,7 @@ static inline void rvx__tag_op_free(struct rvx__tag_state *t, rvx__tag_op_t *op)
     }
     op->next = t->free;
     t->free = op;
+    RVX__TAG_POISON(op, 1);
 }
 
 RVX_COLD uint32_t rvx__tag_id_new(struct rvx__tag_state *t, rvx__tag_op_t *op)
@@ -739,25 +761,84 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     return RVX_OK;
 }
 
-/* The endpoint goes away: what depends on it ends with RVX_ERR_CANCELED; what it sent and nobody
- * received yet is dropped. */
+/* Is op, tied to a departing endpoint, still being written by either side? Its own transport
+ * operations (a GET, PUT, flush or chunk in flight), or, for PUT and PIPELINE, a receive whose
+ * RTR went out: the peer may be writing into its buffer until the FIN. */
+RVX_COLD int rvx__tag_closing_busy(const rvx__tag_op_t *op)
+{
+    if (!rvx__rndv_quiet(op)) return 1;
+#if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
+    if (op->kind == RVX__OP_RECV && op->state == RVX__RS_WAIT && op->ep &&
+        rvx__tl_ep_alive(&op->ep->tl) == RVX_OK)
+        return 1;
+#endif
+    return 0;
+}
+
+/* The endpoint goes away. Operations on it end with RVX_ERR_CANCELED, unless they finish first:
+ * an op whose transfer is still in the transport (or, PUT/PIPELINE, whose peer may still write
+ * into its buffer) becomes a zombie that keeps its request, and progress runs until it is quiet;
+ * only then does its request get the status and its memory (op, registration, staging) go. So
+ * the transport never completes into freed state and no byte lands in a buffer whose request
+ * has completed. Bounded: a peer that stops answering fails its operations in the transport;
+ * after RVX__TAG_CLOSE_S seconds the rest complete anyway (reported) and their registrations
+ * are dropped from the cache, so a late remote write fails at the writer. What the peer sent
+ * and nobody received yet is dropped. */
+#ifndef RVX__TAG_CLOSE_S
+#define RVX__TAG_CLOSE_S 10.0
+#endif
 static void rvx__tag_ep_destroy(rvx_ep_t *ep)
 {
     struct rvx__tag_state *t = ep->worker->tag;
     rvx__tag_link_t *l, *nx;
     rvx__tag_op_t *u, *un;
+    double t0;
     if (!t) return;
-    for (l = t->active.next; l != &t->active; l = nx) {
-        rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
-        nx = l->next;
-        if (op->ep == ep) rvx__rndv_fail(t, op, RVX_ERR_CANCELED);
-    }
-    for (u = t->unx_head; u; u = un) {
-        un = u->next;
-        if (u->ep == ep) {
-            rvx__tag_q_del(&t->unx_head, &t->unx_tail, u);
-            rvx__tag_done(t, u, RVX_ERR_CANCELED);
+    t0 = rvx__now_s();
+    for (;;) {
+        int busy = 0, late = rvx__now_s() - t0 > RVX__TAG_CLOSE_S;
+        for (l = t->active.next; l != &t->active; l = nx) {
+            rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
+            nx = l->next;
+            if (op->ep != ep || op->kind == RVX__OP_UNEXP) continue;
+            if (op->flags & RVX__F_SQ) rvx__tag_sq_del(t, op); /* not sent: nothing to wait for */
+            if (t->peers[ep->rank].cur == op) t->peers[ep->rank].cur = NULL;
+            if (!late && rvx__tag_closing_busy(op)) {
+                /* a receive waiting for the peer's writes stays as it is: its FIN completes it */
+                if (op->state != RVX__RS_ZOMBIE && !rvx__rndv_quiet(op)) {
+                    op->state = RVX__RS_ZOMBIE; /* no more steps: wait for quiet, then done */
+                    op->status = RVX_ERR_CANCELED;
+                    rvx__tag_ready(t, op);
+                }
+                busy = 1;
+                continue;
+            }
+            if (late) {
+                rvx__log("tag: an operation to rank %d still in flight after %.0f s; released",
+                         ep->rank, (double)RVX__TAG_CLOSE_S);
+                op->nposted = 0;
+                op->flags &= ~RVX__F_ISSUED;
+#if RVX__TAG_RCACHE
+                if (op->buf && op->eff) {
+                    uint8_t *b = op->buf;
+                    size_t n = op->eff;
+                    rvx__tag_done(t, op, RVX_ERR_CANCELED);
+                    rvx__rcache_invalidate(&t->rcache, b, n);
+                    continue;
+                }
+#endif
+            }
+            rvx__tag_done(t, op, op->state == RVX__RS_ZOMBIE && !op->req ? RVX_OK : RVX_ERR_CANCELED);
         }
+        for (u = t->unx_head; u; u = un) {
+            un = u->next;
+            if (u->ep == ep) {
+                rvx__tag_q_del(&t->unx_head, &t->unx_tail, u);
+                rvx__tag_done(t, u, RVX_ERR_CANCELED);
+            }
+        }
+        if (!busy) break;
+        rvx_progress(ep->worker); /* completes the transfers; zombies that went quiet end there */
     }
 }
 
@@ -777,7 +858,12 @@ static void rvx__tag_worker_fini(rvx_worker_t *w)
 #if RVX__TAG_RCACHE
     rvx__rcache_fini(&t->rcache);
 #endif
-    for (i = 0; i < t->nslabs; i++) free(t->slabs[i]);
+    for (i = 0; i < t->nslabs; i++) {
+#ifdef RVX__TAG_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(t->slabs[i], 64 * sizeof(rvx__tag_op_t));
+#endif
+        free(t->slabs[i]);
+    }
     free(t->slabs);
     free(t->peers);
     free(t->ids);
@@ -905,6 +991,7 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
     if (!t->free && !rvx__tag_grow(t)) return RVX_ERR_NO_MEMORY;
     op = t->free;
     t->free = op->next;
+    RVX__TAG_POISON(op, 0);
     op->tag = tag;
     op->mask = mask;
     op->buf = (uint8_t *)buf;
