@@ -166,6 +166,7 @@ static void make_sizes(void)
     add3(RVX_TAG_SHORT_MAX);
     add3(frame - 8);                                /* one eager frame */
     for (k = 0; k < 3; k++) add3(frame - 16 + k * frame); /* first fragment + k more */
+    add3(RVX_EAGER_ZCOPY_MIN);                      /* eager zero-copy from here */
     add3(thr);                                      /* the switch */
     add3(thr + 1);
     add3(e1);                                       /* pipeline phase 1 */
@@ -508,6 +509,8 @@ int main(int argc, char **argv)
     T_CHECK(w->tag->n_pipe_bounce && w->tag->n_pipe_chunks, "the pipeline's phases 2 and 3 never ran");
 #endif
     if (RVX_RNDV_THRESH_BYTES < ((size_t)4 << 20)) T_CHECK(w->tag->n_rndv > 0, "no rendezvous ran");
+    if (RVX_EAGER_ZCOPY_MIN <= RVX_AM_MAX_MEDIUM - 8 && RVX_EAGER_ZCOPY_MIN < RVX_RNDV_THRESH_BYTES)
+        T_CHECK(w->tag->n_zcopy > 0, "no eager message went zero-copy");
     rvx_worker_stats(w, &s);
     T_CHECK(s.tag_bad_frame == 0, "%llu bad tag frames counted", (unsigned long long)s.tag_bad_frame);
     T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "operations left in flight: %u, queued %u",

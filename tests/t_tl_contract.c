@@ -31,12 +31,14 @@ int main(void)
     /* fast path */
     NAME(rvx__tl_put_short) NAME(rvx__tl_put_bcopy) NAME(rvx__tl_put_zcopy)
     NAME(rvx__tl_get_bcopy) NAME(rvx__tl_get_zcopy) NAME(rvx__tl_atomic64) NAME(rvx__tl_atomic32)
-    NAME(rvx__tl_am_claim) NAME(rvx__tl_am_publish) NAME(rvx__tl_am_wait_room)
+    NAME(rvx__tl_am_claim) NAME(rvx__tl_am_publish) NAME(rvx__tl_am_wait_room) NAME(rvx__tl_am_zcopy)
     NAME(rvx__tl_ep_flush) NAME(rvx__tl_iface_flush) NAME(rvx__tl_progress)
     /* the fields the core relies on */
     memset(&i, 0, sizeof(i));
     T_CHECK(i.nlive == 0 && i.outstanding == 0, "iface counters");
     T_CHECK(RVX__TL_AM_CHANNELS == 2, "request and reply channels");
     T_CHECK(RVX_RKEY_PACKED_SIZE == RVX__TL_RKEY_PACKED_SIZE, "packed rkey size");
+    T_CHECK(RVX__TL_AM_ZCOPY == 0 || RVX__TL_AM_ZCOPY == 1, "RVX__TL_AM_ZCOPY is a flag");
+    T_CHECK(RVX__TL_AM_ZCOPY_HDR_MAX >= 16, "a zero-copy message carries a 16-byte header");
     return t_exit();
 }

@@ -419,6 +419,8 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
     unsigned char body[24 + RVX_RKEY_PACKED_SIZE];
     (void)st;
     switch (op->state) {
+    case RVX__SS_ZCOPY:
+        return rvx__tag_zcopy_step(t, op);
     case RVX__RS_ZOMBIE: /* req is NULL (already told) or waits for this (endpoint destroyed) */
         if (!rvx__rndv_quiet(op)) return rvx__rndv_again(t, op, 0);
         rvx__tag_done(t, op, (rvx_status_t)op->status);

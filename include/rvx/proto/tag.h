@@ -33,14 +33,19 @@
  *
  * Protocols, by size (thresholds are compile-time constants):
  *   len <= RVX_TAG_SHORT_MAX            eager short: tag and data in one frame, copied inline
- *   len <= RVX_AM_MAX_MEDIUM - 8        eager bcopy: one frame, memcpy
+ *   len <  RVX_EAGER_ZCOPY_MIN          eager bcopy: one frame, memcpy
+ *   len <= RVX_AM_MAX_MEDIUM - 8        eager zero-copy: one frame, the tag as header and the data
+ *                                       from the user's buffer (rvx__tl_am_zcopy; registered through
+ *                                       the cache; RVX_INPROGRESS until the transport lets go).
+ *                                       On shm the tl copies (no zero-copy between processes); on
+ *                                       no room, credit or registration, the bcopy path instead
  *   len <  RVX_RNDV_THRESH_BYTES        eager, fragmented: a first frame with the tag and total
  *                                       length, then frames of data (rvx_tag_send returns
  *                                       RVX_OK once all are in the ring)
  *   len >= RVX_RNDV_THRESH_BYTES        rendezvous, RVX_RNDV (see proto/rndv.h): GET, PUT, AM or
  *                                       PIPELINE
- * Eager zero-copy needs a gather send in the tl contract, which it does not have yet: on every
- * transport eager data is copied into the frame (as UCX does over shared memory).
+ * Fragmented eager messages (longer than one frame) are still copied: a zero-copy frame must fit
+ * the receiver's frame-sized buffers.
  *
  * The matched-expected fast path: a receive posted while no message waits and no receive is
  * posted becomes the lone receive (six stores, no list); an 8..16-byte eager frame of its exact
@@ -146,7 +151,8 @@ enum {
     RVX__SS_PUT,       /* PUT: write to post / in flight */
     RVX__SS_PIPE,      /* PIPELINE phases 2 and 3 */
     RVX__SS_FLUSH,     /* flush to post / in flight */
-    RVX__SS_FIN        /* FIN to send */
+    RVX__SS_FIN,       /* FIN to send */
+    RVX__SS_ZCOPY      /* eager zero-copy: the frame leaves from the user's buffer */
 };
 #define RVX__F_READY   1u
 #define RVX__F_ACTIVE  2u
@@ -234,6 +240,7 @@ struct rvx__tag_state {
     struct { uintptr_t addr; size_t len; } memo[RVX__PIPE_MEMO];
     /* what the protocols did (tests and benchmarks read them) */
     uint64_t         n_rndv;               /* rendezvous sends started */
+    uint64_t         n_zcopy;              /* eager sends through rvx__tl_am_zcopy */
     uint64_t         n_pipe_bounce;        /* PIPELINE: phase-2 bounce-buffer writes */
     uint64_t         n_pipe_chunks;        /* PIPELINE: phase-3 chunk writes */
     uint64_t         n_pipe_pinned;        /* PIPELINE: sends that skipped phase 2 (left pinned) */
@@ -634,6 +641,74 @@ RVX_COLD int rvx__tag_emit_eager(rvx__tag_op_t *op)
     return 1;
 }
 
+/* ---- eager zero-copy -------------------------------------------------------------------------- */
+
+#define RVX__TAG_ZCOPY_MIN ((size_t)(RVX_EAGER_ZCOPY_MIN))
+
+/* A one-frame eager message from RVX_EAGER_ZCOPY_MIN bytes on: the tag as the frame's header and
+ * the data straight from buf (rvx__tl_am_zcopy), buf registered through the cache where the
+ * transport really reads it in place. RVX_INPROGRESS: req completes when the transport lets go of
+ * buf (an op in SS_ZCOPY holds the registration until then); RVX_ERR_NO_RESOURCE: not sent (no
+ * room, credit, registration or op), the caller copies instead. */
+RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
+                                          size_t len, uint64_t tag, rvx_request_t *req)
+{
+    uint8_t hdr[8];
+    rvx__tag_st64(hdr, tag);
+#if RVX__TL_AM_ZCOPY
+    {
+        rvx__tag_op_t *op;
+        rvx_mem_t *mem;
+        rvx_status_t st;
+        if (rvx__tag_reg(t, (void *)(uintptr_t)buf, len, &mem) != RVX_OK) return RVX_ERR_NO_RESOURCE;
+        if (!(op = rvx__tag_op_new(t))) {
+            rvx__tag_dereg(t, mem);
+            return RVX_ERR_NO_RESOURCE;
+        }
+        op->kind = RVX__OP_SEND;
+        op->state = RVX__SS_ZCOPY;
+        op->ep = ep;
+        op->mem = mem;
+        op->buf = (uint8_t *)(uintptr_t)buf;
+        op->len = op->mlen = len;
+        op->tag = tag;
+        rvx_request_init(&op->tlreq);
+        st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, hdr, 8, buf, len, &mem->tl,
+                              RVX__TAG_CLASS | RVX__TF_EAGER, &op->tlreq);
+        if (st == RVX_OK || st == RVX_INPROGRESS) t->n_zcopy++;
+        if (st == RVX_INPROGRESS) {
+            op->req = req;
+            op->flags |= RVX__F_ISSUED;
+            req->status = RVX_INPROGRESS;
+            rvx__tag_ready(t, op); /* polled until the transport lets go */
+            return RVX_INPROGRESS;
+        }
+        rvx__tag_done(t, op, RVX_OK); /* no request: nothing to tell */
+        return st;
+    }
+#else
+    {
+        rvx_status_t st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, hdr, 8, buf, len, NULL,
+                                           RVX__TAG_CLASS | RVX__TF_EAGER, NULL);
+        (void)req;
+        if (st == RVX_OK) t->n_zcopy++;
+        return st;
+    }
+#endif
+}
+
+/* A zero-copy eager send, polled from the ready list: done when the transport is. */
+RVX_COLD int rvx__tag_zcopy_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    if (op->tlreq.status == RVX_INPROGRESS) {
+        rvx__tag_ready(t, op);
+        return 0;
+    }
+    op->flags &= ~RVX__F_ISSUED;
+    rvx__tag_done(t, op, (rvx_status_t)op->tlreq.status);
+    return 1;
+}
+
 static int rvx__rndv_emit(struct rvx__tag_state *t, rvx__tag_op_t *op);
 static void rvx__rndv_sent(struct rvx__tag_state *t, rvx__tag_op_t *op);
 
@@ -828,7 +903,9 @@ static void rvx__tag_ep_destroy(rvx_ep_t *ep)
                 }
 #endif
             }
-            rvx__tag_done(t, op, op->state == RVX__RS_ZOMBIE && !op->req ? RVX_OK : RVX_ERR_CANCELED);
+            rvx__tag_done(t, op, op->state == RVX__RS_ZOMBIE && !op->req ? RVX_OK
+                                 : op->state == RVX__SS_ZCOPY ? (rvx_status_t)op->tlreq.status /* sent */
+                                 : RVX_ERR_CANCELED);
         }
         for (u = t->unx_head; u; u = un) {
             un = u->next;
@@ -886,6 +963,10 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
     if (len < RVX__TAG_THRESH) {
         if (!p->sq_head) {
             uint8_t *b;
+            if (len >= RVX__TAG_ZCOPY_MIN && len <= RVX__TAG_EAGER1 && req) {
+                rvx_status_t st = rvx__tag_send_zcopy(t, ep, buf, len, tag, req);
+                if (st != RVX_ERR_NO_RESOURCE) return st; /* else: copied, or queued, below */
+            }
             if (len <= RVX__TAG_EAGER1 &&
                 (b = (uint8_t *)rvx__tl_am_claim(&ep->tl, RVX__CHAN_REQUEST, 8 + len)) != NULL) {
                 rvx__tag_st64(b, tag);
