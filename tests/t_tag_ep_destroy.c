@@ -7,8 +7,8 @@
  *   A  rank 1 sends rank 0 a rendezvous message; rank 0 destroys its endpoint to rank 1 as soon
  *      as the transfer has started (GET in flight, RTR sent, data arriving); rank 1 then destroys
  *      its endpoint too, and its send gets a status.
- *   B  rank 0 fills the ring to rank 2 (which does not progress for a while) with eager sends
- *      until one is queued, adds a rendezvous send and a long eager send behind it, and destroys
+ *   B  rank 0 sends rank 2 a one-frame message zero-copy (rc_mlx5), fills the ring to rank 2
+ *      (which does not progress for a while) with eager sends until one is queued, adds a rendezvous send and a long eager send behind it, and destroys
  *      the endpoint: every queued send ends RVX_ERR_CANCELED at once.
  * Afterwards rank 0 still sends to itself. */
 #ifndef RVX_TAG
@@ -118,12 +118,17 @@ int main(int argc, char **argv)
         static rvx_request_t reqs[NEAGER];
         static unsigned char small[1024];
         unsigned char *big = (unsigned char *)malloc(BIG), *mid = (unsigned char *)malloc(BIG / 8);
-        rvx_request_t rb, rm, self_s, self_r;
-        rvx_status_t stb, stm;
+        static unsigned char zbuf[RVX_AM_MAX_MEDIUM - 8];
+        rvx_request_t rb, rm, rz, self_s, self_r;
+        rvx_status_t stb, stm, stz;
         int nq = 0, n;
         uint64_t v = 42, got = 0;
         t_fill(big, BIG, 3);
         t_fill(mid, BIG / 8, 4);
+        t_fill(zbuf, sizeof(zbuf), 5);
+        /* first, a one-frame eager send that goes zero-copy where the transport can */
+        stz = rvx_tag_send(eps[2], zbuf, sizeof(zbuf), TAG_B, &rz);
+        T_CHECK(stz == RVX_OK || stz == RVX_INPROGRESS, "zero-copy eager send: %s", rvx_status_str(stz));
         for (n = 0; n < NEAGER; n++) {
             rvx_status_t st = rvx_tag_send(eps[2], small, sizeof(small), TAG_B, &reqs[n]);
             T_CHECK(st == RVX_OK || st == RVX_INPROGRESS, "eager send %d: %s", n, rvx_status_str(st));
@@ -144,6 +149,11 @@ int main(int argc, char **argv)
                     rvx_status_str((rvx_status_t)reqs[r].status));
         if (nq) T_CHECK(reqs[n - 1].status == RVX_ERR_CANCELED, "a queued send was not cancelled: %s",
                         rvx_status_str((rvx_status_t)reqs[n - 1].status));
+        if (stz == RVX_INPROGRESS)
+            T_CHECK(pending_or_done((rvx_status_t)rz.status), "zero-copy send after destroy: %s",
+                    rvx_status_str((rvx_status_t)rz.status));
+        T_CHECK(RVX_EAGER_ZCOPY_MIN > sizeof(zbuf) || w->tag->n_zcopy == 1, "the one-frame send did not go zero-copy");
+        memset(zbuf, 0, sizeof(zbuf)); /* the transport is done with it */
         if (stb == RVX_INPROGRESS)
             T_CHECK(pending_or_done((rvx_status_t)rb.status), "rendezvous send after destroy: %s",
                     rvx_status_str((rvx_status_t)rb.status));
