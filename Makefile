@@ -79,7 +79,8 @@ RNDV_get := GET
 RNDV_put := PUT
 RNDV_am := AM
 RNDV_pipeline := PIPELINE
-TAG_VARIANTS := $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV))
+TAG_VARIANTS := $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)) \
+                $(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV))
 all tests: $(TAG_VARIANTS)
 $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
@@ -87,14 +88,21 @@ $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c te
 $(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
+$(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 
 # the tag tests over rc_mlx5 on rvxsim: the same sources, every rendezvous protocol
-TAG_RC_VARIANTS := $(addprefix $(B)/tests-rc/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV))
+TAG_RC_VARIANTS := $(addprefix $(B)/tests-rc/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV)) \
+                   $(addprefix $(B)/tests-rc/t_tag_ep_destroy_,$(TAG_RNDV))
 all tests: $(TAG_RC_VARIANTS)
 $(addprefix $(B)/tests-rc/t_tag_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 $(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-rc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 

@@ -77,7 +77,7 @@ static const char *kind_name[32];
 
 enum { K_PUT_CONST, K_PUT_INL, K_PUT_INL2, K_PUT_BCOPY, K_PUT_ZCOPY, K_GET_BCOPY, K_GET_ZCOPY,
        K_FA64, K_CS64, K_MCS64, K_MFA64, K_MFA32, K_MCS32, K_AM_INL, K_AM_EMPTY, K_AM_DSEG,
-       K_NOP, K_CREDIT, K_KEEPALIVE, K_NKINDS };
+       K_AM_ZCOPY, K_AM_ZCOPY_NOHDR, K_AM_ZCOPY_NOBODY, K_NOP, K_CREDIT, K_KEEPALIVE, K_NKINDS };
 
 static void kind_names(void)
 {
@@ -97,6 +97,9 @@ static void kind_names(void)
     kind_name[K_AM_INL] = "AM SEND_IMM inline";
     kind_name[K_AM_EMPTY] = "AM SEND_IMM, empty body";
     kind_name[K_AM_DSEG] = "AM SEND_IMM, data seg";
+    kind_name[K_AM_ZCOPY] = "am_zcopy: inline header + data seg";
+    kind_name[K_AM_ZCOPY_NOHDR] = "am_zcopy: data seg only";
+    kind_name[K_AM_ZCOPY_NOBODY] = "am_zcopy: inline header only";
     kind_name[K_NOP] = "flush NOP";
     kind_name[K_CREDIT] = "credit WRITE (inline)";
     kind_name[K_KEEPALIVE] = "keepalive WRITE";
@@ -784,6 +787,50 @@ static void op_am(unsigned nargs, long medium)
     check(&m, op);
 }
 
+/* rvx__tl_am_zcopy: the arguments as the inline header, the payload as a data segment on the
+ * registered local region (no copy: nothing in the bounce ring), always signaled; the message is
+ * the same medium AM as rvx_am_medium would send, so the handler checks it. */
+static rvx_request_t zreq[NAM]; /* completed by am_deliver's progress */
+static unsigned nzreq;
+
+static void op_am_zcopy(unsigned nargs, size_t plen)
+{
+    model_t m;
+    uint64_t args[4];
+    size_t loff = 192 * 1024 + 4096 * (size_t)nzreq + (size_t)(seed % 29); /* in use until sent */
+    uint8_t *pay = lmem_buf + loff;
+    unsigned i, ds;
+    uint32_t imm, p0;
+    rvx_request_t *req = &zreq[nzreq++];
+    rvx_status_t st;
+    xwqe_t *x;
+    char op[64];
+    am_sent[am_nsent].nargs = nargs;
+    am_sent[am_nsent].plen = plen;
+    am_sent[am_nsent].seed = seed;
+    for (i = 0; i < nargs; i++) args[i] = seed * 100 + i;
+    t_fill(pay, plen, seed);
+    seed++;
+    imm = htobe32((uint32_t)(RVX_AM_ORACLE | 2u << 8 | nargs << 10) | 0u << 16);
+    room(4, 0);
+    m_read(&m);
+    p0 = m.pi;
+    ds = (unsigned)CTRL_DS + inl_ds(8 * nargs) + (plen ? (unsigned)DATA_DS : 0);
+    x = x_begin(&m, !nargs ? K_AM_ZCOPY_NOHDR : !plen ? K_AM_ZCOPY_NOBODY : K_AM_ZCOPY, "am_zcopy",
+                MLX5_OPCODE_SEND_IMM, 0, ds, 1, imm);
+    x_inline(x, 16, args, 8 * nargs);
+    if (plen) x_data(x, 16 + 16 * inl_ds(8 * nargs), (uint32_t)plen, llkey, pay);
+    poison(p0, m.pi);
+    rvx_request_init(req);
+    st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, args, 8 * nargs, pay, plen, &lmem->tl,
+                          RVX_AM_ORACLE | 2u << 8 | nargs << 10, req);
+    am_nsent++;
+    snprintf(op, sizeof(op), "rvx__tl_am_zcopy %u args %zu B", nargs, plen);
+    check(&m, op);
+    T_CHECK(st == RVX_INPROGRESS, "%s: %s (a signaled zero-copy send completes later)", op, rvx_status_str(st));
+    if (st != RVX_INPROGRESS) req->status = st;
+}
+
 /* Deliver what was sent (to ourselves); the receiver hands credits back every quarter of the
  * receive queue with an inline 8-byte WRITE of the consumed count into the sender's control
  * region: those WQEs are checked too. */
@@ -820,6 +867,14 @@ static void am_deliver(void)
                 (unsigned long long)C->rx_reported, (unsigned long long)reported);
     }
     T_CHECK(am_bad == 0, "%u active messages arrived with wrong arguments or payload", am_bad);
+    {
+        unsigned k;
+        for (k = 0; k < nzreq; k++) {
+            while (zreq[k].status == RVX_INPROGRESS && t_now() - t0 < 20) rvx_progress(w);
+            T_CHECK(zreq[k].status == RVX_OK, "zero-copy send %u: %s", k, rvx_status_str((rvx_status_t)zreq[k].status));
+        }
+        nzreq = 0;
+    }
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
@@ -979,6 +1034,12 @@ int main(int argc, char **argv)
         op_am(0, 45);
         op_am(3, 100 + lap);
         op_am(8, 3000);
+        op_am_zcopy(0, 1);
+        op_am_zcopy(1, 100 + lap);
+        op_am_zcopy(3, 2048);
+        op_am_zcopy(2, RVX_AM_MAX_MEDIUM - 16);
+        op_am_zcopy(3, 0);
+        op_am_zcopy(0, RVX_AM_MAX_MEDIUM);
         am_deliver();
         oracle_flush("active messages");
     }

@@ -10,6 +10,8 @@
  *  E  truncation: short buffers with guard bytes behind them, expected and unexpected
  *  F  probe and cancel
  *  G  the same buffer sent again (PIPELINE: the second time skips the pipeline, left pinned)
+ *  H  the lone receive (the only one posted, completed in line): every short size, wildcards,
+ *     short buffers, a second receive posted behind it (order), cancel, rendezvous into it
  * Each wait has a deadline: a lost message fails the test instead of hanging it. */
 #ifndef RVX_TAG
 #define RVX_TAG 1
@@ -164,6 +166,7 @@ static void make_sizes(void)
     add3(RVX_TAG_SHORT_MAX);
     add3(frame - 8);                                /* one eager frame */
     for (k = 0; k < 3; k++) add3(frame - 16 + k * frame); /* first fragment + k more */
+    add3(RVX_EAGER_ZCOPY_MIN);                      /* eager zero-copy from here */
     add3(thr);                                      /* the switch */
     add3(thr + 1);
     add3(e1);                                       /* pipeline phase 1 */
@@ -426,6 +429,55 @@ static void section_reuse(void)
     free(rbuf);
 }
 
+/* H: the lone receive, over the loopback endpoint: a receive posted with both queues empty is
+ * completed in the tl's poll loop for 8..16-byte messages of its exact tag; everything else must
+ * still come out right through the general path. */
+static void lone_one(size_t len, size_t sent, uint64_t tag, uint64_t mask, uint64_t stag, int idx)
+{
+    msg_t s, r;
+    post_recv(&r, len, sent, tag, mask, seed_of(9, me, me, idx));
+    T_CHECK(r.st == RVX_INPROGRESS && w->tag->lone == &r.req, "receive %d did not become the lone receive", idx);
+    r.tag = stag;
+    r.mask = ~0ull;
+    post_send(&s, me, sent, stag, seed_of(9, me, me, idx));
+    finish_send(&s);
+    finish_recv(&r, me);
+    T_CHECK(w->tag->lone == NULL && w->tag->exp_head == NULL, "lone receive %d not released", idx);
+}
+
+static void section_lone(void)
+{
+    size_t n;
+    int idx = 0;
+    msg_t s1, s2, r1, r2;
+    rvx_request_t req;
+    char buf[16];
+    for (n = 0; n <= RVX_TAG_SHORT_MAX + 2; n++) lone_one(n, n, TAG(9, me, n), ~0ull, TAG(9, me, n), idx++);
+    for (n = 0; n <= 20; n++) lone_one(n, n + 3, TAG(9, me, n), ~0ull, TAG(9, me, n), idx++); /* truncated */
+    for (n = 6; n <= 18; n++) lone_one(32, n, TAG(9, me, 0), 0xffull << 56, TAG(9, me, n), idx++); /* wildcard */
+    lone_one(RVX_RNDV_THRESH_BYTES + 7, RVX_RNDV_THRESH_BYTES + 7, TAG(9, me, 1), ~0ull, TAG(9, me, 1), idx++);
+    lone_one(RVX_AM_MAX_MEDIUM * 2, RVX_AM_MAX_MEDIUM * 2, TAG(9, me, 1), ~0ull, TAG(9, me, 1), idx++);
+    /* a second receive for the same tag behind the lone one: the first message goes to the lone */
+    post_recv(&r1, 16, 8, TAG(9, me, 77), ~0ull, seed_of(9, me, me, 1000));
+    post_recv(&r2, 16, 12, TAG(9, me, 77), ~0ull, seed_of(9, me, me, 1001));
+    T_CHECK(w->tag->lone == RVX__LONE_QUEUED, "a second receive did not queue the lone one");
+    post_send(&s1, me, 8, TAG(9, me, 77), seed_of(9, me, me, 1000));
+    post_send(&s2, me, 12, TAG(9, me, 77), seed_of(9, me, me, 1001));
+    finish_send(&s1);
+    finish_send(&s2);
+    finish_recv(&r1, me);
+    finish_recv(&r2, me);
+    T_CHECK(w->tag->lone == NULL, "the queued lone receive was not released");
+    /* cancel a lone receive, then a new one works */
+    T_STATUS(rvx_tag_recv(w, buf, sizeof(buf), TAG(9, me, 88), ~0ull, &req, NULL), RVX_INPROGRESS);
+    T_CHECK(w->tag->lone == &req, "not the lone receive");
+    T_STATUS(rvx_tag_cancel(w, &req), RVX_OK);
+    T_CHECK(req.status == RVX_ERR_CANCELED && w->tag->lone == NULL, "cancelled lone receive: %s",
+            rvx_status_str((rvx_status_t)req.status));
+    lone_one(8, 8, TAG(9, me, 89), ~0ull, TAG(9, me, 89), idx++);
+    T_OK(rvx_barrier(ctx));
+}
+
 int main(int argc, char **argv)
 {
     rvx_worker_stats_t s;
@@ -452,10 +504,13 @@ int main(int argc, char **argv)
     section_truncate(1);
     section_probe_cancel();
     section_reuse();
+    section_lone();
 #if RVX_RNDV == RVX_RNDV_PIPELINE
     T_CHECK(w->tag->n_pipe_bounce && w->tag->n_pipe_chunks, "the pipeline's phases 2 and 3 never ran");
 #endif
     if (RVX_RNDV_THRESH_BYTES < ((size_t)4 << 20)) T_CHECK(w->tag->n_rndv > 0, "no rendezvous ran");
+    if (RVX_EAGER_ZCOPY_MIN <= RVX_AM_MAX_MEDIUM - 8 && RVX_EAGER_ZCOPY_MIN < RVX_RNDV_THRESH_BYTES)
+        T_CHECK(w->tag->n_zcopy > 0, "no eager message went zero-copy");
     rvx_worker_stats(w, &s);
     T_CHECK(s.tag_bad_frame == 0, "%llu bad tag frames counted", (unsigned long long)s.tag_bad_frame);
     T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "operations left in flight: %u, queued %u",

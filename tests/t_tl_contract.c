@@ -31,7 +31,7 @@ int main(void)
     /* fast path */
     NAME(rvx__tl_put_short) NAME(rvx__tl_put_bcopy) NAME(rvx__tl_put_zcopy)
     NAME(rvx__tl_get_bcopy) NAME(rvx__tl_get_zcopy) NAME(rvx__tl_atomic64) NAME(rvx__tl_atomic32)
-    NAME(rvx__tl_am_claim) NAME(rvx__tl_am_publish) NAME(rvx__tl_am_wait_room)
+    NAME(rvx__tl_am_claim) NAME(rvx__tl_am_publish) NAME(rvx__tl_am_wait_room) NAME(rvx__tl_am_zcopy)
     NAME(rvx__tl_ep_flush) NAME(rvx__tl_iface_flush) NAME(rvx__tl_progress)
     /* the fields the core relies on */
     memset(&i, 0, sizeof(i));
@@ -78,5 +78,7 @@ int main(void)
         T_CHECK(mbs > 0 && (mbs > want ? mbs - want : want - mbs) <= want / 100, "lane bandwidth %u MB/s, expected %u", mbs, want);
         rvx__tl_ctx_fini(&c);
     }
+    T_CHECK(RVX__TL_AM_ZCOPY == 0 || RVX__TL_AM_ZCOPY == 1, "RVX__TL_AM_ZCOPY is a flag");
+    T_CHECK(RVX__TL_AM_ZCOPY_HDR_MAX >= 16, "a zero-copy message carries a 16-byte header");
     return t_exit();
 }

@@ -197,7 +197,10 @@
  *   RVX_PIPE_BOUNCE       PIPELINE phase 2: bytes copied through bounce buffers while phase 3
  *                         registers (64 KiB)
  *   RVX_PIPE_BOUNCE_BUFS  bounce buffers per worker (8)
- *   RVX_PIPE_CHUNK        PIPELINE phase 3: bytes registered and written at a time (256 KiB) */
+ *   RVX_PIPE_CHUNK        PIPELINE phase 3: bytes registered and written at a time (256 KiB)
+ *   RVX_EAGER_ZCOPY_MIN   eager messages of one frame from this size on leave from the user's
+ *                         buffer (registered through the cache), no copy, where the transport can
+ *                         (default: the fabric header's RVX_FAB_EAGER_ZCOPY_MIN; without it, never) */
 #ifndef RVX_TAG_SHORT_MAX
 #define RVX_TAG_SHORT_MAX 48
 #endif
@@ -215,6 +218,16 @@
 #endif
 #ifndef RVX_PIPE_CHUNK
 #define RVX_PIPE_CHUNK 262144
+#endif
+#ifndef RVX_EAGER_ZCOPY_MIN
+#ifdef RVX_FAB_EAGER_ZCOPY_MIN
+#define RVX_EAGER_ZCOPY_MIN RVX_FAB_EAGER_ZCOPY_MIN
+#else
+#define RVX_EAGER_ZCOPY_MIN (RVX_AM_MAX_MEDIUM + 1) /* no eager message qualifies */
+#endif
+#endif
+#if RVX_EAGER_ZCOPY_MIN <= RVX_TAG_SHORT_MAX
+#error "RVX_EAGER_ZCOPY_MIN must exceed RVX_TAG_SHORT_MAX (short messages are copied inline)"
 #endif
 #if RVX_TAG_SHORT_MAX < 0 || RVX_TAG_SHORT_MAX > 64
 #error "RVX_TAG_SHORT_MAX must be between 0 and 64 bytes (larger messages take the memcpy path)"

@@ -203,6 +203,8 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w);
 static void rvx__tag_worker_fini(rvx_worker_t *w);
 static void rvx__tag_ep_destroy(rvx_ep_t *ep);
 static int rvx__tag_progress(rvx_worker_t *w);
+static int rvx__tag_idle(rvx_worker_t *w);
+RVX_INLINE int rvx__tag_posted(const rvx_worker_t *w);
 #endif
 
 /* A bootstrap collective that keeps every worker of the context progressing while it waits, so
@@ -549,8 +551,15 @@ RVX_INLINE int rvx_progress(rvx_worker_t *w)
 {
 #if RVX_TAG
     if (RVX_UNLIKELY(w->tag_pending)) return rvx__tag_progress(w); /* polls the tl, then steps */
-#endif
+    {
+        int n = rvx__tl_progress(&w->iface);
+        /* idle with receives posted: now and then, do their senders still live? */
+        if (RVX_UNLIKELY(n == 0) && rvx__tag_posted(w)) return rvx__tag_idle(w);
+        return n;
+    }
+#else
     return rvx__tl_progress(&w->iface);
+#endif
 }
 
 /* Remote completion of everything issued on ep: RVX_OK (done), RVX_INPROGRESS (req completes

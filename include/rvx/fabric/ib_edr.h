@@ -12,4 +12,5 @@
 #define RVX_FAB_LANES             1
 #define RVX_FAB_RNDV_PERF_DIFF_PCT 1  /* d = 1 - 1/100 (see fabric/shm_local.h) */
 #define RVX_FAB_PUT_BCOPY_MAX     8192
+#define RVX_FAB_EAGER_ZCOPY_MIN   2048   /* eager zero-copy from here: a copy of 2 KiB costs about what a cache lookup and a signaled completion do */
 #endif

@@ -16,4 +16,5 @@
 #define RVX_FAB_RNDV_PERF_DIFF_PCT 1  /* seed 001's d = 1 - this/100: rendezvous may be this
                                         * much slower than eager and still be chosen (UCX: 1) */
 #define RVX_FAB_PUT_BCOPY_MAX     8192   /* above this, puts and gets are zero-copy where possible */
+#define RVX_FAB_EAGER_ZCOPY_MIN   2048   /* eager zero-copy from here: shm copies anyway (no zero-copy between processes); set so the path runs */
 #endif

@@ -176,7 +176,7 @@ RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan,
         mlen = rvx__tag_ld64(b + 8);
         if (!mlen || mlen >= RVX__TAG_MLEN_MAX || len != RVX__RNDV_RTS_LEN(mlen) || !rvx__tag_ld32(b + 16))
             return 0;
-        if ((op = rvx__tag_match(t, tag)) != NULL) {
+        if ((op = rvx__tag_match(t, tag, ep->rank)) != NULL) {
             rvx__tag_op_proto(op);
             op->kind = RVX__OP_RECV;
             rvx__tag_fill(op, tag, (size_t)mlen, ep->rank);
@@ -527,10 +527,11 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
     unsigned char body[24 + RVX_RKEY_PACKED_SIZE];
     (void)st;
     switch (op->state) {
-    case RVX__RS_ZOMBIE:
+    case RVX__SS_ZCOPY:
+        return rvx__tag_zcopy_step(t, op);
+    case RVX__RS_ZOMBIE: /* req is NULL (already told) or waits for this (endpoint destroyed) */
         if (!rvx__rndv_quiet(op)) return rvx__rndv_again(t, op, 0);
-        op->req = NULL;
-        rvx__tag_done(t, op, RVX_OK);
+        rvx__tag_done(t, op, (rvx_status_t)op->status);
         return 1;
     /* ---- receiver ---- */
     case RVX__RS_START:

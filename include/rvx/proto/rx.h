@@ -3,18 +3,23 @@
  *   0  active messages (proto/am.h)          1  tag matching (proto/tag.h)     2, 3  unused
  * Only the classes compiled into the build are dispatched; a frame of any other class is counted
  * as malformed (in am_bad_frame when active messages are built, else in tag_bad_frame) and
- * dropped. With one class the dispatch is a compare the compiler keeps off the hot path. */
+ * dropped. With one class the dispatch is a compare the compiler keeps off the hot path. The
+ * function is always inline: the tl's poll loop reaches a protocol's fast path with no call. */
 #ifndef RVX_PROTO_RX_H
 #define RVX_PROTO_RX_H
 
 #define RVX__CLASS_AM  0u
 #define RVX__CLASS_TAG 1u
 
-static void rvx__rx_deliver(struct rvx__tl_ep *tlep, unsigned chan, unsigned info, void *body,
-                            size_t len)
+RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *tlep, unsigned chan, unsigned info, void *body,
+                                size_t len)
 {
     rvx_ep_t *ep = RVX_CONTAINER_OF(tlep, rvx_ep_t, tl);
 #if RVX_TAG
+    if (RVX_LIKELY(info == (RVX__TAG_CLASS | RVX__TF_EAGER))) { /* the common frame, first */
+        rvx__tag_rx_eager_fast(ep, chan, body, len);
+        return;
+    }
     if (RVX_LIKELY((info >> 14) == RVX__CLASS_TAG)) {
         rvx__tag_rx(ep, chan, info, body, len);
         return;

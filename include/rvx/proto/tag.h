@@ -12,6 +12,8 @@
  *       with one of those. `info` (may be NULL) is filled before completion: sender rank, tag,
  *       and the length as sent; a longer message than the buffer fills the buffer, never a byte
  *       more, and completes with RVX_ERR_MSG_TRUNCATED.
+ *   rvx_tag_recv_from(worker, src, buf, len, tag, tag_mask, req, info)
+ *       The same for messages from rank `src` only (RVX_ANY_SOURCE: any sender).
  *   rvx_tag_probe(worker, tag, tag_mask, info)
  *       RVX_OK (info filled) if a matching message has arrived and waits for a receive,
  *       RVX_INPROGRESS if none has yet. Does not progress.
@@ -31,19 +33,37 @@
  *
  * Protocols, by size (thresholds are compile-time constants):
  *   len <= RVX_TAG_SHORT_MAX            eager short: tag and data in one frame, copied inline
- *   len <= RVX_AM_MAX_MEDIUM - 8        eager bcopy: one frame, memcpy
+ *   len <  RVX_EAGER_ZCOPY_MIN          eager bcopy: one frame, memcpy
+ *   len <= RVX_AM_MAX_MEDIUM - 8        eager zero-copy: one frame, the tag as header and the data
+ *                                       from the user's buffer (rvx__tl_am_zcopy; registered through
+ *                                       the cache; RVX_INPROGRESS until the transport lets go).
+ *                                       On shm the tl copies (no zero-copy between processes); on
+ *                                       no room, credit or registration, the bcopy path instead
  *   len <  RVX_RNDV_THRESH_BYTES        eager, fragmented: a first frame with the tag and total
  *                                       length, then frames of data (rvx_tag_send returns
  *                                       RVX_OK once all are in the ring)
  *   len >= RVX_RNDV_THRESH_BYTES        rendezvous, RVX_RNDV (see proto/rndv.h): GET, PUT, AM or
  *                                       PIPELINE
- * Eager zero-copy needs a gather send in the tl contract, which it does not have yet: on every
- * transport eager data is copied into the frame (as UCX does over shared memory).
+ * Fragmented eager messages (longer than one frame) are still copied: a zero-copy frame must fit
+ * the receiver's frame-sized buffers.
+ *
+ * The matched-expected fast path: a receive posted while no message waits and no receive is
+ * posted becomes the lone receive (six stores, no list); an 8..16-byte eager frame of its exact
+ * tag completes it inside the tl's poll loop with no call (rvx__tag_rx_eager_fast). Everything
+ * else (wildcards, source-specific receives, other sizes, several receives posted) goes through
+ * the general queues, where the lone receive is spilled first as the oldest entry.
  *
  * Progress: the receive side runs inside rvx_progress (frames are matched as they are polled);
  * rendezvous steps (registration, RMA, control frames) run in rvx_progress's tag hook, only
  * while w->tag_pending counts operations in flight. A peer that dies mid-protocol fails the
  * operations that depend on it with RVX_ERR_PEER_FAILED (checked every ~10 ms while they wait).
+ * Posted receives that nothing has matched yet (checked as often, from rvx_progress when it finds
+ * nothing to do): one naming a source completes with RVX_ERR_PEER_FAILED once that rank has
+ * failed; an any-source receive keeps waiting while any other rank with an endpoint on this
+ * worker lives, and completes with RVX_ERR_PEER_FAILED when the worker has an endpoint to every
+ * other rank and all of them have failed (our own rank is not counted: ULFM's pending-failure
+ * idea, reported only when no sender is left). What a dead rank sent before it went is drained
+ * and matched first, and messages we sent ourselves are flushed in before that verdict.
  * Frames of unknown type, wrong length or naming no operation of ours are counted in
  * rvx_worker_stats (tag_bad_frame), reported once, and dropped. */
 #ifndef RVX_PROTO_TAG_H
@@ -65,6 +85,8 @@
 #define RVX__TAG_THRESH ((size_t)(RVX_RNDV_THRESH_BYTES))
 
 /* What the tag protocol sees of a received message. */
+#define RVX_ANY_SOURCE (-1) /* rvx_tag_recv_from: any sender */
+
 typedef struct rvx_tag_info {
     uint64_t tag;     /* the sender's tag */
     size_t   length;  /* the length as sent (more than the buffer: truncated) */
@@ -133,7 +155,8 @@ enum {
     RVX__SS_PUT,       /* PUT: write to post / in flight */
     RVX__SS_PIPE,      /* PIPELINE phases 2 and 3 */
     RVX__SS_FLUSH,     /* flush to post / in flight */
-    RVX__SS_FIN        /* FIN to send */
+    RVX__SS_FIN,       /* FIN to send */
+    RVX__SS_ZCOPY      /* eager zero-copy: the frame leaves from the user's buffer */
 };
 #define RVX__F_READY   1u
 #define RVX__F_ACTIVE  2u
@@ -153,6 +176,7 @@ struct rvx__tag_op {
     size_t          len;    /* receive: buffer length; send: message length */
     rvx_request_t  *req;
     rvx_tag_info_t *info;
+    int32_t         src;    /* posted receive: the sender it takes (RVX_ANY_SOURCE: any) */
     /* protocol state: zeroed when an op enters the protocol (rvx__tag_op_proto) */
     rvx__tag_link_t alink;  /* active list: in flight, counted in w->tag_pending */
     rvx__tag_link_t rlink;  /* ready list: progress has a step to run */
@@ -204,6 +228,12 @@ struct rvx__tag_state {
     rvx__tag_op_t   *unx_head, **unx_tail; /* arrived, not yet received, in arrival order */
     rvx__tag_op_t   *free;
     rvx__tag_op_t   *exp_head, **exp_tail; /* posted receives, in posting order */
+    /* The lone receive: a receive posted while both queues were empty lives in lone_op, out of
+     * every list, with its request in lone (its req field unset), where an eager frame completes
+     * it in line. Whatever else would look at the expected queue first spills it to the queue's
+     * head (rvx__tag_spill: lone == RVX__LONE_QUEUED, an ordinary op from then on); freeing
+     * lone_op sets lone to NULL, and only then can a new lone receive be posted. */
+    rvx_request_t   *lone;
     rvx_worker_t    *w;
     rvx__tag_peer_t *peers;                /* by rank */
     int              npeers;
@@ -221,13 +251,18 @@ struct rvx__tag_state {
     struct { uintptr_t addr; size_t len; } memo[RVX__PIPE_MEMO];
     /* what the protocols did (tests and benchmarks read them) */
     uint64_t         n_rndv;               /* rendezvous sends started */
+    uint64_t         n_zcopy;              /* eager sends through rvx__tl_am_zcopy */
     uint64_t         n_pipe_bounce;        /* PIPELINE: phase-2 bounce-buffer writes */
     uint64_t         n_pipe_chunks;        /* PIPELINE: phase-3 chunk writes */
     uint64_t         n_pipe_pinned;        /* PIPELINE: sends that skipped phase 2 (left pinned) */
 #if RVX__TAG_RCACHE
     rvx__rcache_t    rcache;
 #endif
+    rvx__tag_op_t    lone_op;
+    rvx_request_t    self_flush;           /* before any-source receives fail (check_recvs) */
 };
+#define RVX__LONE_QUEUED ((rvx_request_t *)(uintptr_t)1)
+#define RVX__LONE_POSTED(t) ((uintptr_t)(t)->lone > 1)
 
 /* ---- small helpers --------------------------------------------------------------------------- */
 
@@ -271,6 +306,10 @@ RVX_INLINE void rvx__tag_copy(uint8_t *d, const uint8_t *s, size_t n)
     if (n <= RVX_TAG_SHORT_MAX) rvx__tag_copy_small(d, s, n);
     else memcpy(d, s, n);
 }
+
+/* Keeps a value in a general register (stops the vectorizer from pairing two 8-byte stores
+ * through an SSE register, which costs more instructions than it saves). */
+#define RVX__TAG_SCALAR(x, y) __asm__("" : "+r"(x), "+r"(y))
 
 RVX_INLINE uint32_t rvx__tag_ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 RVX_INLINE uint64_t rvx__tag_ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -324,6 +363,25 @@ RVX_COLD void rvx__tag_dereg(struct rvx__tag_state *t, rvx_mem_t *mem)
 
 /* ---- op pool, ids, lists (cold) -------------------------------------------------------------- */
 
+/* Under AddressSanitizer the protocol part of a pooled op is poisoned while the op is free, so
+ * a transport completing into an op that was already released (its tlreq, its chunks) is
+ * reported instead of silently writing into the pool. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RVX__TAG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RVX__TAG_ASAN 1
+#endif
+#endif
+#ifdef RVX__TAG_ASAN
+#include <sanitizer/asan_interface.h>
+#define RVX__TAG_POISON(op, on)                                                                   \
+    ((on) ? ASAN_POISON_MEMORY_REGION(&(op)->alink, sizeof(*(op)) - offsetof(rvx__tag_op_t, alink)) \
+          : ASAN_UNPOISON_MEMORY_REGION(&(op)->alink, sizeof(*(op)) - offsetof(rvx__tag_op_t, alink)))
+#else
+#define RVX__TAG_POISON(op, on) ((void)0)
+#endif
+
 RVX_COLD int rvx__tag_grow(struct rvx__tag_state *t)
 {
     const unsigned n = 64;
@@ -342,6 +400,7 @@ RVX_COLD int rvx__tag_grow(struct rvx__tag_state *t)
     for (i = 0; i < n; i++) {
         slab[i].next = t->free;
         t->free = &slab[i];
+        RVX__TAG_POISON(&slab[i], 1);
     }
     return 1;
 }
@@ -360,6 +419,7 @@ RVX_COLD rvx__tag_op_t *rvx__tag_op_new(struct rvx__tag_state *t)
     if (!t->free && !rvx__tag_grow(t)) return NULL;
     op = t->free;
     t->free = op->next;
+    RVX__TAG_POISON(op, 0);
     memset((void *)op, 0, offsetof(rvx__tag_op_t, alink));
     rvx__tag_op_proto(op);
     return op;
@@ -368,8 +428,14 @@ RVX_COLD rvx__tag_op_t *rvx__tag_op_new(struct rvx__tag_state *t)
 static inline void rvx__tag_op_free(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
     op->kind = 0;
+    if (RVX_UNLIKELY(op == &t->lone_op)) { /* not in the pool: free for the next lone receive */
+        op->next = NULL;
+        t->lone = NULL;
+        return;
+    }
     op->next = t->free;
     t->free = op;
+    RVX__TAG_POISON(op, 1);
 }
 
 RVX_COLD uint32_t rvx__tag_id_new(struct rvx__tag_state *t, rvx__tag_op_t *op)
@@ -591,6 +657,74 @@ RVX_COLD int rvx__tag_emit_eager(rvx__tag_op_t *op)
     return 1;
 }
 
+/* ---- eager zero-copy -------------------------------------------------------------------------- */
+
+#define RVX__TAG_ZCOPY_MIN ((size_t)(RVX_EAGER_ZCOPY_MIN))
+
+/* A one-frame eager message from RVX_EAGER_ZCOPY_MIN bytes on: the tag as the frame's header and
+ * the data straight from buf (rvx__tl_am_zcopy), buf registered through the cache where the
+ * transport really reads it in place. RVX_INPROGRESS: req completes when the transport lets go of
+ * buf (an op in SS_ZCOPY holds the registration until then); RVX_ERR_NO_RESOURCE: not sent (no
+ * room, credit, registration or op), the caller copies instead. */
+RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
+                                          size_t len, uint64_t tag, rvx_request_t *req)
+{
+    uint8_t hdr[8];
+    rvx__tag_st64(hdr, tag);
+#if RVX__TL_AM_ZCOPY
+    {
+        rvx__tag_op_t *op;
+        rvx_mem_t *mem;
+        rvx_status_t st;
+        if (rvx__tag_reg(t, (void *)(uintptr_t)buf, len, &mem) != RVX_OK) return RVX_ERR_NO_RESOURCE;
+        if (!(op = rvx__tag_op_new(t))) {
+            rvx__tag_dereg(t, mem);
+            return RVX_ERR_NO_RESOURCE;
+        }
+        op->kind = RVX__OP_SEND;
+        op->state = RVX__SS_ZCOPY;
+        op->ep = ep;
+        op->mem = mem;
+        op->buf = (uint8_t *)(uintptr_t)buf;
+        op->len = op->mlen = len;
+        op->tag = tag;
+        rvx_request_init(&op->tlreq);
+        st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, hdr, 8, buf, len, &mem->tl,
+                              RVX__TAG_CLASS | RVX__TF_EAGER, &op->tlreq);
+        if (st == RVX_OK || st == RVX_INPROGRESS) t->n_zcopy++;
+        if (st == RVX_INPROGRESS) {
+            op->req = req;
+            op->flags |= RVX__F_ISSUED;
+            req->status = RVX_INPROGRESS;
+            rvx__tag_ready(t, op); /* polled until the transport lets go */
+            return RVX_INPROGRESS;
+        }
+        rvx__tag_done(t, op, RVX_OK); /* no request: nothing to tell */
+        return st;
+    }
+#else
+    {
+        rvx_status_t st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, hdr, 8, buf, len, NULL,
+                                           RVX__TAG_CLASS | RVX__TF_EAGER, NULL);
+        (void)req;
+        if (st == RVX_OK) t->n_zcopy++;
+        return st;
+    }
+#endif
+}
+
+/* A zero-copy eager send, polled from the ready list: done when the transport is. */
+RVX_COLD int rvx__tag_zcopy_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    if (op->tlreq.status == RVX_INPROGRESS) {
+        rvx__tag_ready(t, op);
+        return 0;
+    }
+    op->flags &= ~RVX__F_ISSUED;
+    rvx__tag_done(t, op, (rvx_status_t)op->tlreq.status);
+    return 1;
+}
+
 static int rvx__rndv_emit(struct rvx__tag_state *t, rvx__tag_op_t *op);
 static void rvx__rndv_sent(struct rvx__tag_state *t, rvx__tag_op_t *op);
 
@@ -618,12 +752,29 @@ RVX_COLD int rvx__tag_sq_run(struct rvx__tag_state *t, rvx__tag_peer_t *p)
 
 /* ---- arrival helpers ---------------------------------------------------------------------- */
 
-/* Match a tag against the posted receives, in posting order; the match is unlinked. */
-static inline rvx__tag_op_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag)
+/* The lone receive joins the expected queue as its oldest entry (every receive in the queue was
+ * posted after it: posting spills it first). */
+static inline void rvx__tag_spill(struct rvx__tag_state *t)
+{
+    rvx__tag_op_t *op = &t->lone_op;
+    if (!RVX__LONE_POSTED(t)) return;
+    op->req = t->lone;
+    t->lone = RVX__LONE_QUEUED;
+    rvx__tag_op_proto(op);
+    op->kind = 0;
+    op->next = t->exp_head;
+    if (!t->exp_head) t->exp_tail = &op->next;
+    t->exp_head = op;
+}
+
+/* Match a message (tag, sender) against the posted receives, in posting order; the match is
+ * unlinked. */
+static inline rvx__tag_op_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag, int rank)
 {
     rvx__tag_op_t **pp, *op;
+    rvx__tag_spill(t);
     for (pp = &t->exp_head; (op = *pp) != NULL; pp = &op->next) {
-        if (((op->tag ^ tag) & op->mask) == 0) {
+        if (((op->tag ^ tag) & op->mask) == 0 && (op->src < 0 || op->src == rank)) {
             *pp = op->next;
             if (t->exp_tail == &op->next) t->exp_tail = pp;
             op->next = NULL;
@@ -678,6 +829,7 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     }
     t->exp_tail = &t->exp_head;
     t->unx_tail = &t->unx_head;
+    t->lone_op.src = RVX_ANY_SOURCE; /* only rvx_tag_recv posts lone receives */
     t->page = (size_t)sysconf(_SC_PAGESIZE);
     rvx__tag_link_init(&t->active);
     rvx__tag_link_init(&t->ready);
@@ -700,25 +852,86 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     return RVX_OK;
 }
 
-/* The endpoint goes away: what depends on it ends with RVX_ERR_CANCELED; what it sent and nobody
- * received yet is dropped. */
+/* Is op, tied to a departing endpoint, still being written by either side? Its own transport
+ * operations (a GET, PUT, flush or chunk in flight), or, for PUT and PIPELINE, a receive whose
+ * RTR went out: the peer may be writing into its buffer until the FIN. */
+RVX_COLD int rvx__tag_closing_busy(const rvx__tag_op_t *op)
+{
+    if (!rvx__rndv_quiet(op)) return 1;
+#if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
+    if (op->kind == RVX__OP_RECV && op->state == RVX__RS_WAIT && op->ep &&
+        rvx__tl_ep_alive(&op->ep->tl) == RVX_OK)
+        return 1;
+#endif
+    return 0;
+}
+
+/* The endpoint goes away. Operations on it end with RVX_ERR_CANCELED, unless they finish first:
+ * an op whose transfer is still in the transport (or, PUT/PIPELINE, whose peer may still write
+ * into its buffer) becomes a zombie that keeps its request, and progress runs until it is quiet;
+ * only then does its request get the status and its memory (op, registration, staging) go. So
+ * the transport never completes into freed state and no byte lands in a buffer whose request
+ * has completed. Bounded: a peer that stops answering fails its operations in the transport;
+ * after RVX__TAG_CLOSE_S seconds the rest complete anyway (reported) and their registrations
+ * are dropped from the cache, so a late remote write fails at the writer. What the peer sent
+ * and nobody received yet is dropped. */
+#ifndef RVX__TAG_CLOSE_S
+#define RVX__TAG_CLOSE_S 10.0
+#endif
 static void rvx__tag_ep_destroy(rvx_ep_t *ep)
 {
     struct rvx__tag_state *t = ep->worker->tag;
     rvx__tag_link_t *l, *nx;
     rvx__tag_op_t *u, *un;
+    double t0;
     if (!t) return;
-    for (l = t->active.next; l != &t->active; l = nx) {
-        rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
-        nx = l->next;
-        if (op->ep == ep) rvx__rndv_fail(t, op, RVX_ERR_CANCELED);
-    }
-    for (u = t->unx_head; u; u = un) {
-        un = u->next;
-        if (u->ep == ep) {
-            rvx__tag_q_del(&t->unx_head, &t->unx_tail, u);
-            rvx__tag_done(t, u, RVX_ERR_CANCELED);
+    t0 = rvx__now_s();
+    for (;;) {
+        int busy = 0, late = rvx__now_s() - t0 > RVX__TAG_CLOSE_S;
+        for (l = t->active.next; l != &t->active; l = nx) {
+            rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
+            nx = l->next;
+            if (op->ep != ep || op->kind == RVX__OP_UNEXP) continue;
+            if (op->flags & RVX__F_SQ) rvx__tag_sq_del(t, op); /* not sent: nothing to wait for */
+            if (t->peers[ep->rank].cur == op) t->peers[ep->rank].cur = NULL;
+            if (!late && rvx__tag_closing_busy(op)) {
+                /* a receive waiting for the peer's writes stays as it is: its FIN completes it */
+                if (op->state != RVX__RS_ZOMBIE && !rvx__rndv_quiet(op)) {
+                    op->state = RVX__RS_ZOMBIE; /* no more steps: wait for quiet, then done */
+                    op->status = RVX_ERR_CANCELED;
+                    rvx__tag_ready(t, op);
+                }
+                busy = 1;
+                continue;
+            }
+            if (late) {
+                rvx__log("tag: an operation to rank %d still in flight after %.0f s; released",
+                         ep->rank, (double)RVX__TAG_CLOSE_S);
+                op->nposted = 0;
+                op->flags &= ~RVX__F_ISSUED;
+#if RVX__TAG_RCACHE
+                if (op->buf && op->eff) {
+                    uint8_t *b = op->buf;
+                    size_t n = op->eff;
+                    rvx__tag_done(t, op, RVX_ERR_CANCELED);
+                    rvx__rcache_invalidate(&t->rcache, b, n);
+                    continue;
+                }
+#endif
+            }
+            rvx__tag_done(t, op, op->state == RVX__RS_ZOMBIE && !op->req ? RVX_OK
+                                 : op->state == RVX__SS_ZCOPY ? (rvx_status_t)op->tlreq.status /* sent */
+                                 : RVX_ERR_CANCELED);
         }
+        for (u = t->unx_head; u; u = un) {
+            un = u->next;
+            if (u->ep == ep) {
+                rvx__tag_q_del(&t->unx_head, &t->unx_tail, u);
+                rvx__tag_done(t, u, RVX_ERR_CANCELED);
+            }
+        }
+        if (!busy) break;
+        rvx_progress(ep->worker); /* completes the transfers; zombies that went quiet end there */
     }
 }
 
@@ -738,7 +951,12 @@ static void rvx__tag_worker_fini(rvx_worker_t *w)
 #if RVX__TAG_RCACHE
     rvx__rcache_fini(&t->rcache);
 #endif
-    for (i = 0; i < t->nslabs; i++) free(t->slabs[i]);
+    for (i = 0; i < t->nslabs; i++) {
+#ifdef RVX__TAG_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(t->slabs[i], 64 * sizeof(rvx__tag_op_t));
+#endif
+        free(t->slabs[i]);
+    }
     free(t->slabs);
     free(t->peers);
     free(t->ids);
@@ -761,6 +979,10 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
     if (len < RVX__TAG_THRESH) {
         if (!p->sq_head) {
             uint8_t *b;
+            if (len >= RVX__TAG_ZCOPY_MIN && len <= RVX__TAG_EAGER1 && req) {
+                rvx_status_t st = rvx__tag_send_zcopy(t, ep, buf, len, tag, req);
+                if (st != RVX_ERR_NO_RESOURCE) return st; /* else: copied, or queued, below */
+            }
             if (len <= RVX__TAG_EAGER1 &&
                 (b = (uint8_t *)rvx__tl_am_claim(&ep->tl, RVX__CHAN_REQUEST, 8 + len)) != NULL) {
                 rvx__tag_st64(b, tag);
@@ -847,15 +1069,16 @@ RVX_COLD rvx_status_t rvx__tag_take(struct rvx__tag_state *t, rvx__tag_op_t *u, 
     return (rvx_status_t)req->status;
 }
 
-RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, void *buf, size_t len, uint64_t tag,
+RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
                                          uint64_t mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
     struct rvx__tag_state *t = w->tag;
     rvx__tag_op_t **pp, *op;
-    if ((len && !buf) || !req) return RVX_ERR_INVALID_PARAM;
+    if ((len && !buf) || !req || src < RVX_ANY_SOURCE || src >= t->npeers) return RVX_ERR_INVALID_PARAM;
+    rvx__tag_spill(t); /* an older receive: it matches first */
     for (pp = &t->unx_head; *pp; pp = &(*pp)->next) {
         rvx__tag_op_t *u = *pp;
-        if (((u->tag ^ tag) & mask) == 0) {
+        if (((u->tag ^ tag) & mask) == 0 && (src < 0 || u->ep->rank == src)) {
             *pp = u->next;
             if (t->unx_tail == &u->next) t->unx_tail = pp;
             u->next = NULL;
@@ -865,38 +1088,47 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, void *buf, size_t len,
     if (!t->free && !rvx__tag_grow(t)) return RVX_ERR_NO_MEMORY;
     op = t->free;
     t->free = op->next;
+    RVX__TAG_POISON(op, 0);
     op->tag = tag;
     op->mask = mask;
     op->buf = (uint8_t *)buf;
     op->len = len;
     op->req = req;
     op->info = info;
+    op->src = src;
     rvx__tag_q_add(&t->exp_tail, op);
     req->status = RVX_INPROGRESS;
     return RVX_INPROGRESS;
 }
 
-/* Post a receive for any sender; matched at once against what has already arrived. */
+/* Post a receive for any sender; matched at once against what has already arrived. With both
+ * queues empty (nothing waits to be received, no receive is posted) it becomes the lone receive:
+ * six stores into lone_op, no list. */
 RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uint64_t tag,
                                      uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
     struct rvx__tag_state *t = w->tag;
-    rvx__tag_op_t *op = t->free;
-    if (RVX_LIKELY(!t->unx_head && op != NULL)) {
-        t->free = op->next;
-        op->next = NULL;
+    /* one test for the three: no unexpected message, no posted receive, no lone receive */
+    if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
+        rvx__tag_op_t *op = &t->lone_op;
         op->tag = tag;
         op->mask = tag_mask;
         op->buf = (uint8_t *)buf;
         op->len = len;
-        op->req = req;
         op->info = info;
-        *t->exp_tail = op;
-        t->exp_tail = &op->next;
+        t->lone = req;
         req->status = RVX_INPROGRESS;
         return RVX_INPROGRESS;
     }
-    return rvx__tag_recv_slow(w, buf, len, tag, tag_mask, req, info);
+    return rvx__tag_recv_slow(w, RVX_ANY_SOURCE, buf, len, tag, tag_mask, req, info);
+}
+
+/* A receive that takes messages from rank `src` only (RVX_ANY_SOURCE: rvx_tag_recv). If that
+ * rank fails before a matching message has arrived, req completes with RVX_ERR_PEER_FAILED. */
+static inline rvx_status_t rvx_tag_recv_from(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
+                                             uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
+{
+    return rvx__tag_recv_slow(w, src, buf, len, tag, tag_mask, req, info);
 }
 
 static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t tag_mask,
@@ -922,6 +1154,11 @@ static inline rvx_status_t rvx_tag_cancel(rvx_worker_t *w, rvx_request_t *req)
 {
     struct rvx__tag_state *t = w->tag;
     rvx__tag_op_t *op;
+    if (t->lone == req) {
+        t->lone = NULL;
+        req->status = RVX_ERR_CANCELED;
+        return RVX_OK;
+    }
     for (op = t->exp_head; op; op = op->next) {
         if (op->req == req) {
             rvx__tag_q_del(&t->exp_head, &t->exp_tail, op);
@@ -954,7 +1191,7 @@ RVX_COLD void rvx__tag_rx_eager(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
 {
     uint64_t tag = rvx__tag_ld64(body);
     size_t plen = len - 8;
-    rvx__tag_op_t *op = rvx__tag_match(t, tag);
+    rvx__tag_op_t *op = rvx__tag_match(t, tag, ep->rank);
     if (op) {
         rvx_request_t *req = op->req;
         rvx_status_t st = plen > op->len ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
@@ -980,7 +1217,7 @@ RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
         rvx__tag_bad(ep, "dropped a first eager fragment (length %d) from rank %d", (int)(mlen & 0x7fffffff));
         return;
     }
-    if ((op = rvx__tag_match(t, tag)) != NULL) {
+    if ((op = rvx__tag_match(t, tag, ep->rank)) != NULL) {
         rvx__tag_op_proto(op);
         op->kind = RVX__OP_RECV;
         op->state = RVX__RS_EAGER;
@@ -1050,38 +1287,55 @@ RVX_COLD void rvx__tag_rx_slow(rvx_ep_t *ep, unsigned chan, unsigned info, void 
     rvx__tag_bad(ep, "dropped a malformed tag frame (type %d) from rank %d", (int)type);
 }
 
-/* A tag frame from the tl (through proto/rx.h). The common case, a short eager message for the
- * oldest posted receive, is handled here in line with no call (the slow path is a tail call);
- * everything else out of line. */
+/* A tag frame from the tl (through proto/rx.h): everything but the fast path below, out of line. */
 RVX_INLINE void rvx__tag_rx(rvx_ep_t *ep, unsigned chan, unsigned info, void *body, size_t len)
 {
+    rvx__tag_rx_slow(ep, chan, info, body, len);
+}
+
+/* The matched-expected fast path, in line in the tl's poll loop with no call: an eager frame with
+ * 8 to 16 bytes of data for the lone receive (the only one posted), exact tag, which it fits. The
+ * data moves as two overlapping 8-byte words (no length branches); completion is the info
+ * stores, the lone slot freed and the request's status. Anything else (other sizes, a wildcard
+ * or queued receive, a short buffer) takes rvx__tag_rx_slow, a tail call. */
+RVX_INLINE void rvx__tag_rx_eager_fast(rvx_ep_t *ep, unsigned chan, void *body, size_t len)
+{
     struct rvx__tag_state *t = ep->worker->tag;
-    rvx__tag_op_t *op = t->exp_head;
+    const uint8_t *b = (const uint8_t *)body;
     size_t plen = len - 8; /* a frame shorter than a tag wraps around and goes the slow way */
-    if (RVX_LIKELY(info == (RVX__TAG_CLASS | RVX__TF_EAGER) && plen <= RVX_TAG_SHORT_MAX && op != NULL)) {
-        uint64_t tag;
-        memcpy(&tag, body, 8);
-        if (RVX_LIKELY(((op->tag ^ tag) & op->mask) == 0 && plen <= op->len)) {
+    rvx_request_t *req = t->lone;
+    if (RVX_LIKELY(plen - 8 <= 8 && (uintptr_t)req > 1)) {
+        rvx__tag_op_t *op = &t->lone_op;
+        uint64_t tag = rvx__tag_ld64(b);
+        if (RVX_LIKELY(op->tag == tag && plen <= op->len)) {
             rvx_tag_info_t *ti = op->info;
-            rvx_request_t *req = op->req;
-            t->exp_head = op->next;
-            if (!op->next) t->exp_tail = &t->exp_head;
-            rvx__tag_copy_small(op->buf, (const uint8_t *)body + 8, plen);
+            uint8_t *d = op->buf;
+            rvx__tag_st64(d, rvx__tag_ld64(b + 8));
+            rvx__tag_st64(d + plen - 8, rvx__tag_ld64(b + len - 8));
+            t->lone = NULL;
             if (ti) {
+                RVX__TAG_SCALAR(tag, plen); /* two plain stores; SSE would pack them first */
                 ti->tag = tag;
                 ti->length = plen;
                 ti->sender = ep->rank;
             }
-            op->next = t->free;
-            t->free = op;
             req->status = RVX_OK;
             return;
         }
     }
-    rvx__tag_rx_slow(ep, chan, info, body, len);
+    rvx__tag_rx_slow(ep, chan, RVX__TAG_CLASS | RVX__TF_EAGER, body, len);
 }
 
 /* ---- progress hook -------------------------------------------------------------------------- */
+
+/* Receives are posted (rvx_progress asks when it found nothing to do). */
+RVX_INLINE int rvx__tag_posted(const rvx_worker_t *w)
+{
+    const struct rvx__tag_state *t = w->tag;
+    return ((uintptr_t)t->lone | (uintptr_t)t->exp_head) != 0;
+}
+
+static int rvx__tag_check_recvs(struct rvx__tag_state *t);
 
 /* Every ~10 ms while operations wait: those whose peer is gone fail. What the peer sent before it
  * went is drained first, so a finished transfer is not reported as failed. */
@@ -1106,7 +1360,80 @@ RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
         rvx__rndv_fail(t, op, RVX_ERR_PEER_FAILED);
         n++;
     }
+    if (t->exp_head || RVX__LONE_POSTED(t)) n += rvx__tag_check_recvs(t);
     return n;
+}
+
+/* Posted receives that nobody alive can match any more: one naming a sender whose endpoint has
+ * failed, or an any-source one once the worker has an endpoint to every other rank and all of
+ * them have failed (ourselves excepted: MPI's view, a wildcard receive is not satisfiable by its
+ * own rank's later sends). What the dead sent before going is drained first, so a message
+ * already in a ring completes its receive instead. */
+RVX_COLD int rvx__tag_dead_src(struct rvx__tag_state *t, int src, int anydead)
+{
+    rvx_ep_t *ep;
+    if (src < 0) return anydead;
+    ep = t->w->eps[src];
+    return ep && rvx__tl_ep_alive(&ep->tl) != RVX_OK;
+}
+
+RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
+{
+    rvx_worker_t *w = t->w;
+    int r, me = w->ctx->boot.rank, anydead = t->npeers > 1, n = 0, pass;
+    rvx__tag_op_t **pp, *op;
+    for (r = 0; r < t->npeers && anydead; r++)
+        if (r != me && (!w->eps[r] || rvx__tl_ep_alive(&w->eps[r]->tl) == RVX_OK)) anydead = 0;
+    if (anydead && w->eps[me]) {
+        /* what we sent ourselves may still be on its way (a NIC loopback): no verdict on
+         * any-source receives until a flush of that endpoint says it has all landed */
+        if (t->self_flush.status == RVX_INPROGRESS) {
+            anydead = 0;
+        } else {
+            rvx_request_init(&t->self_flush);
+            if (rvx__tl_ep_flush(&w->eps[me]->tl, &t->self_flush) == RVX_INPROGRESS) anydead = 0;
+            else t->self_flush.status = RVX_OK;
+        }
+    }
+    for (pass = 0; pass < 2; pass++) {
+        int found = RVX__LONE_POSTED(t) && anydead;
+        for (op = t->exp_head; op && !found; op = op->next) found = rvx__tag_dead_src(t, op->src, anydead);
+        if (!found) return n;
+        if (pass == 0) { /* drain what arrived from the dead first, then look again */
+            unsigned k;
+            for (k = 0; k < 1000 && rvx__tl_progress(&w->iface); k++) {}
+            continue;
+        }
+        if (RVX__LONE_POSTED(t) && anydead) {
+            rvx_request_t *req = t->lone;
+            t->lone = NULL;
+            req->status = RVX_ERR_PEER_FAILED;
+            n++;
+        }
+        for (pp = &t->exp_head; (op = *pp) != NULL;) {
+            rvx_request_t *req = op->req;
+            if (!rvx__tag_dead_src(t, op->src, anydead)) { pp = &op->next; continue; }
+            *pp = op->next;
+            if (t->exp_tail == &op->next) t->exp_tail = pp;
+            rvx__tag_op_free(t, op);
+            req->status = RVX_ERR_PEER_FAILED;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* rvx_progress found nothing to do with receives posted: now and then (every 64th idle call,
+ * at most every 10 ms) look for posted receives whose senders are gone. */
+RVX_COLD int rvx__tag_idle(rvx_worker_t *w)
+{
+    struct rvx__tag_state *t = w->tag;
+    double now;
+    if (++t->tick & 63) return 0;
+    now = rvx__now_s();
+    if (now - t->last_check < 0.01) return 0;
+    t->last_check = now;
+    return rvx__tag_check_recvs(t);
 }
 
 /* rvx_progress while tag operations are in flight: the transport first (arrivals may move them),

@@ -45,6 +45,14 @@
  *   rvx__tl_am_claim(ep, chan, len) -> body pointer or NULL (no room: RVX_ERR_NO_RESOURCE)
  *   rvx__tl_am_publish(ep, chan, body, len, info)         sends what was written at body
  *   rvx__tl_am_wait_room(ep, chan, len) -> body or NULL   (cold: used by replies, which may not fail)
+ *   rvx__tl_am_zcopy(ep, chan, hdr, hdrlen, buf, len, lmem, info, req)
+ *       a message of hdr (hdrlen <= RVX__TL_AM_ZCOPY_HDR_MAX, copied) followed by len bytes at
+ *       buf, sent from buf without a copy where the tl can (lmem: buf's registration), as one
+ *       frame (hdrlen + len within a frame). RVX_OK: sent, buf reusable; RVX_INPROGRESS: req
+ *       completes when buf may be reused; RVX_ERR_NO_RESOURCE: no room or credit, nothing sent;
+ *       another error: the endpoint failed. RVX__TL_AM_ZCOPY is 1 where the body really goes
+ *       without a copy (rc_mlx5: header inline, data segment on buf), 0 where it is copied
+ *       (shm: no zero-copy between processes; lmem may then be NULL).
  *   rvx__tl_ep_flush(ep, req) / rvx__tl_iface_flush(ifc, req)
  *   rvx__tl_progress(ifc) -> events handled; polls RX only in builds that can receive, TX only
  *                            while operations are outstanding, nothing without live endpoints
@@ -81,8 +89,8 @@ typedef enum rvx_amo_op {
 
 #if RVX_CAN_RECEIVE
 struct rvx__tl_ep;
-static void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
-                            size_t len);
+RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
 #endif
 
 #endif /* RVX_TL_CONTRACT_H */

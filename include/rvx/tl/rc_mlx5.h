@@ -1756,6 +1756,57 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
 #endif
     rvx__mlx5_publish_gen(c, chan, body, len, info);
 }
+
+/* Zero-copy message: one SEND_IMM WQEBB with the header as an inline segment and the body as a
+ * data segment on the caller's registered memory (lmem's lkey), no copy of the body. Always
+ * signaled: the buffer is the NIC's until the WQE retires, and req completes then, through the
+ * ops table as zero-copy gets do (without a request the call waits). RVX_ERR_NO_RESOURCE: no
+ * credit for a frame at the peer, nothing posted. hdrlen + len must fit a receive frame. */
+#define RVX__TL_AM_ZCOPY         1  /* real zero-copy: the body must be registered */
+#define RVX__TL_AM_ZCOPY_HDR_MAX 28 /* ctrl 16 + inline 4 + 28 + data seg 16: one WQEBB */
+RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr, size_t hdrlen,
+                                         const void *buf, size_t len, const rvx__tl_mem_t *lmem,
+                                         unsigned info, rvx_request_t *req)
+{
+    rvx__mlx5_conn_t *c = ep->c;
+    uint32_t pi;
+    uint8_t *wqe, *seg;
+    unsigned flags, ids = hdrlen ? (unsigned)((4 + hdrlen + 15) / 16) : 0;
+    rvx__mlx5_op_t *e;
+    rvx_request_t own;
+    if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX__MLX5_FRAME || (len && !lmem))
+        return RVX_ERR_INVALID_PARAM;
+    if (RVX_UNLIKELY(c->tx_sent >= c->tx_limit)) {
+        if (c->failed) return c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
+        c->tx_limit = *c->credit_word + c->rq_mask + 1;
+        if (c->tx_sent >= c->tx_limit) return RVX_ERR_NO_RESOURCE;
+    }
+    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    RVX__MLX5_NEED(c, 1);
+    pi = c->pi;
+    wqe = rvx__mlx5_slot(c, pi);
+    flags = rvx__mlx5_flags(c, 1);
+    rvx__mlx5_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, c->qpn8, 1 + ids + (len ? 1 : 0), flags,
+                   rvx_htobe32(info | chan << 16));
+    seg = wqe + 16;
+    memset(seg, 0, 48);
+    if (hdrlen) {
+        *(uint32_t *)(void *)seg = rvx_htobe32((uint32_t)hdrlen | MLX5_INLINE_SEG);
+        memcpy(seg + 4, hdr, hdrlen);
+        seg += 16 * ids;
+    }
+    if (len) rvx__mlx5_dseg(seg, (uint32_t)len, lmem->lkey, buf);
+    e = &c->ops[pi & c->sq_mask];
+    e->kind = RVX__OP_REQ;
+    e->req = req;
+    e->bounce = 0;
+    c->nops++;
+    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    c->tx_sent++;
+    c->pi = pi + 1;
+    rvx__mlx5_ring(c, pi + 1, wqe, 1);
+    return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
+}
 #endif
 
 /* ---- completions ---------------------------------------------------------------------------- */

@@ -622,6 +622,28 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
     tx->tail += rvx__shm_nslots(len);
 }
 
+/* Zero-copy message, as the contract has it: between processes there is no zero-copy here, so
+ * header and body are copied into the ring (the same as claim + publish) and the call completes
+ * at once: RVX_OK, buf reusable; lmem and req are not used. RVX_ERR_NO_RESOURCE: ring full. */
+#define RVX__TL_AM_ZCOPY         0  /* no real zero-copy: callers need not register */
+#define RVX__TL_AM_ZCOPY_HDR_MAX 28
+RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr, size_t hdrlen,
+                                         const void *buf, size_t len, const rvx__tl_mem_t *lmem,
+                                         unsigned info, rvx_request_t *req)
+{
+    uint8_t *b;
+    (void)lmem;
+    (void)req;
+    if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX) return RVX_ERR_INVALID_PARAM;
+    if (RVX_UNLIKELY(ep->failed)) return RVX_ERR_PEER_FAILED;
+    b = (uint8_t *)rvx__tl_am_claim(ep, chan, hdrlen + len);
+    if (!b) return RVX_ERR_NO_RESOURCE;
+    if (hdrlen) memcpy(b, hdr, hdrlen);
+    if (len) memcpy(b + hdrlen, buf, len);
+    rvx__tl_am_publish(ep, chan, b, hdrlen + len, info);
+    return RVX_OK;
+}
+
 #if RVX_CAN_RECEIVE
 RVX_INLINE int rvx__shm_ready(const rvx__tl_ep_t *ep, unsigned chan)
 {
