@@ -844,6 +844,16 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 		r = rec_by_seq(qp, p->seq);
 		if (!r || r->done)
 			break;
+		/* Responses are taken in order only. One that does not continue where the last one
+		 * ended follows a gap (responses that came while the READ was being re-sent after a
+		 * timeout are lost): it is dropped, and the READ completes from the repeated
+		 * request's responses, as a requester discards an out-of-sequence response PSN. */
+		if (p->off != r->rd_next) {
+			TRACE("qp 0x%x: READ response at offset %u, expected %u: dropped", qp->qpn,
+			      p->off, r->rd_next);
+			break;
+		}
+		r->rd_next += p->len;
 		scatter(r, p->off, p->data, p->len);
 		if (p->flags & PKT_F_LAST) {
 			r->byte_cnt = p->total;

@@ -148,6 +148,7 @@ struct sq_rec {
 	uint32_t seq;
 	uint32_t byte_cnt;
 	uint32_t rdma_bytes;         /* RDMA WRITE/READ payload, counted when it retires clean */
+	uint32_t rd_next;            /* READ: offset the next response must carry (in order only) */
 	uint64_t sent_ns;
 	uint64_t ready_ns;           /* RVXSIM_DELAY_US */
 	/* READ / atomic results land here */
