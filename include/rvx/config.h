@@ -273,8 +273,11 @@
  *                       inline size libmlx5 gives a one-SGE RC QP)
  *   RVX_MLX5_FRAME      receive buffer size (default 4096, more if the AM limits need it)
  *   RVX_MLX5_BOUNCE_BYTES registered copy ring per peer (default 1 MiB)
- *   RVX_MLX5_TIMEOUT, RVX_MLX5_RETRY  the QP's ACK timeout exponent (default 14: 67 ms) and retry
- *                       count (default 7): a dead peer is reported after about (RETRY+1) timeouts */
+ *   RVX_MLX5_TIMEOUT, RVX_MLX5_RETRY  the QP's ACK timeout exponent (default 18: 4.096 us * 2^18
+ *                       = 1.07 s, the usual RC timeout of HPC libraries) and retry count (default
+ *                       7): a dead peer is reported after about (RETRY+1) timeouts, 8.6 s. rvxsim
+ *                       caps all retries together at RVXSIM_RETRY_TIMEOUT_MS (2 s). A short timeout
+ *                       declares a live but descheduled peer dead on a loaded machine. */
 #define RVX_MLX5_DB_BF 1
 #define RVX_MLX5_DB_8B 2
 #ifndef RVX_MLX5_DOORBELL
@@ -318,7 +321,7 @@
 #define RVX_MLX5_BOUNCE_BYTES (1 << 20)
 #endif
 #ifndef RVX_MLX5_TIMEOUT
-#define RVX_MLX5_TIMEOUT 14
+#define RVX_MLX5_TIMEOUT 18
 #endif
 #ifndef RVX_MLX5_RETRY
 #define RVX_MLX5_RETRY 7
