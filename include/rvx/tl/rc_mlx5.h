@@ -2340,7 +2340,7 @@ RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc)
 
 /* rvx_ep_create on a failed conn: fail the old QP on purpose, wait until it is quiet, take the
  * spare and send the REQ. The REQ's completion shows that the peer's NIC took it (a dead peer
- * gives RVX_ERR_PEER_FAILED after the QP's retries); the peer's answer is awaited for a while
+ * gives RVX_ERR_PEER_FAILED after the QP's retries); the peer's answer is awaited for 100 ms
  * but not required (a peer that never polls still serves puts and gets through its spare). */
 RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
@@ -2382,7 +2382,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
         return c->err;
     }
     t0 = rvx__mlx5_now();
-    while (c->rec_wait && !c->failed && rvx__mlx5_now() - t0 < 1.0) {
+    while (c->rec_wait && !c->failed && rvx__mlx5_now() - t0 < 0.1) {
         if (rvx__mlx5_drain(ifc, 0)) spins = 0;
         else rvx__backoff(&spins);
     }
