@@ -357,7 +357,14 @@ static void section_probe_cancel(void)
     post_send(&s2, next, RVX_RNDV_THRESH_BYTES + 1, TAG(6, me, 2), seed_of(6, me, next, 2));
     T_OK(rvx_barrier(ctx));
     T_STATUS(rvx_tag_probe(w, TAG(6, prev, 3), ~0ull, &info), RVX_INPROGRESS);
-    drain(); /* probe does not progress: let the messages be polled */
+    {
+        /* probe does not progress: progress until both messages have been polled (bounded; a
+         * loaded machine may take a while) */
+        double t0 = rvx__now_s();
+        while ((rvx_tag_probe(w, TAG(6, prev, 1), ~0ull, &info) != RVX_OK ||
+                rvx_tag_probe(w, TAG(6, prev, 2), ~0ull, &info) != RVX_OK) && rvx__now_s() - t0 < 30)
+            drain();
+    }
     memset(&info, 0, sizeof(info));
     T_STATUS(rvx_tag_probe(w, TAG(6, prev, 1), ~0ull, &info), RVX_OK);
     T_CHECK(info.length == 100 && info.sender == prev && info.tag == TAG(6, prev, 1), "probe info of the eager message");
