@@ -582,6 +582,9 @@ static bool tx_pump(struct sim_qp *qp)
 		if (qp->tx_off >= qp->tx_len)
 			break;
 	}
+	/* the transport timer counts from the message's last packet, not from its first: a long
+	 * message that the fabric took slowly is not "unanswered" while it is still going out */
+	rec_at(qp, qp->tx_rec)->sent_ns = sim_now_ns();
 	tx_drop(qp);
 	return true;
 }
@@ -854,6 +857,7 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 			break;
 		}
 		r->rd_next += p->len;
+		r->sent_ns = sim_now_ns(); /* an answer: the transport timer starts again */
 		scatter(r, p->off, p->data, p->len);
 		if (p->flags & PKT_F_LAST) {
 			r->byte_cnt = p->total;
