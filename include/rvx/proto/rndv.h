@@ -13,17 +13,23 @@
  *   AM        For memory that cannot be registered: the receiver answers RTR (no key) and the
  *             sender streams the data in DATA frames through the message channel; the receiver
  *             copies them out and completes when the last byte is in.
- *   PIPELINE  Open MPI's three phases. Phase 1: the RTS carries the first RVX_PIPE_EAGER bytes.
- *             The receiver copies them, registers its buffer and answers RTR (the CTS) with its
- *             rkey. Phase 2: the next RVX_PIPE_BOUNCE bytes are copied into pre-registered bounce
- *             buffers (RVX_PIPE_BOUNCE_BUFS of RVX_PIPE_FRAG bytes) and written at once, with no
- *             registration to wait for. Phase 3: the rest is registered RVX_PIPE_CHUNK bytes at a
- *             time, each chunk written as soon as it is registered, while the previous ones are
- *             on the wire. Then flush and FIN. With the registration cache the chunks stay
- *             registered (leave pinned): a buffer sent again skips phase 2 and is written straight
- *             after the CTS, every chunk a cache hit, no waiting in between.
+ *   PIPELINE  Open MPI's three phases, registration pipelined on both sides. Phase 1: the RTS
+ *             carries the first RVX_PIPE_EAGER bytes. The receiver copies them, registers phase
+ *             2's range of its buffer only and answers RTR (the CTS) with that key; then it
+ *             registers the rest RVX_PIPE_CHUNK bytes at a time, sending each chunk's key in a
+ *             KEY frame as soon as it is registered. Phase 2: the next RVX_PIPE_BOUNCE bytes are
+ *             copied into pre-registered bounce buffers (RVX_PIPE_BOUNCE_BUFS of RVX_PIPE_FRAG
+ *             bytes) and written at once. Phase 3: the sender registers the rest RVX_PIPE_CHUNK
+ *             bytes at a time and writes a piece once its own chunk and the receiver's key for
+ *             that range are both ready (a piece ends where either ends), while earlier pieces
+ *             are on the wire. Then flush and FIN. With the registration cache the pieces stay
+ *             registered (leave pinned): a buffer sent again skips phase 2, a buffer received
+ *             into again is all cache hits and puts every key in the CTS (no KEY frame), so the
+ *             message is written back to back straight after the CTS. A receiver's chunk that
+ *             fails to register is reported in a KEY frame: the sender stops, flushes, and its
+ *             FIN carries the error (both requests fail with it).
  *
- * Lanes (RVX_LANES > 1): GET's read, PUT's write and PIPELINE's phase-3 chunks are split across
+ * Lanes (RVX_LANES > 1): GET's read, PUT's write and PIPELINE's phase-3 pieces are split across
  * the lanes in proportion to lane bandwidth (rvx__lane_split, core.h) when the message has at
  * least RVX_LANE_STRIPE_MIN bytes; everything else (control frames, phase 1 and 2) is on lane 0.
  * A transfer completes when every stripe has, with the first error among them. PUT and PIPELINE
@@ -32,8 +38,9 @@
  *
  * Truncation: the receiver moves min(length, buffer) bytes (the RTR carries that count) and
  * reports RVX_ERR_MSG_TRUNCATED; the sender completes normally.
- * Control frames (ATS, RTR, FIN) use the reply channel and are retried by progress when it is
- * full. A failed RMA or registration is reported to both sides (ATS / FIN carry a status).
+ * Control frames (ATS, RTR, KEY, FIN) use the reply channel and are retried by progress when it is
+ * full. A failed RMA or registration is reported to both sides (ATS / FIN carry a status, and
+ * PIPELINE's KEY a receiver's chunk that failed to register).
  * An operation whose peer dies ends with RVX_ERR_PEER_FAILED; if a transfer of its own is still
  * in the transport, its memory is kept until the transport lets go of it. */
 #ifndef RVX_PROTO_RNDV_H
