@@ -276,6 +276,7 @@ RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan,
         eff = rvx__tag_ld64(b + 8);
         nk = rvx__tag_ld32(b + 24);
         if (eff > op->mlen || nk > RVX__PIPE_KEYS_MAX || len != RVX__RNDV_RTR_LEN + nk * RVX__PIPE_KEY_LEN ||
+            (eff > op->done && !nk) || /* more wanted: the first piece's key comes with the CTS */
             !rvx__pipe_keys_ok(op, b + RVX__RNDV_RTR_LEN, nk, (size_t)eff))
             return 0;
 #else
