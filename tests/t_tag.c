@@ -396,10 +396,14 @@ static void section_reuse(void)
     size_t len = RVX_RNDV_THRESH_BYTES + RVX_PIPE_BOUNCE + 2 * RVX_PIPE_CHUNK + 3;
     unsigned char *sbuf = (unsigned char *)malloc(len), *rbuf = (unsigned char *)malloc(len);
     struct rvx__tag_state *t = w->tag;
+    /* heap memory earlier sections received into may still be cached: make these first-time */
+    rvx_tag_mem_invalidate(w, sbuf, len);
+    rvx_tag_mem_invalidate(w, rbuf, len);
     for (round = 0; round < 3; round++) {
         rvx_request_t sr, rr;
         rvx_tag_info_t info;
         uint64_t bounce = t->n_pipe_bounce, pinned = t->n_pipe_pinned, chunks = t->n_pipe_chunks;
+        uint64_t rchunks = t->n_pipe_rchunks, keys = t->n_pipe_keys, rpinned = t->n_pipe_rpinned;
         uint64_t misses = t->rcache.misses;
         rvx_status_t st;
         t_fill(sbuf, len, seed_of(8, me, next, round));
@@ -427,8 +431,22 @@ static void section_reuse(void)
             T_CHECK(t->n_pipe_bounce == bounce && t->n_pipe_pinned == pinned + 1,
                     "send %d of the same buffer went through the pipeline again", round);
         }
+        /* the receiver: a first-time buffer is registered a piece at a time after the CTS, each
+         * piece's key in a KEY frame (phase 2's range, then at least two chunks: >= 2 of each);
+         * a reused one is all cache hits, every key in the CTS, no KEY frame */
+        if (round == 0) {
+            T_CHECK(t->n_pipe_rchunks >= rchunks + 2 && t->n_pipe_keys >= keys + 2 && t->n_pipe_rpinned == rpinned,
+                    "first receive into a buffer: %llu pieces registered after the CTS, %llu KEY frames, pinned %llu",
+                    (unsigned long long)(t->n_pipe_rchunks - rchunks), (unsigned long long)(t->n_pipe_keys - keys),
+                    (unsigned long long)(t->n_pipe_rpinned - rpinned));
+        } else {
+            T_CHECK(t->n_pipe_rchunks == rchunks && t->n_pipe_keys == keys && t->n_pipe_rpinned == rpinned + 1,
+                    "receive %d into the same buffer: %llu pieces registered after the CTS, %llu KEY frames, pinned %llu",
+                    round, (unsigned long long)(t->n_pipe_rchunks - rchunks),
+                    (unsigned long long)(t->n_pipe_keys - keys), (unsigned long long)(t->n_pipe_rpinned - rpinned));
+        }
 #else
-        (void)bounce; (void)pinned; (void)chunks;
+        (void)bounce; (void)pinned; (void)chunks; (void)rchunks; (void)keys; (void)rpinned;
 #endif
         T_OK(rvx_barrier(ctx));
     }

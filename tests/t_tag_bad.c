@@ -69,9 +69,10 @@ int main(int argc, char **argv)
         memset(b, 0, 64);
         v = 12345;
         memcpy(b, &v, 4);
-        for (type = RVX__TF_DATA; type <= RVX__TF_FIN; type++)
+        for (type = RVX__TF_DATA; type <= RVX__TF_KEY; type++) /* KEY: PIPELINE's, with no key */
             inject(ep, type == RVX__TF_DATA ? RVX__CHAN_REQUEST : RVX__CHAN_REPLY, TF(type), b,
-                   type == RVX__TF_ATS || type == RVX__TF_FIN ? 8 : type == RVX__TF_RTR ? RVX__RNDV_RTR_LEN : 40, 1);
+                   type == RVX__TF_ATS || type == RVX__TF_FIN ? 8 : type == RVX__TF_RTR ? RVX__RNDV_RTR_LEN
+                   : type == RVX__TF_KEY ? 16 : 40, 1);
         inject(ep, RVX__CHAN_REQUEST, 2u << 14, b, 8, 0);                    /* class 2: an AM-side count */
         /* a fragmented message, attacked while it is assembled */
         v = 77;

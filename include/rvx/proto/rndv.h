@@ -13,17 +13,23 @@
  *   AM        For memory that cannot be registered: the receiver answers RTR (no key) and the
  *             sender streams the data in DATA frames through the message channel; the receiver
  *             copies them out and completes when the last byte is in.
- *   PIPELINE  Open MPI's three phases. Phase 1: the RTS carries the first RVX_PIPE_EAGER bytes.
- *             The receiver copies them, registers its buffer and answers RTR (the CTS) with its
- *             rkey. Phase 2: the next RVX_PIPE_BOUNCE bytes are copied into pre-registered bounce
- *             buffers (RVX_PIPE_BOUNCE_BUFS of RVX_PIPE_FRAG bytes) and written at once, with no
- *             registration to wait for. Phase 3: the rest is registered RVX_PIPE_CHUNK bytes at a
- *             time, each chunk written as soon as it is registered, while the previous ones are
- *             on the wire. Then flush and FIN. With the registration cache the chunks stay
- *             registered (leave pinned): a buffer sent again skips phase 2 and is written straight
- *             after the CTS, every chunk a cache hit, no waiting in between.
+ *   PIPELINE  Open MPI's three phases, registration pipelined on both sides. Phase 1: the RTS
+ *             carries the first RVX_PIPE_EAGER bytes. The receiver copies them, registers phase
+ *             2's range of its buffer only and answers RTR (the CTS) with that key; then it
+ *             registers the rest RVX_PIPE_CHUNK bytes at a time, sending each chunk's key in a
+ *             KEY frame as soon as it is registered. Phase 2: the next RVX_PIPE_BOUNCE bytes are
+ *             copied into pre-registered bounce buffers (RVX_PIPE_BOUNCE_BUFS of RVX_PIPE_FRAG
+ *             bytes) and written at once. Phase 3: the sender registers the rest RVX_PIPE_CHUNK
+ *             bytes at a time and writes a piece once its own chunk and the receiver's key for
+ *             that range are both ready (a piece ends where either ends), while earlier pieces
+ *             are on the wire. Then flush and FIN. With the registration cache the pieces stay
+ *             registered (leave pinned): a buffer sent again skips phase 2, a buffer received
+ *             into again is all cache hits and puts every key in the CTS (no KEY frame), so the
+ *             message is written back to back straight after the CTS. A receiver's chunk that
+ *             fails to register is reported in a KEY frame: the sender stops, flushes, and its
+ *             FIN carries the error (both requests fail with it).
  *
- * Lanes (RVX_LANES > 1): GET's read, PUT's write and PIPELINE's phase-3 chunks are split across
+ * Lanes (RVX_LANES > 1): GET's read, PUT's write and PIPELINE's phase-3 pieces are split across
  * the lanes in proportion to lane bandwidth (rvx__lane_split, core.h) when the message has at
  * least RVX_LANE_STRIPE_MIN bytes; everything else (control frames, phase 1 and 2) is on lane 0.
  * A transfer completes when every stripe has, with the first error among them. PUT and PIPELINE
@@ -32,8 +38,9 @@
  *
  * Truncation: the receiver moves min(length, buffer) bytes (the RTR carries that count) and
  * reports RVX_ERR_MSG_TRUNCATED; the sender completes normally.
- * Control frames (ATS, RTR, FIN) use the reply channel and are retried by progress when it is
- * full. A failed RMA or registration is reported to both sides (ATS / FIN carry a status).
+ * Control frames (ATS, RTR, KEY, FIN) use the reply channel and are retried by progress when it is
+ * full. A failed RMA or registration is reported to both sides (ATS / FIN carry a status, and
+ * PIPELINE's KEY a receiver's chunk that failed to register).
  * An operation whose peer dies ends with RVX_ERR_PEER_FAILED; if a transfer of its own is still
  * in the transport, its memory is kept until the transport lets go of it. */
 #ifndef RVX_PROTO_RNDV_H
@@ -47,12 +54,61 @@
 #else
 #define RVX__RNDV_RTS_LEN(mlen) ((size_t)RVX__TAG_RTS_HDR)
 #endif
-#if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
+#if RVX_RNDV == RVX_RNDV_PUT
 #define RVX__RNDV_RTR_LEN ((size_t)(24 + RVX_RKEY_PACKED_SIZE))
+#elif RVX_RNDV == RVX_RNDV_PIPELINE
+#define RVX__RNDV_RTR_LEN  ((size_t)32) /* the header; the keys follow */
+#define RVX__PIPE_KEY_LEN  ((size_t)(8 + RVX_RKEY_PACKED_SIZE))
+#define RVX__PIPE_KEYS_MAX ((unsigned)((RVX__TAG_FRAME - 32) / RVX__PIPE_KEY_LEN)) /* keys in one frame */
+/* the most pieces a receiver cuts `eff` bytes into (each but the first and last >= CHUNK / 2) */
+#define RVX__PIPE_KCAP(eff) ((size_t)(eff) / (RVX_PIPE_CHUNK / 2) + 3)
 #else
 #define RVX__RNDV_RTR_LEN ((size_t)16)
 #endif
 #define RVX__RS_ZOMBIE 200 /* failed; its transfer is still in the transport */
+
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+/* Are these `nk` keys (end:8 rkey each) a correct continuation of what the sender holds: ends
+ * rising, none past `eff`, no more than the receiver can cut? */
+static int rvx__pipe_keys_ok(const rvx__tag_op_t *op, const uint8_t *b, unsigned nk, size_t eff)
+{
+    size_t prev = op->nrk ? op->rk[op->nrk - 1].end : 0;
+    unsigned i;
+    if (op->nrk + (size_t)nk > RVX__PIPE_KCAP(eff)) return 0;
+    for (i = 0; i < nk; i++) {
+        uint64_t end = rvx__tag_ld64(b + i * RVX__PIPE_KEY_LEN);
+        if (end <= prev || end > eff) return 0;
+        prev = (size_t)end;
+    }
+    return 1;
+}
+
+/* Unpack checked keys into the sender's list (op->eff set). */
+RVX_COLD rvx_status_t rvx__pipe_keys_add(rvx__tag_op_t *op, const uint8_t *b, unsigned nk)
+{
+    unsigned i, l;
+    if (!op->rk && !(op->rk = (struct rvx__pipe_rkey *)calloc(RVX__PIPE_KCAP(op->eff), sizeof(*op->rk))))
+        return RVX_ERR_NO_MEMORY;
+    for (i = 0; i < nk; i++) {
+        const uint8_t *e = b + i * RVX__PIPE_KEY_LEN;
+        struct rvx__pipe_rkey *k = &op->rk[op->nrk];
+        rvx_status_t st = RVX_OK;
+        k->end = (size_t)rvx__tag_ld64(e);
+#if RVX_LANES > 1
+        for (l = 0; l < RVX_LANES && st == RVX_OK; l++)
+            st = rvx__tl_rkey_unpack(RVX__LANE(op->ep, l), e + 8 + l * RVX__TL_RKEY_PACKED_SIZE, &k->key[l]);
+#else
+        st = rvx__tl_rkey_unpack(&op->ep->tl, e + 8, &k->key[0]);
+#endif
+        if (st != RVX_OK) {
+            for (l = 0; l < RVX_LANES; l++) rvx_rkey_release(&k->key[l]);
+            return st;
+        }
+        op->nrk++;
+    }
+    return RVX_OK;
+}
+#endif
 
 /* ---- send side --------------------------------------------------------------------------------- */
 
@@ -212,11 +268,24 @@ RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan,
 #else
     case RVX__TF_RTR: {
         uint64_t eff;
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+        unsigned nk;
+        if (len < RVX__RNDV_RTR_LEN || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_SEND)) ||
+            op->state != RVX__SS_WAIT)
+            return 0;
+        eff = rvx__tag_ld64(b + 8);
+        nk = rvx__tag_ld32(b + 24);
+        if (eff > op->mlen || nk > RVX__PIPE_KEYS_MAX || len != RVX__RNDV_RTR_LEN + nk * RVX__PIPE_KEY_LEN ||
+            (eff > op->done && !nk) || /* more wanted: the first piece's key comes with the CTS */
+            !rvx__pipe_keys_ok(op, b + RVX__RNDV_RTR_LEN, nk, (size_t)eff))
+            return 0;
+#else
         if (len != RVX__RNDV_RTR_LEN || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_SEND)) ||
             op->state != RVX__SS_WAIT)
             return 0;
         eff = rvx__tag_ld64(b + 8);
         if (eff > op->mlen) return 0;
+#endif
         op->peer_id = rvx__tag_ld32(b + 4);
         op->eff = (size_t)eff;
 #if RVX_RNDV == RVX_RNDV_AM
@@ -227,10 +296,9 @@ RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan,
             op->done = 0;
             rvx__tag_sq_push(t, op); /* after whatever is queued to this peer */
         }
-#else
+#elif RVX_RNDV == RVX_RNDV_PUT
         op->raddr = rvx__tag_ld64(b + 16);
         memcpy(op->packed, b + 24, RVX_RKEY_PACKED_SIZE);
-#if RVX_RNDV == RVX_RNDV_PUT
         if (!eff) {
             rvx__tag_done(t, op, RVX_OK);
         } else {
@@ -238,14 +306,37 @@ RVX_COLD int rvx__rndv_rx(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan,
             rvx__tag_ready(t, op);
         }
 #else
+        op->raddr = rvx__tag_ld64(b + 16);
         if (eff <= op->done) { /* phase 1 carried all the receiver wanted */
             rvx__tag_done(t, op, RVX_OK);
         } else {
+            rvx_status_t st = rvx__pipe_keys_add(op, b + RVX__RNDV_RTR_LEN, nk);
+            if (st != RVX_OK) op->status = st; /* the pipeline step fails it, FIN tells the receiver */
             op->state = RVX__SS_PIPE;
             rvx__tag_ready(t, op);
         }
 #endif
+        return 1;
+    }
 #endif
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+    case RVX__TF_KEY: { /* more of the receive buffer registered, or its registration failed */
+        int32_t st;
+        unsigned nk;
+        if (len < 16 || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__OP_SEND))) return 0;
+        st = (int32_t)rvx__tag_ld32(b + 4);
+        nk = rvx__tag_ld32(b + 8);
+        if (nk > RVX__PIPE_KEYS_MAX || len != 16 + nk * RVX__PIPE_KEY_LEN || (st < 0 && nk)) return 0;
+        if (op->state != RVX__SS_PIPE) /* keys still on the way when the send stopped on an error */
+            return op->state == RVX__SS_FLUSH || op->state == RVX__SS_FIN || op->state == RVX__RS_ZOMBIE;
+        if (st < 0) {
+            if (!op->status) op->status = st;
+        } else {
+            rvx_status_t s2;
+            if (!rvx__pipe_keys_ok(op, b + 16, nk, op->eff)) return 0;
+            if ((s2 = rvx__pipe_keys_add(op, b + 16, nk)) != RVX_OK && !op->status) op->status = s2;
+        }
+        rvx__tag_ready(t, op);
         return 1;
     }
 #endif
@@ -397,15 +488,29 @@ static inline size_t rvx__pipe_cut(const struct rvx__tag_state *t, const rvx__ta
     return end >= start + want / 2 ? off + (size_t)(end - start) : off + want;
 }
 
-/* Phases 2 and 3 of a pipelined send: post as much as resources allow. */
+/* The receiver's key for the range at op->done, or NULL while it has not come. */
+static inline struct rvx__pipe_rkey *rvx__pipe_key(rvx__tag_op_t *op)
+{
+    while (op->krk < op->nrk && op->rk[op->krk].end <= op->done) op->krk++;
+    return op->krk < op->nrk ? &op->rk[op->krk] : NULL;
+}
+
+/* Phases 2 and 3 of a pipelined send: post as much as resources and the receiver's keys allow.
+ * A write goes only where the receiver has sent a key: a piece ends where the sender's chunk
+ * or the receiver's key ends, whichever is first; a missing key parks the op until its KEY
+ * frame readies it (the sender's next chunk is registered meanwhile). */
 RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
     rvx_status_t st = RVX_OK;
     int progressed = 0;
+    struct rvx__pipe_rkey *k;
+    if (op->status) { /* keys that could not be unpacked, or the receiver's registration failed */
+        st = (rvx_status_t)op->status;
+        goto failed;
+    }
     if (!(op->flags & RVX__F_STARTED)) {
         size_t rest;
         unsigned slot = rvx__pipe_memo_slot((uintptr_t)op->buf);
-        if ((st = rvx__rndv_unpack(op)) != RVX_OK) goto failed;
         op->p1_end = op->done;
         op->pinned = t->memo[slot].len && t->memo[slot].addr == (uintptr_t)op->buf &&
                      t->memo[slot].len >= op->eff;
@@ -417,7 +522,9 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
             op->p2_end = op->done; /* no bounce buffers: phase 3 does it all */
         }
         rest = op->eff - op->p2_end;
-        op->chunks = (rvx__tag_chunk_t *)calloc(rest / (RVX_PIPE_CHUNK / 2) + 2, sizeof(*op->chunks));
+        /* pieces: the sender's registrations cut by the receiver's keys */
+        op->chunks = (rvx__tag_chunk_t *)calloc(rest / (RVX_PIPE_CHUNK / 2) + 3 + RVX__PIPE_KCAP(op->eff),
+                                                sizeof(*op->chunks));
         if (!op->chunks) { st = RVX_ERR_NO_MEMORY; goto failed; }
         op->flags |= RVX__F_STARTED;
     }
@@ -426,13 +533,15 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         size_t n = op->p2_end - op->done < RVX_PIPE_FRAG ? op->p2_end - op->done : RVX_PIPE_FRAG;
         unsigned s;
         uint8_t *src;
+        if (!(k = rvx__pipe_key(op))) return progressed;
+        if (n > k->end - op->done) n = k->end - op->done;
         for (s = 0; s < RVX_PIPE_BOUNCE_BUFS; s++)
             if (t->bslot[s].status != RVX_INPROGRESS) break;
         if (s == RVX_PIPE_BOUNCE_BUFS) return rvx__rndv_again(t, op, progressed);
         src = (uint8_t *)rvx_mem_addr(t->bounce) + (size_t)s * RVX_PIPE_FRAG;
         memcpy(src, op->buf + op->done, n);
         rvx_request_init(&t->bslot[s]);
-        st = rvx__tl_put_zcopy(&op->ep->tl, src, n, &t->bounce->tl, op->raddr + op->done, &op->rkey,
+        st = rvx__tl_put_zcopy(&op->ep->tl, src, n, &t->bounce->tl, op->raddr + op->done, &k->key[0],
                                &t->bslot[s]);
         if (st != RVX_INPROGRESS) t->bslot[s].status = RVX_OK;
         if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
@@ -448,17 +557,29 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
      * pinned comes here at once, in the pieces its first send registered (phase 2's range, then
      * the chunks): each is a cache hit, posted back to back after the CTS. */
     while (op->done < op->eff) {
-        size_t n = (op->done < op->p2_end ? op->p2_end : rvx__pipe_cut(t, op, op->done, RVX_PIPE_CHUNK)) - op->done;
-        rvx__tag_chunk_t *c = &op->chunks[op->nposted];
-        if (op->nposted == op->nchunks) {
-            if ((st = rvx__tag_reg(t, op->buf + op->done, n, &c->mem)) != RVX_OK) {
-                c->mem = NULL;
-                goto failed;
+        rvx__tag_chunk_t *c;
+        size_t n;
+        if (op->nposted == op->nchunks) { /* a new piece, and a new registration past the last */
+            c = &op->chunks[op->nchunks];
+            c->end = 0;
+            c->mem = NULL;
+            if (op->done >= op->creg_end) {
+                size_t end = op->done < op->p2_end ? op->p2_end : rvx__pipe_cut(t, op, op->done, RVX_PIPE_CHUNK);
+                if ((st = rvx__tag_reg(t, op->buf + op->done, end - op->done, &c->mem)) != RVX_OK) {
+                    c->mem = NULL;
+                    goto failed;
+                }
+                op->cmem = c->mem;
+                op->creg_end = end;
             }
             op->nchunks++;
         }
+        c = &op->chunks[op->nposted];
+        if (!(k = rvx__pipe_key(op))) return progressed; /* registered; the receiver is not ready */
+        if (!c->end) c->end = op->creg_end < k->end ? op->creg_end : k->end;
+        n = c->end - op->done;
 #if RVX_LANES > 1
-        { /* the chunk striped across the lanes, each stripe posted once */
+        { /* the piece striped across the lanes, each stripe posted once */
             size_t off[RVX_LANES], ln[RVX_LANES];
             unsigned l;
             rvx__lane_split(t->w->ctx, n, op->eff >= RVX_LANE_STRIPE_MIN, off, ln);
@@ -467,8 +588,7 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
                 if (!ln[l] || (c->lposted & (1u << l))) continue;
                 rvx_request_init(r);
                 st = rvx__tl_put_zcopy(RVX__LANE(op->ep, l), op->buf + op->done + off[l], ln[l],
-                                       RVX__LANE(c->mem, l), op->raddr + op->done + off[l],
-                                       rvx__rndv_rkey(op, l), r);
+                                       RVX__LANE(op->cmem, l), op->raddr + op->done + off[l], &k->key[l], r);
                 if (st != RVX_INPROGRESS) r->status = RVX_OK;
                 if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
                 if (st < 0) goto failed;
@@ -478,8 +598,8 @@ RVX_COLD int rvx__pipe_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         }
 #else
         rvx_request_init(&c->req);
-        st = rvx__tl_put_zcopy(&op->ep->tl, op->buf + op->done, n, &c->mem->tl, op->raddr + op->done,
-                               &op->rkey, &c->req);
+        st = rvx__tl_put_zcopy(&op->ep->tl, op->buf + op->done, n, &op->cmem->tl, op->raddr + op->done,
+                               &k->key[0], &c->req);
         if (st != RVX_INPROGRESS) c->req.status = RVX_OK;
         if (st == RVX_ERR_NO_RESOURCE) return rvx__rndv_again(t, op, progressed);
         if (st < 0) goto failed;
@@ -495,6 +615,72 @@ failed:
     op->status = st;
     op->state = RVX__SS_FLUSH; /* let what was posted finish, then tell the receiver */
     return rvx__rndv_again(t, op, 1);
+}
+
+/* Receiver: register the next piece of the buffer (phase 2's range first, then chunks), and the
+ * pieces after it as long as they are cache hits: a buffer received into before is registered
+ * at once and all its keys go with the CTS; a first-time one, a piece per step, each announced
+ * by a KEY frame as soon as it is registered. */
+RVX_COLD rvx_status_t rvx__pipe_rreg(struct rvx__tag_state *t, rvx__tag_op_t *op)
+{
+    int first = 1;
+    while (op->creg_end < op->eff) {
+        size_t want = RVX_PIPE_BOUNCE > 0 && op->creg_end == op->p1_end ? (size_t)RVX_PIPE_BOUNCE : (size_t)RVX_PIPE_CHUNK;
+        size_t end = rvx__pipe_cut(t, op, op->creg_end, want);
+        rvx__tag_chunk_t *c = &op->chunks[op->nchunks];
+        rvx_status_t st;
+#if RVX__TAG_RCACHE
+        int hit = rvx__rcache_find(&t->rcache, op->buf + op->creg_end, end - op->creg_end) != NULL;
+#else
+        int hit = 0;
+#endif
+        if (!first && !hit) break;
+        if ((st = rvx__tag_reg(t, op->buf + op->creg_end, end - op->creg_end, &c->mem)) != RVX_OK) {
+            c->mem = NULL;
+            return st;
+        }
+        c->end = end;
+        op->nchunks++;
+        op->creg_end = end;
+        first = 0;
+        if (!hit) {
+            op->pinned = 0;
+            break;
+        }
+    }
+    return RVX_OK;
+}
+
+/* Receiver: the RTR (rtr) or a KEY frame, with the keys registered and not yet sent (as many as
+ * fit) or, in a KEY frame, the status of a failed registration; 0 if the ring is full. */
+RVX_COLD int rvx__pipe_send_keys(struct rvx__tag_state *t, rvx__tag_op_t *op, int rtr)
+{
+    uint8_t b[RVX__RNDV_RTR_LEN + RVX__PIPE_KEYS_MAX * RVX__PIPE_KEY_LEN];
+    size_t h = rtr ? RVX__RNDV_RTR_LEN : 16;
+    unsigned n = op->nchunks - op->nkeys, i;
+    if (n > RVX__PIPE_KEYS_MAX) n = RVX__PIPE_KEYS_MAX;
+    if (!rtr && op->status) n = 0;
+    rvx__tag_st32(b, op->peer_id);
+    if (rtr) {
+        rvx__tag_st32(b + 4, op->id);
+        rvx__tag_st64(b + 8, op->eff);
+        rvx__tag_st64(b + 16, (uint64_t)(uintptr_t)op->buf);
+        rvx__tag_st32(b + 24, n);
+        rvx__tag_st32(b + 28, 0);
+    } else {
+        rvx__tag_st32(b + 4, (uint32_t)op->status);
+        rvx__tag_st32(b + 8, n);
+        rvx__tag_st32(b + 12, 0);
+    }
+    for (i = 0; i < n; i++) {
+        rvx__tag_chunk_t *c = &op->chunks[op->nkeys + i];
+        rvx__tag_st64(b + h + i * RVX__PIPE_KEY_LEN, c->end);
+        rvx_rkey_pack(c->mem, b + h + i * RVX__PIPE_KEY_LEN + 8);
+    }
+    if (!rvx__tag_ctrl(op->ep, rtr ? RVX__TF_RTR : RVX__TF_KEY, b, h + n * RVX__PIPE_KEY_LEN)) return 0;
+    op->nkeys += n;
+    t->n_pipe_keys += !rtr;
+    return 1;
 }
 #endif
 
@@ -580,7 +766,7 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
         rvx__tag_done(t, op, rvx__tag_rstatus(op, (rvx_status_t)op->status));
         return 1;
 #else
-#if RVX_RNDV != RVX_RNDV_AM
+#if RVX_RNDV == RVX_RNDV_PUT
         if (op->eff > op->done && !op->status) {
             st = rvx__tag_reg(t, op->buf, op->eff, &op->mem);
             if (st != RVX_OK) { /* ask for nothing more; the receive fails */
@@ -589,10 +775,46 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
                 op->eff = op->done;
             }
         }
+#elif RVX_RNDV == RVX_RNDV_PIPELINE
+        if (op->eff > op->done && !op->status) {
+            /* the CTS goes once the first piece is registered (or all of a buffer left pinned) */
+            op->p1_end = op->creg_end = op->done;
+            op->pinned = 1;
+            op->chunks = (rvx__tag_chunk_t *)calloc(RVX__PIPE_KCAP(op->eff), sizeof(*op->chunks));
+            st = op->chunks ? rvx__pipe_rreg(t, op) : RVX_ERR_NO_MEMORY;
+            if (st != RVX_OK) { /* ask for nothing more; the receive fails */
+                op->status = st;
+                op->eff = op->done;
+            }
+        }
 #endif
         op->state = RVX__RS_RTR;
         /* fall through */
     case RVX__RS_RTR:
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+        if (!rvx__pipe_send_keys(t, op, 1)) return rvx__rndv_again(t, op, 0);
+        if (op->eff <= op->done) {
+            rvx__tag_done(t, op, rvx__tag_rstatus(op, (rvx_status_t)op->status));
+            return 1;
+        }
+        op->state = RVX__RS_WAIT; /* for FIN; meanwhile the rest is registered and its keys sent */
+        if (op->creg_end < op->eff || op->nkeys < op->nchunks) return rvx__rndv_again(t, op, 1);
+        t->n_pipe_rpinned += op->pinned;
+        return 1;
+    case RVX__RS_WAIT: { /* the next piece registered, its key sent */
+        unsigned had = op->nchunks;
+        if (!op->status && op->nkeys == op->nchunks && op->creg_end < op->eff &&
+            (st = rvx__pipe_rreg(t, op)) != RVX_OK)
+            op->status = st; /* tell the sender: it stops, and its FIN fails the receive */
+        t->n_pipe_rchunks += op->nchunks - had;
+        if (op->nkeys < op->nchunks || (op->status && op->creg_end < op->eff)) {
+            if (!rvx__pipe_send_keys(t, op, 0)) return rvx__rndv_again(t, op, 0);
+            if (op->status) op->creg_end = op->eff; /* told: nothing more to register */
+        }
+        if (op->nkeys < op->nchunks || op->creg_end < op->eff) return rvx__rndv_again(t, op, 1);
+        return 1;
+    }
+#else
         rvx__tag_st32(body, op->peer_id);
         rvx__tag_st32(body + 4, op->id);
         rvx__tag_st64(body + 8, op->eff);
@@ -608,6 +830,7 @@ RVX_COLD int rvx__rndv_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
             op->state = RVX__RS_WAIT; /* for FIN / DATA */
         }
         return 1;
+#endif
 #endif
     /* ---- sender ---- */
 #if RVX_RNDV == RVX_RNDV_PUT

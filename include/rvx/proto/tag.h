@@ -99,10 +99,14 @@ typedef struct rvx_tag_info {
  *   EAGER  tag:8 data              FIRST  tag:8 mlen:8 data        MID  data
  *   RTS    tag:8 mlen:8 sid:4 0:4 [GET: raddr:8 rkey] [PIPELINE: phase-1 data]
  *   DATA   rid:4 0:4 off:8 data (AM rendezvous)
- *   ATS    sid:4 status:4         RTR  sid:4 rid:4 eff:8 [PUT, PIPELINE: raddr:8 rkey]
+ *   ATS    sid:4 status:4         RTR  sid:4 rid:4 eff:8 [PUT: raddr:8 rkey]
+ *                                      [PIPELINE: raddr:8 nkeys:4 0:4 nkeys x (end:8 rkey)]
+ *   KEY    sid:4 status:4 nkeys:4 0:4 nkeys x (end:8 rkey)   (PIPELINE: more of the receive
+ *          buffer registered; key i covers the buffer up to its end, from the previous key's end)
  *   FIN    rid:4 status:4
  * Request channel: EAGER, FIRST, MID, RTS, DATA (in order, through one queue per peer).
- * Reply channel: ATS, RTR, FIN (control, no order needed among them). */
+ * Reply channel: ATS, RTR, KEY, FIN (control; an op's RTR and KEYs go out one after the other
+ * on one channel and arrive in that order). */
 #define RVX__TAG_CLASS    (1u << 14)
 #define RVX__TF_EAGER     1u
 #define RVX__TF_FIRST     2u
@@ -112,6 +116,7 @@ typedef struct rvx_tag_info {
 #define RVX__TF_ATS       6u
 #define RVX__TF_RTR       7u
 #define RVX__TF_FIN       8u
+#define RVX__TF_KEY       9u
 #define RVX__TAG_FRAME    ((size_t)RVX_AM_MAX_MEDIUM)
 #define RVX__TAG_EAGER1   (RVX__TAG_FRAME - 8)   /* eager data that fits one frame */
 #define RVX__TAG_SMALL    64                     /* unexpected data kept inside the op */
@@ -126,7 +131,8 @@ typedef struct rvx__tag_link {
 } rvx__tag_link_t;
 
 typedef struct rvx__tag_chunk {
-    rvx_mem_t    *mem;
+    rvx_mem_t    *mem;                 /* NULL: the piece lies in an earlier entry's registration */
+    size_t        end;                 /* where the piece ends (offset in the buffer); 0: not yet known */
     rvx_request_t req;
 #if RVX_LANES > 1
     rvx_request_t lreq[RVX_LANES - 1]; /* its stripes on lanes 1.. */
@@ -187,7 +193,12 @@ struct rvx__tag_op {
     size_t          done;   /* bytes sent, received or posted so far */
     uint64_t        raddr;
     rvx_mem_t      *mem;    /* registration of buf */
-    rvx__tag_chunk_t *chunks; /* PIPELINE phase 3 */
+    rvx__tag_chunk_t *chunks; /* PIPELINE: sender, phase 2-3 writes; receiver, registered pieces */
+    struct rvx__pipe_rkey *rk; /* PIPELINE sender: the receiver's keys, in buffer order */
+    unsigned        nrk, krk;  /* keys received; the one the next write uses */
+    size_t          creg_end;  /* PIPELINE: the buffer is registered up to here (sender: cmem's end) */
+    rvx_mem_t      *cmem;      /* PIPELINE sender: the registration phase 3 writes from now */
+    unsigned        nkeys;     /* PIPELINE receiver: keys sent so far */
     size_t          p1_end; /* PIPELINE: end of phase 1 (bytes sent with the RTS) */
     size_t          p2_end; /* PIPELINE: end of phase 2 */
     unsigned        nchunks, nposted;
@@ -205,6 +216,23 @@ struct rvx__tag_op {
     unsigned char   packed[RVX_RKEY_PACKED_SIZE];
     uint8_t         small[RVX__TAG_SMALL];
 };
+
+/* PIPELINE: one of the receiver's keys, as the sender holds it: it covers the receive buffer up to
+ * `end` (from the previous key's end), lane l's key in key[l]. */
+struct rvx__pipe_rkey {
+    size_t     end;
+    rvx_rkey_t key[RVX_LANES];
+};
+
+static inline void rvx__pipe_rk_release(rvx__tag_op_t *op)
+{
+    unsigned i, l;
+    for (i = 0; i < op->nrk; i++)
+        for (l = 0; l < RVX_LANES; l++) rvx_rkey_release(&op->rk[i].key[l]);
+    free(op->rk);
+    op->rk = NULL;
+    op->nrk = op->krk = 0;
+}
 
 typedef struct rvx__tag_peer {
     rvx__tag_op_t *sq_head, *sq_tail; /* request-channel frames to this peer, in order */
@@ -255,6 +283,9 @@ struct rvx__tag_state {
     uint64_t         n_pipe_bounce;        /* PIPELINE: phase-2 bounce-buffer writes */
     uint64_t         n_pipe_chunks;        /* PIPELINE: phase-3 chunk writes */
     uint64_t         n_pipe_pinned;        /* PIPELINE: sends that skipped phase 2 (left pinned) */
+    uint64_t         n_pipe_rchunks;       /* PIPELINE: receive pieces registered after the CTS */
+    uint64_t         n_pipe_keys;          /* PIPELINE: KEY frames sent by receivers */
+    uint64_t         n_pipe_rpinned;       /* PIPELINE: receives whose keys all went in the CTS */
 #if RVX__TAG_RCACHE
     rvx__rcache_t    rcache;
 #endif
@@ -548,6 +579,9 @@ RVX_COLD void rvx__tag_release(struct rvx__tag_state *t, rvx__tag_op_t *op)
     free(op->chunks);
     op->chunks = NULL;
     op->nchunks = 0;
+#if RVX_RNDV == RVX_RNDV_PIPELINE
+    rvx__pipe_rk_release(op);
+#endif
     rvx__tag_id_free(t, op);
 }
 

@@ -126,9 +126,11 @@ typedef struct rvx__tl_addr {
     uint8_t  pad;
     uint8_t  gid[16];
     int32_t  nranks;
-    uint32_t qpn[2];   /* 2 * nranks entries: QP to rank r at 2r, its spare at 2r + 1 */
+    uint32_t qpn[2];   /* 2 * nranks entries: QP to rank r at 2r, its spare at 2r + 1 (indexed
+                        * through RVX__MLX5_QPN: the array runs past its declared two) */
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 8 * (size_t)((n) > 1 ? (n) : 1))
+#define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
 
 /* What the CQ handler does when a WQE retires. */
 enum {
@@ -856,8 +858,8 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     memcpy(addr->gid, ifc->ctx->gid.raw, 16);
     addr->nranks = ifc->nranks;
     for (i = 0; i < ifc->nranks; i++) {
-        addr->qpn[2 * i] = ifc->conns[i].qpn;
-        addr->qpn[2 * i + 1] = ifc->conns[i].sp_qpn;
+        RVX__MLX5_QPN(addr)[2 * i] = ifc->conns[i].qpn;
+        RVX__MLX5_QPN(addr)[2 * i + 1] = ifc->conns[i].sp_qpn;
     }
 }
 
@@ -965,8 +967,8 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     c->peer_ctrl_rkey = addr->ctrl_rkey;
     c->peer_lid = addr->lid;
     memcpy(c->peer_gid, addr->gid, 16);
-    c->rqpn = addr->qpn[2 * ifc->rank];
-    c->sp_rqpn = addr->qpn[2 * ifc->rank + 1];
+    c->rqpn = RVX__MLX5_QPN(addr)[2 * ifc->rank];
+    c->sp_rqpn = RVX__MLX5_QPN(addr)[2 * ifc->rank + 1];
 #if RVX_CAN_RECEIVE
     {
         uint32_t n = c->rq_mask + 1;
