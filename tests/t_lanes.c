@@ -33,19 +33,9 @@ static rvx_context_t *ctx;
 static rvx_ep_t *ep;
 static int me;
 
-static rvx_status_t t_wait(rvx_request_t *req, const char *what, size_t a)
+static rvx_status_t t_wait(rvx_request_t *req, const char *what, long a)
 {
-    double t0 = rvx__now_s();
-    unsigned spins = 0;
-    while (req->status == RVX_INPROGRESS) {
-        if (rvx_progress(w)) { spins = 0; continue; }
-        if (rvx__now_s() - t0 > 60) {
-            fprintf(stderr, "FAIL (rank %d): %s of %zu bytes never completed\n", me, what, a);
-            exit(1);
-        }
-        rvx__backoff(&spins);
-    }
-    return (rvx_status_t)req->status;
+    return t_wait_req(w, req, what, a);
 }
 
 /* One message of len bytes from rank 0 to rank 1, checked on arrival: both sides end with
@@ -66,14 +56,14 @@ static void one_st(size_t len, uint64_t seed, int check, rvx_status_t want)
     if (me == 0) {
         t_fill(buf, len, seed);
         st = rvx_tag_send(ep, buf, len, seed, &req);
-        if (st == RVX_INPROGRESS) st = t_wait(&req, "send", len);
+        if (st == RVX_INPROGRESS) st = t_wait(&req, "send of bytes", (long)len);
         T_CHECK(st == want, "send of %zu bytes: %s, want %s", len, rvx_status_str(st), rvx_status_str(want));
     } else {
         rvx_tag_info_t info;
         size_t i;
         memset(buf, 0xa5, len + GUARD);
         st = rvx_tag_recv(w, buf, len, seed, ~(uint64_t)0, &req, &info);
-        if (st == RVX_INPROGRESS) st = t_wait(&req, "receive", len);
+        if (st == RVX_INPROGRESS) st = t_wait(&req, "receive of bytes", (long)len);
         T_CHECK(st == want, "receive of %zu bytes: %s, want %s", len, rvx_status_str(st), rvx_status_str(want));
         if (st == RVX_OK)
             T_CHECK(info.length == len, "receive of %zu bytes: length %zu", len, (size_t)info.length);

@@ -742,6 +742,18 @@ static void on_oracle(rvx_am_token_t *t, const uint64_t *args, unsigned nargs, v
     if (len && t_verify(p, len, am_sent[k].seed) >= 0) am_bad++;
 }
 
+/* The next message's arguments and payload (from the running seed), noted for the handler. */
+static void am_expect(uint64_t *args, unsigned nargs, uint8_t *pay, size_t plen)
+{
+    unsigned i;
+    am_sent[am_nsent].nargs = nargs;
+    am_sent[am_nsent].plen = plen;
+    am_sent[am_nsent].seed = seed;
+    for (i = 0; i < nargs; i++) args[i] = seed * 100 + i;
+    t_fill(pay, plen, seed);
+    seed++;
+}
+
 /* medium < 0: rvx_am_short */
 static void op_am(unsigned nargs, long medium)
 {
@@ -749,15 +761,10 @@ static void op_am(unsigned nargs, long medium)
     uint64_t args[RVX_AM_MAX_ARGS];
     uint8_t body[8 * RVX_AM_MAX_ARGS + 4096];
     size_t plen = medium < 0 ? 0 : (size_t)medium, len = 8 * (size_t)nargs + plen;
-    unsigned kind = medium < 0 ? 1 : 2, i;
+    unsigned kind = medium < 0 ? 1 : 2;
     uint32_t imm, p0;
     char op[64];
-    am_sent[am_nsent].nargs = nargs;
-    am_sent[am_nsent].plen = plen;
-    am_sent[am_nsent].seed = seed;
-    for (i = 0; i < nargs; i++) args[i] = seed * 100 + i;
-    t_fill(src, plen, seed);
-    seed++;
+    am_expect(args, nargs, src, plen);
     memcpy(body, args, 8 * (size_t)nargs);
     memcpy(body + 8 * nargs, src, plen);
     /* immediate: the frame's info word (id | kind << 8 | nargs << 10) | channel << 16, big-endian */
@@ -799,18 +806,13 @@ static void op_am_zcopy(unsigned nargs, size_t plen)
     uint64_t args[4];
     size_t loff = 192 * 1024 + 4096 * (size_t)nzreq + (size_t)(seed % 29); /* in use until sent */
     uint8_t *pay = lmem_buf + loff;
-    unsigned i, ds;
+    unsigned ds;
     uint32_t imm, p0;
     rvx_request_t *req = &zreq[nzreq++];
     rvx_status_t st;
     xwqe_t *x;
     char op[64];
-    am_sent[am_nsent].nargs = nargs;
-    am_sent[am_nsent].plen = plen;
-    am_sent[am_nsent].seed = seed;
-    for (i = 0; i < nargs; i++) args[i] = seed * 100 + i;
-    t_fill(pay, plen, seed);
-    seed++;
+    am_expect(args, nargs, pay, plen);
     imm = htobe32((uint32_t)(RVX_AM_ORACLE | 2u << 8 | nargs << 10) | 0u << 16);
     room(4, 0);
     m_read(&m);

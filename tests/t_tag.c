@@ -35,17 +35,7 @@ static int me;
 /* Wait for a request with a deadline; a timeout ends the test (it would hang otherwise). */
 static rvx_status_t t_wait(rvx_request_t *req, const char *what, long a)
 {
-    double t0 = rvx__now_s();
-    unsigned spins = 0;
-    while (req->status == RVX_INPROGRESS) {
-        if (rvx_progress(w)) { spins = 0; continue; }
-        if (rvx__now_s() - t0 > 60) {
-            fprintf(stderr, "FAIL (rank %d): %s %ld never completed\n", me, what, a);
-            exit(1);
-        }
-        rvx__backoff(&spins);
-    }
-    return (rvx_status_t)req->status;
+    return t_wait_req(w, req, what, a);
 }
 
 /* Progress for a while, so that what peers sent before a barrier has been polled (and, with no

@@ -95,6 +95,23 @@ static inline int t_start(rvx_context_t **ctx, rvx_worker_t **w)
     return t_rank = rvx_rank(*ctx);
 }
 
+/* Wait for a request, progressing w, for at most 60 s: a request that never completes ends the
+ * test with a line naming it (what, and a number such as its size), instead of a hang. */
+static inline rvx_status_t t_wait_req(rvx_worker_t *w, rvx_request_t *req, const char *what, long a)
+{
+    double t0 = t_now();
+    unsigned spins = 0;
+    while (req->status == RVX_INPROGRESS) {
+        if (rvx_progress(w)) { spins = 0; continue; }
+        if (t_now() - t0 > 60) {
+            fprintf(stderr, "FAIL (rank %d): %s %ld never completed\n", t_rank, what, a);
+            exit(1);
+        }
+        rvx__backoff(&spins);
+    }
+    return (rvx_status_t)req->status;
+}
+
 /* Deterministic bytes: position i of stream `seed`. */
 static inline unsigned char t_byte(uint64_t seed, uint64_t i)
 {
