@@ -1464,13 +1464,12 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
 
 RVX_COLD rvx_status_t rvx__mlx5_wait_req(rvx__mlx5_conn_t *c, rvx_request_t *req);
 
-/* Put zcopy: straight from registered memory, in WQEs of at most 1 GiB; the request completes
- * when the last one has (without a request, the call waits). */
-RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+/* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
+ * completes when the last one has (without a request, the call waits). */
+RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcode, const uint8_t *buf,
+                                             size_t len, const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                             const rvx_rkey_t *rkey, rvx_request_t *req)
 {
-    rvx__mlx5_conn_t *c = ep->c;
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
@@ -1482,11 +1481,19 @@ RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, siz
         memset(&o, 0, sizeof(o));
         o.kind = RVX__OP_REQ;
         o.req = req;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src + done, (uint32_t)n,
-                            lmem->lkey, raddr + done, rkey, last ? &o : NULL, last);
+        rvx__mlx5_post_rdma(c, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
+                            last ? &o : NULL, last);
         done += n;
     }
     return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
+}
+
+RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    return rvx__mlx5_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
+                                raddr, rkey, req);
 }
 
 /* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
@@ -1524,23 +1531,8 @@ RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t le
                                           const rvx__tl_mem_t *lmem, uint64_t raddr,
                                           const rvx_rkey_t *rkey, rvx_request_t *req)
 {
-    rvx__mlx5_conn_t *c = ep->c;
-    rvx_request_t own;
-    size_t done = 0;
-    if (len == 0) return RVX_OK;
-    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
-    while (done < len) {
-        size_t n = len - done > (1u << 30) ? (1u << 30) : len - done;
-        int last = done + n == len;
-        rvx__mlx5_op_t o;
-        memset(&o, 0, sizeof(o));
-        o.kind = RVX__OP_REQ;
-        o.req = req;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, (uint8_t *)dst + done, (uint32_t)n,
-                            lmem->lkey, raddr + done, rkey, last ? &o : NULL, last);
-        done += n;
-    }
-    return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
+                                raddr, rkey, req);
 }
 
 /* ---- atomics -------------------------------------------------------------------------------- */
