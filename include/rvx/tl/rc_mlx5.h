@@ -1671,18 +1671,23 @@ RVX_INLINE void rvx__mlx5_send_inline(uint8_t *wqe, uint32_t pi, uint32_t qpn8, 
 
 #if RVX_CAN_RECEIVE
 
+/* Room for one more frame at the peer: the cached limit, else the peer's credit word (how many
+ * frames we may have sent in all). A failed conn has tx_limit 0 and gets none. */
+RVX_INLINE int rvx__mlx5_credit(rvx__mlx5_conn_t *c)
+{
+    if (RVX_LIKELY(c->tx_sent < c->tx_limit)) return 1;
+    if (c->failed) return 0;
+    c->tx_limit = *c->credit_word;
+    return c->tx_sent < c->tx_limit;
+}
+
 /* Where to write a frame of len bytes: small frames go inline in the WQE (built in the bounce
  * ring first), others from the bounce ring. NULL when the peer has no free receive buffer. */
 RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {
     rvx__mlx5_conn_t *c = ep->c;
     (void)chan;
-    if (RVX_UNLIKELY(c->tx_sent >= c->tx_limit)) {
-        /* out of cached credit (or failed: a failed conn has tx_limit 0): the peer's word */
-        if (c->failed) return NULL;
-        c->tx_limit = *c->credit_word;
-        if (c->tx_sent >= c->tx_limit) return NULL;
-    }
+    if (!rvx__mlx5_credit(c)) return NULL;
     if (len <= 44) return c->scratch;
     return rvx__mlx5_bounce(c, len);
 }
@@ -1770,11 +1775,8 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
     rvx_request_t own;
     if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX__MLX5_FRAME || (len && !lmem))
         return RVX_ERR_INVALID_PARAM;
-    if (RVX_UNLIKELY(c->tx_sent >= c->tx_limit)) {
-        if (c->failed) return c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
-        c->tx_limit = *c->credit_word + c->rq_mask + 1;
-        if (c->tx_sent >= c->tx_limit) return RVX_ERR_NO_RESOURCE;
-    }
+    if (!rvx__mlx5_credit(c))
+        return !c->failed ? RVX_ERR_NO_RESOURCE : c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
     if (!req) { req = &own; own.status = RVX_INPROGRESS; }
     RVX__MLX5_NEED(c, 1);
     pi = c->pi;
