@@ -1,7 +1,7 @@
 # rvx: header-only RDMA / shared-memory transport kit.
 #
 #   make run       build and run the demo on the default transport (shared memory), then rvxsim
-#   make test      build and run every test; ends with "N passed, N failed, N skipped"
+#   make test      build and run every test; ends with "N passed, N failed, N skipped, N passed on retry"
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
