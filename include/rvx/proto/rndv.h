@@ -115,14 +115,8 @@ RVX_COLD rvx_status_t rvx__pipe_keys_add(rvx__tag_op_t *op, const uint8_t *b, un
 RVX_COLD rvx_status_t rvx__rndv_send(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
                                      size_t len, uint64_t tag, rvx_request_t *req)
 {
-    rvx__tag_op_t *op = rvx__tag_op_new(t);
+    rvx__tag_op_t *op = rvx__tag_send_op(t, ep, buf, len, tag, RVX__SS_RTS);
     if (!op) return RVX_ERR_NO_MEMORY;
-    op->kind = RVX__OP_SEND;
-    op->state = RVX__SS_RTS;
-    op->buf = (uint8_t *)(uintptr_t)buf;
-    op->len = op->mlen = len;
-    op->tag = tag;
-    op->ep = ep;
 #if RVX_RNDV == RVX_RNDV_GET || RVX_RNDV == RVX_RNDV_PUT
     {
         rvx_status_t st = rvx__tag_reg(t, op->buf, len, &op->mem);

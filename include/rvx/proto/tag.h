@@ -456,6 +456,21 @@ RVX_COLD rvx__tag_op_t *rvx__tag_op_new(struct rvx__tag_state *t)
     return op;
 }
 
+/* A send of len bytes from buf to ep, starting in `state` (eager frames or the RTS). */
+RVX_COLD rvx__tag_op_t *rvx__tag_send_op(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
+                                         size_t len, uint64_t tag, unsigned state)
+{
+    rvx__tag_op_t *op = rvx__tag_op_new(t);
+    if (!op) return NULL;
+    op->kind = RVX__OP_SEND;
+    op->state = (uint8_t)state;
+    op->buf = (uint8_t *)(uintptr_t)buf;
+    op->len = op->mlen = len;
+    op->tag = tag;
+    op->ep = ep;
+    return op;
+}
+
 static inline void rvx__tag_op_free(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
     op->kind = 0;
@@ -711,17 +726,11 @@ RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep
         rvx_mem_t *mem;
         rvx_status_t st;
         if (rvx__tag_reg(t, (void *)(uintptr_t)buf, len, &mem) != RVX_OK) return RVX_ERR_NO_RESOURCE;
-        if (!(op = rvx__tag_op_new(t))) {
+        if (!(op = rvx__tag_send_op(t, ep, buf, len, tag, RVX__SS_ZCOPY))) {
             rvx__tag_dereg(t, mem);
             return RVX_ERR_NO_RESOURCE;
         }
-        op->kind = RVX__OP_SEND;
-        op->state = RVX__SS_ZCOPY;
-        op->ep = ep;
         op->mem = mem;
-        op->buf = (uint8_t *)(uintptr_t)buf;
-        op->len = op->mlen = len;
-        op->tag = tag;
         rvx_request_init(&op->tlreq);
         st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, hdr, 8, buf, len, &mem->tl,
                               RVX__TAG_CLASS | RVX__TF_EAGER, &op->tlreq);
@@ -1027,13 +1036,7 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
             if (len <= RVX__TAG_EAGER1 && rvx__tl_ep_alive(&ep->tl) != RVX_OK) return RVX_ERR_PEER_FAILED;
         }
         if (!req) return RVX_ERR_INVALID_PARAM;
-        if (!(op = rvx__tag_op_new(t))) return RVX_ERR_NO_MEMORY;
-        op->kind = RVX__OP_SEND;
-        op->state = RVX__SS_EAGER;
-        op->buf = (uint8_t *)(uintptr_t)buf;
-        op->len = op->mlen = len;
-        op->tag = tag;
-        op->ep = ep;
+        if (!(op = rvx__tag_send_op(t, ep, buf, len, tag, RVX__SS_EAGER))) return RVX_ERR_NO_MEMORY;
         op->req = req;
         req->status = RVX_INPROGRESS;
         rvx__tag_sq_push(t, op);
@@ -1103,6 +1106,17 @@ RVX_COLD rvx_status_t rvx__tag_take(struct rvx__tag_state *t, rvx__tag_op_t *u, 
     return (rvx_status_t)req->status;
 }
 
+/* What a posted receive matches and where its data goes. */
+RVX_INLINE void rvx__tag_recv_fill(rvx__tag_op_t *op, void *buf, size_t len, uint64_t tag,
+                                   uint64_t mask, rvx_tag_info_t *info)
+{
+    op->tag = tag;
+    op->mask = mask;
+    op->buf = (uint8_t *)buf;
+    op->len = len;
+    op->info = info;
+}
+
 RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
                                          uint64_t mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
@@ -1123,12 +1137,8 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
     op = t->free;
     t->free = op->next;
     RVX__TAG_POISON(op, 0);
-    op->tag = tag;
-    op->mask = mask;
-    op->buf = (uint8_t *)buf;
-    op->len = len;
+    rvx__tag_recv_fill(op, buf, len, tag, mask, info);
     op->req = req;
-    op->info = info;
     op->src = src;
     rvx__tag_q_add(&t->exp_tail, op);
     req->status = RVX_INPROGRESS;
@@ -1145,11 +1155,7 @@ RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uin
     /* one test for the three: no unexpected message, no posted receive, no lone receive */
     if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
         rvx__tag_op_t *op = &t->lone_op;
-        op->tag = tag;
-        op->mask = tag_mask;
-        op->buf = (uint8_t *)buf;
-        op->len = len;
-        op->info = info;
+        rvx__tag_recv_fill(op, buf, len, tag, tag_mask, info);
         t->lone = req;
         req->status = RVX_INPROGRESS;
         return RVX_INPROGRESS;

@@ -994,7 +994,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
 }
 
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
+RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost);
 #endif
 
 /* Every QP to RTR and RTS at worker creation: RC needs the target's QP connected even for
@@ -1026,7 +1026,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     c->ep = ep;
     ifc->nlive++;
 #if RVX_CAN_RECEIVE
-    if (c->rx_held) rvx__mlx5_release_held(ifc, c);
+    if (c->rx_held) rvx__mlx5_release_held(ifc, c, 1);
 #endif
     return RVX_OK;
 }
@@ -2076,8 +2076,9 @@ RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint
     }
 }
 
-/* An endpoint appeared for a conn that kept frames: queue them (copies) for the next progress. */
-RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+/* Frames a conn kept while it had no endpoint: queue copies for the next progress; repost: give the
+ * buffers back to the QP (not when the QP is being replaced). */
+RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost)
 {
     while (c->rx_held) {
         uint64_t k = c->rx_seen - c->rx_held;
@@ -2087,7 +2088,7 @@ RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
         c->rx_held--;
         if ((x >> 16) < RVX__TL_AM_CHANNELS && len <= RVX__MLX5_FRAME)
             rvx__mlx5_defer(ifc, c->rank, x >> 16, x & 0xffff, c->rx_buf + (size_t)slot * RVX__MLX5_FRAME, len);
-        rvx__mlx5_rx_release(c, slot);
+        if (repost) rvx__mlx5_rx_release(c, slot);
     }
 }
 
@@ -2209,16 +2210,9 @@ RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
     c->dead[c->ndead++] = c->qp;
     rvx__mlx5_qpt_set(ifc, c->qpn, RVX__MLX5_QPT_GONE);
 #if RVX_CAN_RECEIVE
-    /* frames kept for an endpoint that did not exist yet: copies, delivered once it does */
-    while (c->rx_held) {
-        uint64_t k = c->rx_seen - c->rx_held;
-        unsigned x = c->held_imm[k & c->rq_mask];
-        uint32_t len = c->held_len[k & c->rq_mask];
-        c->rx_held--;
-        if ((x >> 16) < RVX__TL_AM_CHANNELS && len <= RVX__MLX5_FRAME)
-            rvx__mlx5_defer(ifc, c->rank, x >> 16, x & 0xffff,
-                            c->rx_buf + (size_t)c->rq_slot[k & c->rq_mask] * RVX__MLX5_FRAME, len);
-    }
+    /* frames kept for an endpoint that did not exist yet: copies, delivered once it does (the
+     * buffers are not posted again: the old QP is gone) */
+    rvx__mlx5_release_held(ifc, c, 0);
 #endif
     if (c->hold) { c->hold = 0; ifc->outstanding--; }
     ifc->outstanding -= c->sig_out;
