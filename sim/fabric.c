@@ -5,8 +5,15 @@
  * allocated machine-wide; a file whose owner has died is reclaimed. An inbox holds two rings of
  * fixed-size packet slots: requests and responses. Responses never wait for anything, so an engine
  * can always drain its response ring, which keeps two engines that answer each other free of
- * deadlock. The rings are bounded multi-producer queues with a per-slot sequence number; the
- * consumer is the owning engine alone. A futex word lets a producer wake a sleeping engine. */
+ * deadlock. The rings are bounded multi-producer queues with a per-slot state word; the consumer
+ * is the owning engine alone. A futex word lets a producer wake a sleeping engine.
+ *
+ * Producers are other processes, and a process can die anywhere, also halfway through a push. A
+ * real fabric does not let a dead sender block a receiver, so neither may the ring: a producer
+ * claims its slot by writing its pid and the slot's lap into the state word, then moves the tail
+ * (any producer that finds a claimed slot at the tail moves it on too), copies, and publishes. A
+ * slot that stays claimed is looked at after a moment: if its claimant is gone the consumer
+ * skips it. */
 #include "internal.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,15 +30,30 @@
 #include <sys/syscall.h>
 #include <linux/futex.h>
 
-#define INBOX_MAGIC  0x7276787369620004ull   /* "rvxsib" + layout version */
+#define INBOX_MAGIC  0x7276787369620005ull   /* "rvxsib" + layout version */
 #define RING_SLOTS   128
 #define SLOT_SIZE    ALIGN_UP(PKT_HDR + SIM_MTU, 64)
 
 /* Sequence numbers live apart from the payload slots, so that creating an inbox touches only a
  * few pages: the file is sparse, and payload pages are allocated only as traffic uses them. */
+/* A slot's state word, for the slot's position pos (its lap is pos / RING_SLOTS):
+ *   pos            free: a producer may claim it
+ *   CLAIM(pos,pid) claimed by process pid, being filled
+ *   pos + 1        published: the consumer may take it
+ * and the consumer frees it for the next lap by storing pos + RING_SLOTS. */
+#define CLAIM_BIT      (1ull << 63)
+#define CLAIM_POS_MASK ((1ull << 41) - 1)
+#define CLAIM_PID_MASK ((1ull << 22) - 1)     /* Linux pid_max is at most 2^22 */
+#define CLAIM(pos, pid) (CLAIM_BIT | ((uint64_t)(pos) & CLAIM_POS_MASK) << 22 | \
+			 ((uint64_t)(pid) & CLAIM_PID_MASK))
+#define CLAIM_OF(s, pos) (((s) & CLAIM_BIT) && ((s) >> 22 & CLAIM_POS_MASK) == ((pos) & CLAIM_POS_MASK))
+#define STALL_NS       20000000ull           /* a claim older than this: is its owner alive? */
+
 struct ring {
 	_Alignas(64) _Atomic uint64_t tail;   /* producers */
 	_Alignas(64) uint64_t head;           /* the owning engine */
+	uint64_t stall_head;                  /* the owning engine: a claimed slot it waits for */
+	uint64_t stall_since;                 /*   and since when (ns) */
 	_Alignas(64) _Atomic uint64_t seq[RING_SLOTS];
 	_Alignas(64) uint8_t data[RING_SLOTS][SLOT_SIZE];
 };
@@ -274,28 +296,42 @@ bool fabric_peer_stopped(struct sim_ctx *sc, uint16_t lid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
-static bool ring_push(struct ring *r, const struct pkt *p)
+/* Move the tail past pos if the slot there is already claimed or published (its producer may
+ * have died before moving the tail itself). Returns false if the slot at pos is not taken. */
+static bool ring_help(struct ring *r, uint64_t pos, uint64_t s)
 {
-	uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	if (s != pos + 1 && !CLAIM_OF(s, pos))
+		return false;
+	atomic_compare_exchange_strong_explicit(&r->tail, &pos, pos + 1, memory_order_relaxed,
+						memory_order_relaxed);
+	return true;
+}
 
+static _Atomic long pushes;   /* for RVXSIM_DIE_MID_PUSH */
+
+static bool ring_push(struct ring *r, const struct pkt *p, int32_t pid)
+{
 	for (;;) {
+		uint64_t pos = atomic_load_explicit(&r->tail, memory_order_acquire);
 		_Atomic uint64_t *sq = &r->seq[pos % RING_SLOTS];
 		uint64_t seq = atomic_load_explicit(sq, memory_order_acquire);
-		int64_t dif = (int64_t)(seq - pos);
 
-		if (dif == 0) {
-			if (atomic_compare_exchange_weak_explicit(&r->tail, &pos, pos + 1,
-								  memory_order_relaxed,
-								  memory_order_relaxed)) {
-				memcpy(r->data[pos % RING_SLOTS], p, PKT_HDR + p->len);
-				atomic_store_explicit(sq, pos + 1, memory_order_release);
-				return true;
-			}
-		} else if (dif < 0) {
-			return false;   /* full */
-		} else {
-			pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		if (seq == pos) {
+			if (!atomic_compare_exchange_weak_explicit(sq, &seq, CLAIM(pos, pid),
+								   memory_order_acq_rel,
+								   memory_order_relaxed))
+				continue;
+			if (sim_env.die_mid_push > 0 && atomic_fetch_add(&pushes, 1) + 1 == sim_env.die_mid_push)
+				_exit(86);   /* RVXSIM_DIE_MID_PUSH: gone with the slot claimed, tail unmoved */
+			ring_help(r, pos, CLAIM(pos, pid));
+			memcpy(r->data[pos % RING_SLOTS], p, PKT_HDR + p->len);
+			atomic_store_explicit(sq, pos + 1, memory_order_release);
+			return true;
 		}
+		if (ring_help(r, pos, seq))
+			continue;
+		if (atomic_load_explicit(&r->tail, memory_order_acquire) == pos)
+			return false;   /* the slot still holds the previous lap: full */
 	}
 }
 
@@ -309,7 +345,7 @@ bool fabric_send(struct sim_ctx *sc, uint16_t lid, const struct pkt *p)
 	ib = remote(sc, lid);
 	if (!ib)
 		return true;    /* nobody at that LID: lost on the wire */
-	if (!ring_push(&ib->ring[response], p))
+	if (!ring_push(&ib->ring[response], p, sc->inbox->pid))
 		return false;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&ib->sleeping, memory_order_relaxed)) {
@@ -328,17 +364,51 @@ bool fabric_has_room(struct sim_ctx *sc, uint16_t lid, bool response)
 	if (!ib)
 		return true;
 	r = &ib->ring[response];
-	pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	return atomic_load_explicit(&r->seq[pos % RING_SLOTS], memory_order_acquire) == pos;
+	for (;;) {
+		uint64_t s;
+		pos = atomic_load_explicit(&r->tail, memory_order_acquire);
+		s = atomic_load_explicit(&r->seq[pos % RING_SLOTS], memory_order_acquire);
+		if (s == pos)
+			return true;
+		if (!ring_help(r, pos, s) && atomic_load_explicit(&r->tail, memory_order_acquire) == pos)
+			return false;
+	}
+}
+
+/* The slot at head was claimed by a process that died before publishing it: give the slot back
+ * for the next lap and go past it, as if the packet had been lost on the wire. */
+static bool skip_abandoned(struct ring *r, uint64_t s)
+{
+	pid_t pid = (pid_t)(s & CLAIM_PID_MASK);
+	uint64_t now = sim_now_ns(), pos = r->head;
+
+	if (r->stall_head != pos + 1) {   /* first sight of this claim: start the clock */
+		r->stall_head = pos + 1;
+		r->stall_since = now;
+		return false;
+	}
+	if (now - r->stall_since < STALL_NS || !(kill(pid, 0) < 0 && errno == ESRCH))
+		return false;
+	TRACE("inbox: slot %llu was claimed by pid %d, which died before filling it: skipped",
+	      (unsigned long long)pos, (int)pid);
+	ring_help(r, pos, s);   /* the tail may still point at it */
+	atomic_store_explicit(&r->seq[pos % RING_SLOTS], pos + RING_SLOTS, memory_order_release);
+	r->head++;
+	r->stall_head = 0;
+	return true;
 }
 
 struct pkt *fabric_peek(struct sim_ctx *sc, bool response)
 {
 	struct ring *r = &sc->inbox->ring[response];
 
-	if (atomic_load_explicit(&r->seq[r->head % RING_SLOTS], memory_order_acquire) != r->head + 1)
-		return NULL;
-	return (struct pkt *)r->data[r->head % RING_SLOTS];
+	for (;;) {
+		uint64_t s = atomic_load_explicit(&r->seq[r->head % RING_SLOTS], memory_order_acquire);
+		if (s == r->head + 1)
+			return (struct pkt *)r->data[r->head % RING_SLOTS];
+		if (!CLAIM_OF(s, r->head) || !skip_abandoned(r, s))
+			return NULL;
+	}
 }
 
 void fabric_pop(struct sim_ctx *sc, bool response)
@@ -350,9 +420,17 @@ void fabric_pop(struct sim_ctx *sc, bool response)
 	r->head++;
 }
 
+/* Something has arrived or is arriving (a claimed slot). Read-only: it runs outside the lock. */
 bool fabric_pending(struct sim_ctx *sc)
 {
-	return fabric_peek(sc, false) || fabric_peek(sc, true);
+	for (int i = 0; i < 2; i++) {
+		struct ring *r = &sc->inbox->ring[i];
+		uint64_t h = r->head;
+		uint64_t s = atomic_load_explicit(&r->seq[h % RING_SLOTS], memory_order_acquire);
+		if (s == h + 1 || CLAIM_OF(s, h))
+			return true;
+	}
+	return false;
 }
 
 /* Sleep until a producer or a local verb wakes us, or ns pass. */

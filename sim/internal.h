@@ -38,6 +38,7 @@ struct sim_env {
 	int num_devices;
 	int link_eth;
 	long kill_peer_after;    /* <0: off */
+	long die_mid_push;       /* >0: exit in the middle of this process's Nth packet push */
 	long delay_us;
 	long reg_cost_ns_per_page;
 	long force_rnr;

@@ -146,6 +146,7 @@ static void env_load(void)
 	s = getenv("RVXSIM_LINK");
 	sim_env.link_eth = s && (!strcmp(s, "eth") || !strcmp(s, "roce") || !strcmp(s, "ethernet"));
 	sim_env.kill_peer_after = env_long("RVXSIM_KILL_PEER_AFTER", -1);
+	sim_env.die_mid_push = env_long("RVXSIM_DIE_MID_PUSH", 0);
 	sim_env.delay_us = env_long("RVXSIM_DELAY_US", 0);
 	sim_env.reg_cost_ns_per_page = env_long("RVXSIM_REG_COST_NS_PER_PAGE", 0);
 	sim_env.force_rnr = env_long("RVXSIM_FORCE_RNR", 0);

@@ -168,6 +168,104 @@ static void injected_loss(void)
 	st_ctx = NULL;
 }
 
+/*
+ * A peer that dies halfway through putting a packet into our inbox (RVXSIM_DIE_MID_PUSH=1: it
+ * has claimed a slot, filled nothing, moved no tail). On a real fabric the survivor never
+ * notices; in the model the slot must not block the inbox. Mode 'r': the peer dies sending us a
+ * request (its RDMA WRITE); mode 'a': it dies sending us a response (the ACK of our WRITE). Then
+ * the survivor's own loopback traffic, requests and ACKs through the same inbox, must flow:
+ * 300 signaled WRITEs, more than the ring holds, each completing without error.
+ */
+static int mid_push_child(int sock, char mode)
+{
+	struct st_dev d;
+	struct st_cq cq;
+	struct st_qp q;
+	struct st_mr m;
+	struct st_addr peer;
+	struct st_wqe w;
+	struct st_qp_attr a = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline = 32 };
+	char c = 'r';
+
+	st_name = "t_peer_death(mid-push child)";
+	st_dev_open(&d, 0);
+	st_cq_create(&d, &cq, 32);
+	st_qp_create(&d, &q, &cq, &cq, &a);
+	st_mr_alloc(&d, &m, BUFSZ, ST_ACCESS_ALL);
+	if (st_exchange_connect(&d, &q, &m, sock, &peer) || st_send_all(sock, &c, 1))
+		return 1;
+	if (mode == 'r') {
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, peer.addr, peer.rkey);
+		st_wqe_inline(&w, "last words", 11);
+		st_post(&q, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	}
+	sleep(20);   /* the engine exits the process on its first push */
+	return 2;
+}
+
+static void mid_push(const char *argv0, char mode)
+{
+	struct st_cq scq;
+	struct st_qp q;
+	struct st_addr peer;
+	struct st_pair lp;
+	struct mlx5_cqe64 c;
+	struct st_wqe w;
+	uint64_t t0;
+	int sock, rc, k, ok = 0;
+	pid_t pid;
+	char ch, fd[16], md[2] = { mode, 0 };
+
+	st_ctx = mode == 'r' ? "peer dies mid-push (request)" : "peer dies mid-push (ACK)";
+	pid = st_fork_peer(&sock, 60);
+	if (pid == 0) {
+		char *args[] = { (char *)argv0, (char *)"midpush", fd, md, NULL };
+		snprintf(fd, sizeof(fd), "%d", sock);
+		setenv("RVXSIM_DIE_MID_PUSH", "1", 1);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	st_cq_create(&D, &scq, 32);
+	st_qp_create(&D, &q, &scq, &scq, &QA);
+	REQUIRE(st_exchange_connect(&D, &q, &M, sock, &peer) == 0);
+	REQUIRE(st_recv_all(sock, &ch, 1) == 0);
+	if (mode == 'a') {   /* the peer's first push is its ACK of this WRITE */
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, peer.addr, peer.rkey);
+		st_wqe_inline(&w, "hello", 6);
+		st_post(&q, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	}
+	rc = st_wait_pid(pid, 10000);
+	CHECKF(rc == 86, "the peer exited with %d, expected 86 (RVXSIM_DIE_MID_PUSH)", rc);
+	memset(&lp, 0, sizeof(lp));
+	st_qp_create_two(&D, &lp.a, &lp.acq, &lp.b, &lp.bcq, 32, &QA);
+	st_qp_connect_pair(&D, &lp.a, &lp.b, 7);
+	t0 = st_now_ns();
+	for (k = 0; k < 300; k++) {
+		uint32_t v = (uint32_t)k;
+		st_wqe_begin(&w);
+		st_wqe_raddr(&w, (uintptr_t)M.buf + 16384 + 4 * (k % 64), M.mr->rkey);
+		st_wqe_inline(&w, &v, 4);
+		st_post(&lp.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+		if (!st_cq_poll(&lp.acq, &c, BOUND_MS) || st_cqe_opcode(&c) != MLX5_CQE_REQ)
+			break;
+		ok++;
+	}
+	CHECKF(ok == 300, "loopback WRITE %d of 300 did not complete (the inbox is blocked)", ok + 1);
+	st_note("%s: 300 loopback WRITEs in %llu ms", st_ctx,
+		(unsigned long long)((st_now_ns() - t0) / 1000000));
+	st_qp_destroy(&lp.a);
+	st_qp_destroy(&lp.b);
+	st_cq_destroy(&lp.acq);
+	st_cq_destroy(&lp.bcq);
+	st_qp_destroy(&q);
+	st_cq_destroy(&scq);
+	close(sock);
+	st_ctx = NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int sock, rc;
@@ -182,6 +280,10 @@ int main(int argc, char **argv)
 	uint64_t t0;
 	char ch;
 
+	if (argc == 4 && !strcmp(argv[1], "midpush")) {
+		st_init("t_peer_death(mid-push child)", 30);
+		_exit(mid_push_child(atoi(argv[2]), argv[3][0]));
+	}
 	st_init("t_peer_death", 40);
 	if (getenv("RVXSIM_KILL_PEER_AFTER")) {
 		st_name = "t_peer_death(RVXSIM_KILL_PEER_AFTER)";
@@ -252,6 +354,8 @@ int main(int argc, char **argv)
 	}
 
 	exit_scenario();
+	mid_push(argv[0], 'r');
+	mid_push(argv[0], 'a');
 
 	/* The survivor's other QPs keep working. */
 	st_ctx = "survivor";
