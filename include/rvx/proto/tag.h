@@ -237,6 +237,7 @@ static inline void rvx__pipe_rk_release(rvx__tag_op_t *op)
 typedef struct rvx__tag_peer {
     rvx__tag_op_t *sq_head, *sq_tail; /* request-channel frames to this peer, in order */
     rvx__tag_op_t *cur;               /* eager message from this peer whose fragments arrive */
+    int            dead;              /* the last liveness verdict (rvx__tag_verdicts) */
 } rvx__tag_peer_t;
 
 #ifndef RVX__PIPE_MEMO
@@ -898,13 +899,13 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
 /* Is op, tied to a departing endpoint, still being written by either side? Its own transport
  * operations (a GET, PUT, flush or chunk in flight), or, for PUT and PIPELINE, a receive whose
  * RTR went out: the peer may be writing into its buffer until the FIN. */
-RVX_COLD int rvx__tag_closing_busy(const rvx__tag_op_t *op)
+RVX_COLD int rvx__tag_closing_busy(const rvx__tag_op_t *op, int peer_alive)
 {
     if (!rvx__rndv_quiet(op)) return 1;
 #if RVX_RNDV == RVX_RNDV_PUT || RVX_RNDV == RVX_RNDV_PIPELINE
-    if (op->kind == RVX__OP_RECV && op->state == RVX__RS_WAIT && op->ep &&
-        rvx__tl_ep_alive(&op->ep->tl) == RVX_OK)
-        return 1;
+    if (op->kind == RVX__OP_RECV && op->state == RVX__RS_WAIT && op->ep && peer_alive) return 1;
+#else
+    (void)peer_alive;
 #endif
     return 0;
 }
@@ -931,13 +932,15 @@ static void rvx__tag_ep_destroy(rvx_ep_t *ep)
     t0 = rvx__now_s();
     for (;;) {
         int busy = 0, late = rvx__now_s() - t0 > RVX__TAG_CLOSE_S;
+        /* asked before the walk: asking drains the transport, which may complete any op */
+        int alive = rvx__tl_ep_alive(&ep->tl) == RVX_OK;
         for (l = t->active.next; l != &t->active; l = nx) {
             rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
             nx = l->next;
             if (op->ep != ep || op->kind == RVX__OP_UNEXP) continue;
             if (op->flags & RVX__F_SQ) rvx__tag_sq_del(t, op); /* not sent: nothing to wait for */
             if (t->peers[ep->rank].cur == op) t->peers[ep->rank].cur = NULL;
-            if (!late && rvx__tag_closing_busy(op)) {
+            if (!late && rvx__tag_closing_busy(op, alive)) {
                 /* a receive waiting for the peer's writes stays as it is: its FIN completes it */
                 if (op->state != RVX__RS_ZOMBIE && !rvx__rndv_quiet(op)) {
                     op->state = RVX__RS_ZOMBIE; /* no more steps: wait for quiet, then done */
@@ -1377,28 +1380,43 @@ RVX_INLINE int rvx__tag_posted(const rvx_worker_t *w)
 
 static int rvx__tag_check_recvs(struct rvx__tag_state *t);
 
+/* Whether each peer with an endpoint still lives, into t->peers[r].dead. Asked before any queue
+ * is walked, never during a walk: asking drains the transport's completions, which can complete
+ * and unlink the very operation a walk stands on (and a walk resumed from an unlinked op never
+ * returns to the list head). */
+RVX_COLD void rvx__tag_verdicts(struct rvx__tag_state *t)
+{
+    rvx_worker_t *w = t->w;
+    int r;
+    for (r = 0; r < t->npeers; r++) t->peers[r].dead = w->eps[r] && rvx__tl_ep_alive(&w->eps[r]->tl) != RVX_OK;
+}
+
+static int rvx__tag_check_recvs(struct rvx__tag_state *t);
+
 /* Every ~10 ms while operations wait: those whose peer is gone fail. What the peer sent before it
- * went is drained first, so a finished transfer is not reported as failed. */
+ * went is drained first, so a finished transfer is not reported as failed. The walk starts over
+ * after anything that may change the list (the drain, a failure). */
 RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
 {
-    rvx__tag_link_t *l, *nx;
+    rvx__tag_link_t *l;
     double now = rvx__now_s();
     int n = 0, drained = 0;
     if (now - t->last_check < 0.01) return 0;
     t->last_check = now;
-    for (l = t->active.next; l != &t->active; l = nx) {
+    rvx__tag_verdicts(t);
+again:
+    for (l = t->active.next; l != &t->active; l = l->next) {
         rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
-        nx = l->next;
-        if (!op->ep || op->state == RVX__RS_ZOMBIE || rvx__tl_ep_alive(&op->ep->tl) == RVX_OK) continue;
+        if (!op->ep || op->state == RVX__RS_ZOMBIE || !t->peers[op->ep->rank].dead) continue;
         if (!drained) {
             unsigned k;
             drained = 1;
             for (k = 0; k < 1000 && rvx__tl_progress(&t->w->iface); k++) {}
-            nx = t->active.next; /* the list may have changed: start over */
-            continue;
+            goto again;
         }
         rvx__rndv_fail(t, op, RVX_ERR_PEER_FAILED);
         n++;
+        goto again;
     }
     if (t->exp_head || RVX__LONE_POSTED(t)) n += rvx__tag_check_recvs(t);
     return n;
@@ -1408,13 +1426,10 @@ RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
  * failed, or an any-source one once the worker has an endpoint to every other rank and all of
  * them have failed (ourselves excepted: MPI's view, a wildcard receive is not satisfiable by its
  * own rank's later sends). What the dead sent before going is drained first, so a message
- * already in a ring completes its receive instead. */
+ * already in a ring completes its receive instead. Uses the verdicts of rvx__tag_verdicts. */
 RVX_COLD int rvx__tag_dead_src(struct rvx__tag_state *t, int src, int anydead)
 {
-    rvx_ep_t *ep;
-    if (src < 0) return anydead;
-    ep = t->w->eps[src];
-    return ep && rvx__tl_ep_alive(&ep->tl) != RVX_OK;
+    return src < 0 ? anydead : t->peers[src].dead;
 }
 
 RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
@@ -1423,7 +1438,7 @@ RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
     int r, me = w->ctx->boot.rank, anydead = t->npeers > 1, n = 0, pass;
     rvx__tag_op_t **pp, *op;
     for (r = 0; r < t->npeers && anydead; r++)
-        if (r != me && (!w->eps[r] || rvx__tl_ep_alive(&w->eps[r]->tl) == RVX_OK)) anydead = 0;
+        if (r != me && (!w->eps[r] || !t->peers[r].dead)) anydead = 0;
     if (anydead && w->eps[me]) {
         /* what we sent ourselves may still be on its way (a NIC loopback): no verdict on
          * any-source receives until a flush of that endpoint says it has all landed */
@@ -1473,6 +1488,7 @@ RVX_COLD int rvx__tag_idle(rvx_worker_t *w)
     now = rvx__now_s();
     if (now - t->last_check < 0.01) return 0;
     t->last_check = now;
+    rvx__tag_verdicts(t);
     return rvx__tag_check_recvs(t);
 }
 
