@@ -1,7 +1,7 @@
 # rvx: header-only RDMA / shared-memory transport kit.
 #
 #   make run       build and run the demo on the default transport (shared memory), then rvxsim
-#   make test      build and run every test; ends with "N passed, N failed, N skipped, N passed on retry"
+#   make test      build and run every test; ends with "N passed, N failed, N skipped"
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
@@ -175,6 +175,19 @@ $(B)/bench/rndv_pipeline_get_rc: bench/rndv_pipeline.c bench/bench_common.h $(HE
 $(B)/bench/rndv_pipeline_put_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_PUT -o $@ $< $(RC_LIBS)
+
+# make fit-shm: the measurements include/rvx/fabric/shm_local.h is fitted to: tag_lat with the
+# switch pinned above 4 MiB (all eager) and at 1 byte (all rendezvous GET), and the constants the
+# fit gives (bench/fit_shm.sh)
+$(B)/bench/tag_lat_eager: bench/tag_lat.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV_THRESH=1099511627776 -o $@ $<
+$(B)/bench/tag_lat_rndv: bench/tag_lat.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV_THRESH=1 -o $@ $<
+.PHONY: fit-shm
+fit-shm: $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bin/rvxthresh $(RVXRUN)
+	@bench/fit_shm.sh
 
 # make curves: tag latency and bandwidth against size over shm beside ucx_perftest, medians of
 # rounds, as bench/tag_curves.dat, bench/tag_lat.png and bench/tag_bw.png (bench/curves.sh)

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Run every rvx test: the C tests (build/tests/t_*), their rc_mlx5 builds (build/tests-rc/t_*, run
 # on rvxsim), the script tests (tests/t_*.sh) and the rvxsim tests (build/sim/tests/t_*). One line per test, the log of each failure,
-# and a last line "N passed, N failed, N skipped, N passed on retry". A failed test runs once more
-# (RVX_TEST_RETRY=0: not); both runs are reported. Exit status 1 if anything failed twice.
+# and a last line "N passed, N failed, N skipped". Exit status 1 if anything failed.
 # A test exits 0 (pass), 77 (skip: it prints why) or anything else (fail).
 # Usage: tests/run.sh [name-filter]
 set -u
@@ -10,7 +9,7 @@ cd "$(dirname "$0")/.."
 filter=${1:-}
 logs=build/test-logs
 mkdir -p "$logs"
-pass=0 fail=0 skip=0 failed=() flaky=()
+pass=0 fail=0 skip=0 failed=()
 limit=${RVX_TEST_TIMEOUT:-600}
 
 run_one() { # name, command...
@@ -19,16 +18,6 @@ run_one() { # name, command...
   local log="$logs/${name//\//_}.log" start=$SECONDS rc
   timeout -k 5 "$limit" "$@" >"$log" 2>&1 </dev/null
   rc=$?
-  if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ "${RVX_TEST_RETRY:-1}" = 1 ]; then
-    # Known intermittent failures on rvxsim (see README, Tests): a failed test runs once more.
-    # Both runs are reported: the first failure's log is kept and shown, never hidden.
-    mv "$log" "$log.first"
-    printf 'RETRY %-32s (exit %d; first log %s)\n' "$name" "$rc" "$log.first"
-    tail -n 8 "$log.first" | sed 's/^/      | /'
-    timeout -k 5 "$limit" "$@" >"$log" 2>&1 </dev/null
-    rc=$?
-    [ $rc -eq 0 ] && flaky+=("$name")
-  fi
   local took=$((SECONDS - start))
   if [ $rc -eq 0 ]; then
     pass=$((pass + 1)); printf 'PASS  %-32s %3ss\n' "$name" "$took"
@@ -60,6 +49,5 @@ if ls build/sim/tests/t_* >/dev/null 2>&1; then
 fi
 
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
-[ ${#flaky[@]} -gt 0 ] && echo "passed only on a second run (intermittent, see README): ${flaky[*]}"
-echo "$pass passed, $fail failed, $skip skipped, ${#flaky[@]} passed on retry"
+echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

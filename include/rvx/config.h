@@ -19,8 +19,9 @@
  *                       transport can (default: the fabric header's RVX_FAB_PUT_BCOPY_MAX)
  *   RVX_RNDV_THRESH     pin the eager/rendezvous switch in bytes (default: computed from the fabric
  *                       header by proto/thresh.h, seed 001's model)
- *   RVX_RNDV_THRESH_FALLBACK  the switch when the model's curves do not meet (default SIZE_MAX:
- *                       never rendezvous, as UCX's default of infinity)
+ *   RVX_RNDV_THRESH_FALLBACK  the switch when the model's curves do not meet (default: the fabric
+ *                       header's RVX_FAB_RNDV_THRESH_FALLBACK, else SIZE_MAX: never rendezvous, as
+ *                       UCX's default of infinity)
  *   RVX_LANES           rendezvous lanes (default: the fabric header's RVX_FAB_LANES, 1 to 8). Lane 0
  *                       carries everything; lanes 1.. (each one more device: RVX_DEV=mlx5_0,mlx5_1)
  *                       carry only rendezvous data, striped by lane bandwidth. rc_mlx5 only.
@@ -135,7 +136,11 @@
 #error "RVX_RNDV_THRESH must be a positive number of bytes"
 #endif
 #ifndef RVX_RNDV_THRESH_FALLBACK
+#ifdef RVX_FAB_RNDV_THRESH_FALLBACK
+#define RVX_RNDV_THRESH_FALLBACK RVX_FAB_RNDV_THRESH_FALLBACK
+#else
 #define RVX_RNDV_THRESH_FALLBACK SIZE_MAX /* checked in proto/thresh.h, after <stdint.h> */
+#endif
 #endif
 
 /* ---- registration cache (sys/rcache.h) ------------------------------------------------------ */
