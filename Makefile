@@ -27,7 +27,8 @@ TEST_SRCS := $(filter-out tests/t_rc_% tests/t_lanes.c,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
-              $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc
+              $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
+              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.

@@ -10,7 +10,7 @@
 # and the fit (the reasoning is in shm_local.h):
 #   RVX_FAB_LATENCY_NS           eager 8 B
 #   RVX_FAB_BW_MBS, _BCOPY_BW    1000 / eager slope (copies at memory speed either way)
-#   RVX_FAB_REG_GROWTH_NS_PER_KB 1000 * (rendezvous slope - eager slope) / 2
+#   RVX_FAB_REG_GROWTH_NS_PER_KB 1000 * (rendezvous slope - eager slope) / 2, at least 0
 #   RVX_FAB_REG_OVERHEAD_NS      C from the fixed difference, with RVX_FAB_OVERHEAD_NS kept
 # then the model's thresholds for the fitted constants (build/bin/rvxthresh --set ...).
 set -u
@@ -42,6 +42,8 @@ echo "$med" | awk -v ov="$(awk '/RVX_FAB_OVERHEAD_NS/ { print $3 }' include/rvx/
     es = (l["eager", hi] - l["eager", lo]) / (hi - lo); rs = (l["rndv", hi] - l["rndv", lo]) / (hi - lo)
     L = e0; G = 1000 * (rs - es) / 2
     C = ((r0 - e0) - (d * (4 * L + 3 * ov) - ov)) / (2 * d - 1)
+    if (G < 0) G = 0   # rendezvous as fast per byte as eager or faster: no pinning term
+    if (C < 0) C = 0
     printf "fit eager_8B_ns %.0f rndv_8B_ns %.0f eager_ns_per_B %.4f rndv_ns_per_B %.4f\n", e0, r0, es, rs
     printf "fit RVX_FAB_LATENCY_NS %.0f RVX_FAB_BW_MBS %.0f RVX_FAB_REG_OVERHEAD_NS %.0f RVX_FAB_REG_GROWTH_NS_PER_KB %.0f\n", L, 1000 / es, C, G
     printf "%.0f %.0f %.0f %.0f %d\n", L, 1000 / es, C, G, ov > "/dev/stderr"

@@ -13,6 +13,8 @@ echo "bench: latency and rate beside UCX (${ROUNDS:-5} rounds)..."
 ROUNDS=${ROUNDS:-5} bench/compare.sh >"$tmp/compare" 2>&1
 echo "bench: tag latency and bandwidth against size beside UCX (curves, ${ROUNDS:-3} rounds)..."
 ROUNDS=${ROUNDS:-3} timeout 900 bench/curves.sh >"$tmp/curves" 2>/dev/null || echo "(curves failed)" >>"$tmp/curves"
+echo "bench: the measurements shm_local.h is fitted to (${ROUNDS:-3} rounds)..."
+ROUNDS=${ROUNDS:-3} timeout 900 bench/fit_shm.sh >"$tmp/fit" 2>/dev/null || echo "(fit_shm failed)" >>"$tmp/fit"
 echo "bench: PIPELINE against GET on shm, then on rvxsim with registration cost..."
 { timeout 600 build/bench/rndv_pipeline; timeout 600 build/bench/rndv_pipeline_get; } >"$tmp/rndv" 2>&1 ||
   echo "(rndv_pipeline failed)" >>"$tmp/rndv"
@@ -116,6 +118,18 @@ rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
   echo "![tag bandwidth](tag_bw.png)"
   echo
   echo '```'; grep -v '^curves ' "$tmp/curves"; echo '```'
+  echo
+  echo "## Fitting shm_local.h"
+  echo
+  echo "Command: \`make fit-shm\` (bench/fit_shm.sh: \`build/bench/tag_lat\` built with the switch pinned"
+  echo "above 4 MiB, every size eager, and at 1 byte, every size rendezvous GET; ${ROUNDS:-3} rounds, medians)."
+  echo "The fit rule is in the script and in include/rvx/fabric/shm_local.h; the header holds the fit of"
+  echo "an earlier, quieter run (eager 94 ns at 8 B and 0.0516 ns/B, rendezvous 2240 ns and 0.0868 ns/B)."
+  echo "This machine's speed drifts between runs (the same eager 8-byte ping-pong has measured 94 and"
+  echo "296 ns an hour apart), so the constants move with it; in every run so far rendezvous was slower"
+  echo "than eager below 64 KiB, which is what the switch at 64 KiB (the header's fallback) rests on."
+  echo
+  echo '```'; cat "$tmp/fit"; echo '```'
   echo
   echo "## Rendezvous: PIPELINE against GET, first-time and reused buffers"
   echo
