@@ -1,15 +1,18 @@
 /* icount_tag: noinline wrappers of the tag-matching fast paths, for bench/icount.sh (callgrind
  * runs each N and 2N times; the difference over N is one call). Single process, loopback
- * endpoint, RVX_TAG=1 build.
+ * endpoint, RVX_TAG=1 build; built for shm (icount_tag) and for rc_mlx5 (icount_tag_rc, run on
+ * rvxsim).
  *
- *   icount_tag <op> <N>   op: tag_send8       an 8-byte eager send (the ring is drained outside
- *                                             the counted wrapper)
+ *   icount_tag <op> <N>   op: tag_send8       an 8-byte eager send (the messages are received, and
+ *                                             over rc_mlx5 the credits flushed back, outside the
+ *                                             counted wrapper)
  *                             tag_recv8       a matched, expected receive, the tag layer's part:
  *                                             post the receive, then the tl's upcall with the
  *                                             8-byte message (match, copy, complete)
  *                             tag_recv8_progress  the same through the transport: post, then the
  *                                             progress call that polls the ring and delivers (the
- *                                             message is sent outside the wrapper)
+ *                                             message is sent outside the wrapper; shm only: over
+ *                                             rc_mlx5 a message is not there at once)
  *                             progress_idle   progress of a tag build with nothing to do */
 #define RVX_TAG 1
 #include <rvx/rvx.h>
@@ -68,12 +71,15 @@ int main(int argc, char **argv)
     if (!strcmp(op, "tag_send8")) {
         for (i = 0; i < n; i++) {
             errors += bench_tag_send8(ep, &src, (uint64_t)i) != RVX_OK;
-            if ((i & 63) == 63) { /* receive them, outside the counted call */
+            if ((i & 15) == 15) { /* receive them, outside the counted call */
                 long k;
-                for (k = 0; k < 64; k++) {
+                for (k = 0; k < 16; k++) {
                     rvx_tag_recv(w, &dst, 8, 0, 0, &req, &info);
                     while (req.status == RVX_INPROGRESS) rvx_progress(w);
                 }
+                /* over rc_mlx5 the receiver's credits travel back as an RDMA WRITE on this same
+                 * loopback connection: a flush makes sure they are in before the next batch */
+                if (rvx_ep_flush(ep) != RVX_OK) errors++;
             }
         }
     } else if (!strcmp(op, "tag_recv8")) {

@@ -39,6 +39,7 @@ am8=$(val "icount shm am_short8" "$tmp/icount")
 r_floor=$(val "ratio am_lat_vs_floor" "$tmp/compare"); r_ucx=$(val "ratio am_lat_vs_ucx_uct_am" "$tmp/compare")
 r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
 tsend=$(val "icount shm tag_send8" "$tmp/icount"); trecv=$(val "icount shm tag_recv8" "$tmp/icount")
+rsend=$(val "icount rc_mlx5 tag_send8" "$tmp/icount"); rrecv=$(val "icount rc_mlx5 tag_recv8" "$tmp/icount")
 r_tag=$(val "ratio tag_lat_vs_ucx" "$tmp/compare")
 c_tag=$(val "curves ratio_tag_lat_8" "$tmp/curves"); c_tag50=$(val "curves ratio_tag_lat_p50_8" "$tmp/curves")
 rc() { val "icount rc_mlx5 $1" "$tmp/icount"; }
@@ -69,6 +70,8 @@ rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
   echo "| 8-byte put rate / UCX ucp_put_bw | >= 2 | $r_put | $(verdict "$r_put" ge 2) |"
   echo "| shm tag_send8 instructions | <= 60 | $tsend | $(verdict "$tsend" le 60) |"
   echo "| shm tag_recv8 instructions (post + upcall) | <= 60 | $trecv | $(verdict "$trecv" le 60) |"
+  echo "| rc_mlx5 tag_send8 instructions (rvxsim) | <= 60 | $rsend | $(verdict "$rsend" le 60) |"
+  echo "| rc_mlx5 tag_recv8 instructions (post + upcall, rvxsim) | <= 60 | $rrecv | $(verdict "$rrecv" le 60) |"
   echo "| 8-byte tag one-way latency / UCX UCP tag_lat | <= 0.6 | $r_tag | $(verdict "$r_tag" le 0.6) |"
   echo
   echo "## rc_mlx5 instruction counts (issue: tl/rc_mlx5), on rvxsim"
