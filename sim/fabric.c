@@ -34,8 +34,6 @@
 #define RING_SLOTS   128
 #define SLOT_SIZE    ALIGN_UP(PKT_HDR + SIM_MTU, 64)
 
-/* Sequence numbers live apart from the payload slots, so that creating an inbox touches only a
- * few pages: the file is sparse, and payload pages are allocated only as traffic uses them. */
 /* A slot's state word, for the slot's position pos (its lap is pos / RING_SLOTS):
  *   pos            free: a producer may claim it
  *   CLAIM(pos,pid) claimed by process pid, being filled
@@ -49,6 +47,8 @@
 #define CLAIM_OF(s, pos) (((s) & CLAIM_BIT) && ((s) >> 22 & CLAIM_POS_MASK) == ((pos) & CLAIM_POS_MASK))
 #define STALL_NS       20000000ull           /* a claim older than this: is its owner alive? */
 
+/* State words live apart from the payload slots, so that creating an inbox touches only a few
+ * pages: the file is sparse, and payload pages are allocated only as traffic uses them. */
 struct ring {
 	_Alignas(64) _Atomic uint64_t tail;   /* producers */
 	_Alignas(64) uint64_t head;           /* the owning engine */
@@ -307,32 +307,48 @@ static bool ring_help(struct ring *r, uint64_t pos, uint64_t s)
 	return true;
 }
 
+/* The free slot at the tail, moving the tail past slots already taken: its position in *pos.
+ * False if the ring is full (the slot at the tail still holds the previous lap). */
+static bool ring_free_slot(struct ring *r, uint64_t *pos)
+{
+	for (;;) {
+		uint64_t p = atomic_load_explicit(&r->tail, memory_order_acquire);
+		uint64_t s = atomic_load_explicit(&r->seq[p % RING_SLOTS], memory_order_acquire);
+
+		*pos = p;
+		if (s == p)
+			return true;
+		if (!ring_help(r, p, s) && atomic_load_explicit(&r->tail, memory_order_acquire) == p)
+			return false;
+	}
+}
+
 static _Atomic long pushes;   /* for RVXSIM_DIE_MID_PUSH */
 
 static bool ring_push(struct ring *r, const struct pkt *p, int32_t pid)
 {
-	for (;;) {
-		uint64_t pos = atomic_load_explicit(&r->tail, memory_order_acquire);
-		_Atomic uint64_t *sq = &r->seq[pos % RING_SLOTS];
-		uint64_t seq = atomic_load_explicit(sq, memory_order_acquire);
+	uint64_t pos, seq;
 
-		if (seq == pos) {
-			if (!atomic_compare_exchange_weak_explicit(sq, &seq, CLAIM(pos, pid),
-								   memory_order_acq_rel,
-								   memory_order_relaxed))
-				continue;
-			if (sim_env.die_mid_push > 0 && atomic_fetch_add(&pushes, 1) + 1 == sim_env.die_mid_push)
-				_exit(86);   /* RVXSIM_DIE_MID_PUSH: gone with the slot claimed, tail unmoved */
-			ring_help(r, pos, CLAIM(pos, pid));
-			memcpy(r->data[pos % RING_SLOTS], p, PKT_HDR + p->len);
-			atomic_store_explicit(sq, pos + 1, memory_order_release);
-			return true;
-		}
-		if (ring_help(r, pos, seq))
-			continue;
-		if (atomic_load_explicit(&r->tail, memory_order_acquire) == pos)
-			return false;   /* the slot still holds the previous lap: full */
-	}
+	do {
+		if (!ring_free_slot(r, &pos))
+			return false;
+		seq = pos;
+	} while (!atomic_compare_exchange_weak_explicit(&r->seq[pos % RING_SLOTS], &seq, CLAIM(pos, pid),
+							memory_order_acq_rel, memory_order_relaxed));
+	if (sim_env.die_mid_push > 0 && atomic_fetch_add(&pushes, 1) + 1 == sim_env.die_mid_push)
+		_exit(86);   /* RVXSIM_DIE_MID_PUSH: gone with the slot claimed, tail unmoved */
+	ring_help(r, pos, CLAIM(pos, pid));
+	memcpy(r->data[pos % RING_SLOTS], p, PKT_HDR + p->len);
+	atomic_store_explicit(&r->seq[pos % RING_SLOTS], pos + 1, memory_order_release);
+	return true;
+}
+
+/* The consumer is done with the slot at head: free it for the next lap. */
+static void ring_pop(struct ring *r)
+{
+	atomic_store_explicit(&r->seq[r->head % RING_SLOTS], r->head + RING_SLOTS,
+			      memory_order_release);
+	r->head++;
 }
 
 bool fabric_send(struct sim_ctx *sc, uint16_t lid, const struct pkt *p)
@@ -364,15 +380,7 @@ bool fabric_has_room(struct sim_ctx *sc, uint16_t lid, bool response)
 	if (!ib)
 		return true;
 	r = &ib->ring[response];
-	for (;;) {
-		uint64_t s;
-		pos = atomic_load_explicit(&r->tail, memory_order_acquire);
-		s = atomic_load_explicit(&r->seq[pos % RING_SLOTS], memory_order_acquire);
-		if (s == pos)
-			return true;
-		if (!ring_help(r, pos, s) && atomic_load_explicit(&r->tail, memory_order_acquire) == pos)
-			return false;
-	}
+	return ring_free_slot(r, &pos);
 }
 
 /* The slot at head was claimed by a process that died before publishing it: give the slot back
@@ -392,8 +400,7 @@ static bool skip_abandoned(struct ring *r, uint64_t s)
 	TRACE("inbox: slot %llu was claimed by pid %d, which died before filling it: skipped",
 	      (unsigned long long)pos, (int)pid);
 	ring_help(r, pos, s);   /* the tail may still point at it */
-	atomic_store_explicit(&r->seq[pos % RING_SLOTS], pos + RING_SLOTS, memory_order_release);
-	r->head++;
+	ring_pop(r);
 	r->stall_head = 0;
 	return true;
 }
@@ -413,11 +420,7 @@ struct pkt *fabric_peek(struct sim_ctx *sc, bool response)
 
 void fabric_pop(struct sim_ctx *sc, bool response)
 {
-	struct ring *r = &sc->inbox->ring[response];
-
-	atomic_store_explicit(&r->seq[r->head % RING_SLOTS], r->head + RING_SLOTS,
-			      memory_order_release);
-	r->head++;
+	ring_pop(&sc->inbox->ring[response]);
 }
 
 /* Something has arrived or is arriving (a claimed slot). Read-only: it runs outside the lock. */

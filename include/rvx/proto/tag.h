@@ -1391,7 +1391,15 @@ RVX_COLD void rvx__tag_verdicts(struct rvx__tag_state *t)
     for (r = 0; r < t->npeers; r++) t->peers[r].dead = w->eps[r] && rvx__tl_ep_alive(&w->eps[r]->tl) != RVX_OK;
 }
 
-static int rvx__tag_check_recvs(struct rvx__tag_state *t);
+/* The liveness checks run at most every 10 ms; when one is due, the verdicts are taken fresh. */
+RVX_COLD int rvx__tag_check_due(struct rvx__tag_state *t)
+{
+    double now = rvx__now_s();
+    if (now - t->last_check < 0.01) return 0;
+    t->last_check = now;
+    rvx__tag_verdicts(t);
+    return 1;
+}
 
 /* Every ~10 ms while operations wait: those whose peer is gone fail. What the peer sent before it
  * went is drained first, so a finished transfer is not reported as failed. The walk starts over
@@ -1399,11 +1407,8 @@ static int rvx__tag_check_recvs(struct rvx__tag_state *t);
 RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
 {
     rvx__tag_link_t *l;
-    double now = rvx__now_s();
     int n = 0, drained = 0;
-    if (now - t->last_check < 0.01) return 0;
-    t->last_check = now;
-    rvx__tag_verdicts(t);
+    if (!rvx__tag_check_due(t)) return 0;
 again:
     for (l = t->active.next; l != &t->active; l = l->next) {
         rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
@@ -1438,7 +1443,7 @@ RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
     int r, me = w->ctx->boot.rank, anydead = t->npeers > 1, n = 0, pass;
     rvx__tag_op_t **pp, *op;
     for (r = 0; r < t->npeers && anydead; r++)
-        if (r != me && (!w->eps[r] || !t->peers[r].dead)) anydead = 0;
+        if (r != me && !t->peers[r].dead) anydead = 0; /* alive, or no endpoint to it */
     if (anydead && w->eps[me]) {
         /* what we sent ourselves may still be on its way (a NIC loopback): no verdict on
          * any-source receives until a flush of that endpoint says it has all landed */
@@ -1483,12 +1488,7 @@ RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
 RVX_COLD int rvx__tag_idle(rvx_worker_t *w)
 {
     struct rvx__tag_state *t = w->tag;
-    double now;
-    if (++t->tick & 63) return 0;
-    now = rvx__now_s();
-    if (now - t->last_check < 0.01) return 0;
-    t->last_check = now;
-    rvx__tag_verdicts(t);
+    if ((++t->tick & 63) || !rvx__tag_check_due(t)) return 0;
     return rvx__tag_check_recvs(t);
 }
 
