@@ -306,6 +306,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_put_short_gen(rvx__mlx5_conn_t *c, const void 
     uint32_t pi, nbb, ds = 2 + RVX__MLX5_INLINE_DS(len);
     uint8_t *wqe, *seg;
     unsigned flags, units;
+    size_t used;
     nbb = RVX__MLX5_NBB(ds);
     RVX__MLX5_NEED(c, nbb);
     pi = c->sq.pi;
@@ -315,7 +316,8 @@ RVX_INLINE rvx_status_t rvx__mlx5_put_short_gen(rvx__mlx5_conn_t *c, const void 
     rvx__mlx5_set_raddr(wqe + sizeof(struct mlx5_wqe_ctrl_seg), raddr, rkey);
     seg = rvx__mlx5_next_seg(&c->sq, wqe + sizeof(struct mlx5_wqe_ctrl_seg));
     units = rvx__mlx5_set_inline(&c->sq, seg, src, len);
-    rvx__mlx5_zero_pad(&c->sq, seg + 4 + len, units * 16 - 4 - len, nbb * 4 - ds);
+    used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
+    rvx__mlx5_zero_pad(&c->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + nbb);
     rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, NULL);
     return RVX_OK;
@@ -352,15 +354,17 @@ RVX_INLINE void rvx__mlx5_post_rdma(rvx__mlx5_conn_t *c, unsigned opcode, const 
 {
     uint32_t pi;
     uint8_t *wqe;
+    rvx__mlx5_wqe_rdma_t *w;
     unsigned flags;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, sig);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, opcode, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
-    rvx__mlx5_set_raddr(wqe + 16, raddr, rkey);
-    rvx__mlx5_set_data(wqe + 32, len, lkey, addr);
-    memset(wqe + 48, 0, 16); /* the unused quarter: the BlueFlame copy sends it too */
+    w = (rvx__mlx5_wqe_rdma_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, opcode, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
+    rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
+    rvx__mlx5_set_data(&w->data, len, lkey, addr);
+    memset(w->unused, 0, sizeof(w->unused));
     if (o) rvx__mlx5_on_retire(c, pi, o);
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
     if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&c->sq);
@@ -502,6 +506,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     unsigned opmod = masked ? RVX__MLX5_OPMOD_MASKED(size) : 0u;
     uint8_t *wqe, *seg, *slot;
+    rvx__mlx5_wqe_rdma_t *w; /* ctrl and raddr as in an RDMA WQE; then the atomic segment(s) */
     unsigned flags;
     rvx__mlx5_op_t o;
     rvx_request_t own;
@@ -514,9 +519,11 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, fetch != NULL);
-    rvx__mlx5_set_ctrl(wqe, pi, opmod, opcode, c->sq.qpn8, ds, flags, 0);
-    rvx__mlx5_set_raddr(wqe + 16, raddr, rkey);
-    seg = rvx__mlx5_amo_segs(c, rvx__mlx5_next_seg(&c->sq, wqe + 16), size, ds, a, b, amask, bmask);
+    w = (rvx__mlx5_wqe_rdma_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, opmod, opcode, c->sq.qpn8, ds, flags, 0);
+    rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
+    seg = rvx__mlx5_next_seg(&c->sq, (uint8_t *)(void *)&w->raddr);
+    seg = rvx__mlx5_amo_segs(c, seg, size, ds, a, b, amask, bmask);
     rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bounce_mr->lkey, slot);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
     o.len = size;
@@ -593,12 +600,12 @@ RVX_INLINE void rvx__mlx5_send_inline(rvx__mlx5_sq_t *sq, uint8_t *wqe, uint32_t
                                       uint32_t imm_be, const void *body, size_t len)
 {
     unsigned ds = 1 + (len ? RVX__MLX5_INLINE_DS(len) : 0);
-    struct mlx5_wqe_inl_data_seg *inl = (struct mlx5_wqe_inl_data_seg *)(void *)(wqe + 16);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, sq->qpn8, ds, flags, imm_be);
+    rvx__mlx5_wqe_send_inl_t *w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_SEND_IMM, sq->qpn8, ds, flags, imm_be);
     /* one WQEBB never wraps; with no body the would-be header is padding, zeroed */
-    inl->byte_count = len ? rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG) : 0;
-    memcpy(inl + 1, body, len);
-    memset((uint8_t *)(inl + 1) + len, 0, RVX__MLX5_BB_INLINE_MAX - len);
+    w->inl.byte_count = len ? rvx_htobe32((uint32_t)len | MLX5_INLINE_SEG) : 0;
+    memcpy(w->body, body, len);
+    memset(w->body + len, 0, RVX__MLX5_BB_INLINE_MAX - len);
 }
 
 #if RVX_CAN_RECEIVE
@@ -641,9 +648,10 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
         rvx__mlx5_send_inline(&c->sq, wqe, pi, flags, imm, body, len);
     } else {
         rvx__mlx5_op_t o;
-        rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, c->sq.qpn8, 2, flags, imm);
-        rvx__mlx5_set_data(wqe + 16, (uint32_t)len, c->bounce_mr->lkey, body);
-        memset(wqe + 32, 0, 32);
+        rvx__mlx5_wqe_send_t *w = (rvx__mlx5_wqe_send_t *)(void *)wqe;
+        rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_SEND_IMM, c->sq.qpn8, 2, flags, imm);
+        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->bounce_mr->lkey, body);
+        memset(w->unused, 0, sizeof(w->unused));
         memset(&o, 0, sizeof(o)); /* the bounce space goes back when this WQE retires */
         o.kind = RVX__MLX5_ON_NONE;
         o.bounce = c->b_head;
@@ -711,8 +719,8 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
     flags = rvx__mlx5_moderate(&c->sq, 1);
     rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, c->sq.qpn8, 1 + ids + (len ? 1 : 0), flags,
                        rvx_htobe32(info | chan << 16));
-    seg = wqe + 16;
-    memset(seg, 0, 48);
+    seg = wqe + sizeof(struct mlx5_wqe_ctrl_seg); /* [inline header] [data segment], then zeros */
+    memset(seg, 0, RVX__MLX5_BB - sizeof(struct mlx5_wqe_ctrl_seg));
     if (hdrlen) seg += 16 * rvx__mlx5_set_inline(&c->sq, seg, hdr, hdrlen);
     if (len) rvx__mlx5_set_data(seg, (uint32_t)len, lmem->lkey, buf);
     memset(&o, 0, sizeof(o));

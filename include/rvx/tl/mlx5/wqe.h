@@ -54,6 +54,47 @@ typedef struct rvx__mlx5_sq {
     uint32_t           qpn8;      /* QPN << 8, to OR with DS */
 } rvx__mlx5_sq_t;
 
+/* The one-WQEBB shapes rvx posts, as mlx5dv.h's segments laid end to end. Bytes past the last
+ * segment are sent by the BlueFlame copy too, so they are zeroed (the queue must hold the same). */
+typedef struct rvx__mlx5_wqe_rdma {      /* RDMA WRITE/READ with one data segment (DS 3) */
+    struct mlx5_wqe_ctrl_seg  ctrl;
+    struct mlx5_wqe_raddr_seg raddr;
+    struct mlx5_wqe_data_seg  data;
+    uint8_t                   unused[16];
+} rvx__mlx5_wqe_rdma_t;
+
+typedef struct rvx__mlx5_wqe_write8 {    /* RDMA WRITE of 8 bytes inline (DS 3) */
+    struct mlx5_wqe_ctrl_seg     ctrl;
+    struct mlx5_wqe_raddr_seg    raddr;
+    struct mlx5_wqe_inl_data_seg inl;
+    uint8_t                      payload[8];
+    uint8_t                      unused[20];
+} rvx__mlx5_wqe_write8_t;
+
+typedef struct rvx__mlx5_wqe_write0 {    /* RDMA WRITE of nothing (DS 2): a keepalive */
+    struct mlx5_wqe_ctrl_seg  ctrl;
+    struct mlx5_wqe_raddr_seg raddr;
+    uint8_t                   unused[32];
+} rvx__mlx5_wqe_write0_t;
+
+typedef struct rvx__mlx5_wqe_send {      /* SEND with one data segment (DS 2) */
+    struct mlx5_wqe_ctrl_seg ctrl;
+    struct mlx5_wqe_data_seg data;
+    uint8_t                  unused[32];
+} rvx__mlx5_wqe_send_t;
+
+typedef struct rvx__mlx5_wqe_send_inl {  /* SEND with up to 44 bytes inline, or a NOP (no body) */
+    struct mlx5_wqe_ctrl_seg     ctrl;
+    struct mlx5_wqe_inl_data_seg inl;
+    uint8_t                      body[RVX__MLX5_BB_INLINE_MAX];
+} rvx__mlx5_wqe_send_inl_t;
+
+RVX_STATIC_ASSERT(sizeof(rvx__mlx5_wqe_rdma_t) == RVX__MLX5_BB &&
+                  sizeof(rvx__mlx5_wqe_write8_t) == RVX__MLX5_BB &&
+                  sizeof(rvx__mlx5_wqe_write0_t) == RVX__MLX5_BB &&
+                  sizeof(rvx__mlx5_wqe_send_t) == RVX__MLX5_BB &&
+                  sizeof(rvx__mlx5_wqe_send_inl_t) == RVX__MLX5_BB, "a WQE shape is one WQEBB");
+
 /* ---- the queue ------------------------------------------------------------------------------ */
 
 RVX_INLINE uint8_t *rvx__mlx5_sq_end(const rvx__mlx5_sq_t *sq)

@@ -240,6 +240,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     uint64_t v = c->rx_done + RVX_MLX5_RX_DEPTH;
     uint32_t pi;
     uint8_t *wqe;
+    rvx__mlx5_wqe_write8_t *w;
     unsigned flags;
     if (c->failed) return;
     k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
@@ -250,10 +251,12 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, 0);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, 3, flags, 0);
-    rvx__mlx5_set_raddr(wqe + 16, c->peer_ctrl, &k);
-    rvx__mlx5_set_inline(&c->sq, wqe + 32, &v, 8);
-    memset(wqe + 44, 0, 20);
+    w = (rvx__mlx5_wqe_write8_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
+    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    w->inl.byte_count = rvx_htobe32(8u | MLX5_INLINE_SEG);
+    memcpy(w->payload, &v, 8);
+    memset(w->unused, 0, sizeof(w->unused));
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
@@ -371,11 +374,13 @@ RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
 {
     uint32_t pi = c->sq.pi;
     uint8_t *wqe;
+    rvx__mlx5_wqe_send_inl_t *w;
     if (c->last_sig_pi == pi || pi - c->sq.ci >= c->sq.mask + 1) return;
     wqe = rvx__mlx5_slot(&c->sq, pi);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_NOP, c->sq.qpn8, RVX__MLX5_DS_NOP,
+    w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_NOP, c->sq.qpn8, RVX__MLX5_DS_NOP,
                        rvx__mlx5_moderate(&c->sq, 1), 0);
-    memset(wqe + 16, 0, 48);
+    memset(&w->inl, 0, RVX__MLX5_BB - sizeof(w->ctrl));
     rvx__mlx5_mark_sig(c, pi, pi + 1);
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
@@ -499,16 +504,18 @@ RVX_COLD void rvx__mlx5_keepalive(rvx__mlx5_conn_t *c)
     rvx_rkey_t k;
     uint32_t pi;
     uint8_t *wqe;
+    rvx__mlx5_wqe_write0_t *w;
     k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
     k.base = c->peer_ctrl;
     k.len = 8;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA_NODATA,
+    w = (rvx__mlx5_wqe_write0_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA_NODATA,
                        rvx__mlx5_moderate(&c->sq, 1), 0);
-    rvx__mlx5_set_raddr(wqe + 16, c->peer_ctrl, &k);
-    memset(wqe + 32, 0, 32);
+    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    memset(w->unused, 0, sizeof(w->unused));
     rvx__mlx5_mark_sig(c, pi, pi + 1);
     c->ka_pi = pi + 1;
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
