@@ -300,11 +300,16 @@ RVX_INLINE void rvx__mlx5_bb_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint
                                     const void *src, uint64_t raddr, const rvx_rkey_t *rkey,
                                     uint64_t hi)
 {
+    /* q[3], bytes 48-63: padding */
     bb->q[3] = _mm_setzero_si128();
+    /* q[2], bytes 32-47: inline byte_count | the payload, shifted up 4 bytes | zeros */
     bb->q[2] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),
                             _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
+    /* q[1], bytes 16-31: raddr (big-endian) in the low half, rkey + reserved in the high half */
     bb->q[1] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
                                              (const double *)(const void *)&rkey->rkey_word));
+    /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds in the low half; the high half (signature,
+     * stream id, fm_ce_se, imm) is zero unless the WQE is signaled or fenced */
     bb->q[0] = _mm_cvtsi64_si128((long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
     if (hi) bb->q[0] = _mm_unpacklo_epi64(bb->q[0], _mm_cvtsi64_si128((long long)hi));
 }
@@ -316,9 +321,12 @@ RVX_INLINE void rvx__mlx5_bb_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint
 RVX_INLINE void rvx__mlx5_bb_send8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
                                    const void *body, uint32_t imm_be)
 {
+    /* q[2], q[3], bytes 32-63: padding */
     bb->q[2] = bb->q[3] = _mm_setzero_si128();
+    /* q[1], bytes 16-31: inline byte_count | the body | zeros */
     bb->q[1] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)body), 4),
                             _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
+    /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se all 0, imm */
     bb->q[0] = _mm_set_epi64x((long long)((uint64_t)imm_be << 32),
                               (long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
 }
