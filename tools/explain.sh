@@ -41,7 +41,7 @@ raddr|rkey|q\[1\] =|wqe \+ 16	raddr segment
 INLINE_SEG|q\[[23]\] =|_mm_setzero_si128|wqe \+ (32|48)|rvx__mlx5_set_inline|~src~	inline data
 ->ci == |ci == pi|!ifc->outstanding|!ifc->nlive|def_head	nothing-to-do check
 rvx__mlx5_retire|->ci =|->ci\+\+|ops\[|b_tail|bounce|outstanding|sig_out|o->sig|o->nbb|~start~|~end~	retire completed WQEs
-->pi~|~pi~|sq_buf|sq_mask|rvx__mlx5_slot|~wqe =	producer index
+->pi~|~pi~|sq->buf|sq->mask|rvx__mlx5_slot|~wqe =	producer index
 nranks|idle|conns\[|wflush|r->status	worker flush
 qpn|wqe_counter|last_sig|sop_drop|nops|flush_head|in_rx	completion match
 opcode|syndrome|_ERR|RESP|rvx__mlx5_fail|failed|qpt_|QPT_SPARE|~who~|nrec|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|continue	completion dispatch
