@@ -105,7 +105,7 @@ RVX_NOINLINE rvx_status_t bench_flush_ready(rvx_ep_t *ep, rvx_request_t *req) { 
 static void cqe_present(rvx_worker_t *w)
 {
     rvx__tl_iface_t *ifc = &w->iface;
-    while (!rvx__mlx5_cqe_ready(ifc, *ifc->cqe_next)) rvx_cpu_relax();
+    while (!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own)) rvx_cpu_relax();
 }
 
 /* the send queue fills: puts flushed every 128, atomics every 64 (outside the counted calls) */
@@ -119,23 +119,23 @@ static long loop_ref_put8(icount_env_t *e, long n)
     rvx__tl_iface_t *ifc = &e->w->iface;
     ref_qp_t q;
     long i;
-    q.sq = c->sq_buf;
-    q.mask = c->sq_mask;
-    q.pi = c->pi;
-    q.limit = c->pi + c->room;
+    q.sq = c->sq.buf;
+    q.mask = c->sq.mask;
+    q.pi = c->sq.pi;
+    q.limit = c->sq.pi + c->sq.room;
     q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
     q.sig_left = RVX_MLX5_SIG_EVERY;
     q.last_sig = 0;
-    q.dbrec = c->dbrec;
-    q.bf = c->bf->cur;
-    q.flip = c->bf->flip;
+    q.dbrec = c->sq.dbrec;
+    q.bf = c->sq.bf->cur;
+    q.flip = c->sq.bf->flip;
     for (i = 0; i < n; i++) {
         ref_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
         if (q.sig_left == RVX_MLX5_SIG_EVERY) { /* just signaled: retire through its CQE */
             cqe_present(e->w);
-            rvx__mlx5_cq_advance(ifc);
-            *ifc->cq_dbrec = __builtin_bswap32(ifc->cq_ci & 0xffffff);
-            q.limit = q.last_sig + 1 + c->room;
+            rvx__mlx5_cq_advance(&ifc->cq);
+            *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
+            q.limit = q.last_sig + 1 + c->sq.room;
         }
     }
     return 0;

@@ -109,9 +109,9 @@ static void kind_names(void)
 
 static void m_read(model_t *m)
 {
-    m->pi = C->pi;
-    m->sig_left = C->sig_left;
-    m->fence = C->fence;
+    m->pi = C->sq.pi;
+    m->sig_left = C->sq.sig_left;
+    m->fence = C->sq.fence;
     m->b_head = C->b_head;
     nxq = 0;
     nbchk = 0;
@@ -162,7 +162,7 @@ static xwqe_t *x_begin(model_t *m, int kind, const char *what, unsigned opcode, 
 }
 
 /* After a READ or an atomic the next WQE waits for it (fence) and, by rvx's moderation rule, is
- * signaled too (rc_mlx5.h: rvx__mlx5_set_fence). */
+ * signaled too (tl/mlx5/wqe.h: rvx__mlx5_set_fence). */
 static void m_fence(model_t *m)
 {
     m->fence = MLX5_WQE_CTRL_FENCE;
@@ -343,11 +343,11 @@ static void check(const model_t *m, const char *op)
         T_CHECK(!bad, "%s: WQE %u of %u (%s) differs from the rdma-core build", op, i + 1, nxq, x->what);
         if (bad && n_dumped++ < 12) dump(x);
     }
-    T_CHECK(C->pi == m->pi, "%s: rvx's producer index is %u, the model's %u (%s WQEs than expected)",
-            op, C->pi, m->pi, (int32_t)(C->pi - m->pi) > 0 ? "more" : "fewer");
-    T_CHECK(C->sig_left == m->sig_left, "%s: moderation counter %u, expected %u", op, C->sig_left,
+    T_CHECK(C->sq.pi == m->pi, "%s: rvx's producer index is %u, the model's %u (%s WQEs than expected)",
+            op, C->sq.pi, m->pi, (int32_t)(C->sq.pi - m->pi) > 0 ? "more" : "fewer");
+    T_CHECK(C->sq.sig_left == m->sig_left, "%s: moderation counter %u, expected %u", op, C->sq.sig_left,
             m->sig_left);
-    T_CHECK(C->fence == m->fence, "%s: pending fence 0x%x, expected 0x%x", op, C->fence, m->fence);
+    T_CHECK(C->sq.fence == m->fence, "%s: pending fence 0x%x, expected 0x%x", op, C->sq.fence, m->fence);
     T_CHECK(C->b_head == m->b_head, "%s: bounce ring head %llu, expected %llu", op,
             (unsigned long long)C->b_head, (unsigned long long)m->b_head);
     T_CHECK(*(volatile uint32_t *)&dq.dbrec[MLX5_SND_DBR] == htobe32(m->pi & 0xffff),
@@ -395,7 +395,7 @@ static void oracle_flush(const char *why);
 
 static void room(unsigned nbb, size_t blen)
 {
-    if (C->pi - C->ci + nbb + 8 > C->room ||
+    if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.room ||
         C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_BYTES)
         oracle_flush("room");
 }
@@ -409,7 +409,7 @@ static void oracle_flush(const char *why)
     double t0;
     m_read(&m);
     p0 = m.pi;
-    if (C->ci != C->pi && C->last_sig_pi != C->pi) /* a signaled NOP covers unsignaled work */
+    if (C->sq.ci != C->sq.pi && C->last_sig_pi != C->sq.pi) /* a signaled NOP covers unsignaled work */
         x_begin(&m, K_NOP, "flush NOP", MLX5_OPCODE_NOP, 0, (unsigned)CTRL_DS, 1, 0);
     poison(p0, m.pi);
     T_OK(rvx_ep_flush(ep));
@@ -417,8 +417,8 @@ static void oracle_flush(const char *why)
     check(&m, op);
     /* everything is complete; the last CQE may still wait in the CQ for progress to retire it */
     t0 = t_now();
-    while (C->ci != C->pi && t_now() - t0 < 10) rvx_progress(w);
-    T_CHECK(C->ci == C->pi, "after a flush and progress, ci %u != pi %u", C->ci, C->pi);
+    while (C->sq.ci != C->sq.pi && t_now() - t0 < 10) rvx_progress(w);
+    T_CHECK(C->sq.ci == C->sq.pi, "after a flush and progress, ci %u != pi %u", C->sq.ci, C->sq.pi);
     T_CHECK(!C->failed, "the QP failed: %s", rvx_status_str(C->err));
     if (C->failed) {
         fprintf(stderr, "stopping: the QP is in error\n");
@@ -929,7 +929,7 @@ int main(int argc, char **argv)
     ctrl_rkey = w->iface.ctrl_mr->rkey;
     rq_quarter = RVX_MLX5_RX_DEPTH / 4; /* credits go back every quarter of the buffers */
     T_CHECK(dq.sq.stride == MLX5_SEND_WQE_BB && (wqe_cnt & (wqe_cnt - 1)) == 0, "SQ geometry");
-    T_CHECK(C->sq_buf == sq && C->sq_mask == wqe_cnt - 1, "rvx's view of the SQ differs from mlx5dv's");
+    T_CHECK(C->sq.buf == sq && C->sq.mask == wqe_cnt - 1, "rvx's view of the SQ differs from mlx5dv's");
     printf("QP 0x%x: %u WQEBBs, signal every %d, rq %u, inline %d, bcopy %d\n", qpn, wqe_cnt,
            RVX_MLX5_SIG_EVERY, dq.rq.wqe_cnt, RVX_PUT_SHORT_MAX, RVX_PUT_BCOPY_MAX);
     memcpy(shadow, tgt, REGION);
@@ -985,11 +985,11 @@ int main(int argc, char **argv)
             for (k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
                 for (mode = 0; mode < 3; mode++) {
                     if (ops[k] == RVX_AMO_GET && mode == 0) {
-                        uint32_t p0 = C->pi;
+                        uint32_t p0 = C->sq.pi;
                         T_STATUS(size == 8 ? rvx_atomic64(ep, RVX_AMO_GET, 0, 0, tbase + AMO64_OFF, &rk, NULL, NULL)
                                            : rvx_atomic32(ep, RVX_AMO_GET, 0, 0, tbase + AMO32_OFF, &rk, NULL, NULL),
                                  RVX_ERR_INVALID_PARAM);
-                        T_CHECK(C->pi == p0, "GET without a fetch pointer posted a WQE");
+                        T_CHECK(C->sq.pi == p0, "GET without a fetch pointer posted a WQE");
                         continue;
                     }
                     if (ops[k] >= RVX_AMO_MULT && mode != 2) continue; /* CAS loop: 2 WQEs */
@@ -1010,7 +1010,7 @@ int main(int argc, char **argv)
         uint32_t p;
         for (;;) {
             room(16, 80000); /* the fillers below then never flush (which would move pi) */
-            if (((p = C->pi) & (wqe_cnt - 1)) == wqe_cnt - 1) break;
+            if (((p = C->sq.pi) & (wqe_cnt - 1)) == wqe_cnt - 1) break;
             if (p % 3 == 0) PUT_CONST(8);
             else if (p % 3 == 1) op_put(1 + p % 28);
             else if (p % 97 == 2) op_amo(RVX_AMO_ADD, 8, 0, 1);

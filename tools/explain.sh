@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # tools/explain.sh: the machine code of rc_mlx5's put, flush and progress paths, each instruction
 # annotated with the source line it comes from and grouped by what it is for (ctrl segment, raddr
-# segment, inline data, producer index, doorbell record, barrier, BlueFlame copy, CQE owner check,
+# segment, inline data, WQE store, producer index, doorbell record, barrier, BlueFlame copy, CQE owner check,
 # consumer index, moderation, queue-full check, ...). For teaching: where the instructions of an
 # 8-byte put go. `make explain` builds build/bench/explain_rc (bench/explain_rc.c: noinline
 # wrappers, -O2 -g) and runs this on it.
 #
 # How: objdump -d -l --inlines gives, per instruction, the chain of source lines it was inlined
-# through. The lines of include/rvx/tl/rc_mlx5.h in that chain (innermost first; then other rvx
-# headers) are matched against the table below; the first pattern that matches a line's text
+# through. The lines of the transport's headers (include/rvx/tl/: rc_mlx5.h, rc/, mlx5/) in that
+# chain (innermost first; then other rvx headers) are matched against the table below; the first pattern that matches a line's text
 # names the purpose. A line that serves two purposes counts under the first. A line that only
 # returns is weak: if a line further out names a purpose, that one wins (so the instructions of a
 # small helper count for what its caller uses it for).
@@ -29,28 +29,29 @@ return rvx__tl_[a-z0-9_]+\(	return value
 _mm_setzero_si128|memset\(	inline data
 ep->c~|->ifc~|&w->iface|~rvx__tl_progress~|~rvx__tl_ep_flush~|~rvx_progress~|~rvx_ep_flush_nb~	connection lookup
 pi_limit|->room~|RVX__MLX5_NEED|wait_room	queue-full check
-sig_left|RVX__MLX5_CE|mark_sig|rvx__mlx5_flags\(|set_fence|->fence	moderation
+sig_left|RVX__MLX5_CE|mark_sig|rvx__mlx5_moderate\(|set_fence|->fence	moderation
 _barrier\(|rvx_wc_start|rvx_wc_flush	barrier
-op_own|cqe_ready|cq_cnt|cq_owner|MLX5_CQE_INVALID|MLX5_CQE_REQ~|rvx__mlx5_cqe\(|cq_buf|cq_shift|cq_mask|cqe_next	CQE owner check
-cq_dbrec|cq_ci	consumer index
+op_own|cqe_ready|cqe_req_ok|cq->(owner|cnt|buf|shift|mask)|OWNER_BIT|OP_INVALID|REQ_OK_MASK|MLX5_CQE_INVALID|MLX5_CQE_REQ~|rvx__mlx5_cqe\(	CQE owner check
+cq->dbrec|cq->ci|cq\.ci|cq_update_ci	consumer index
 dbrec	doorbell record
 ~reg~|bf->|->bf~|~bf~|flip	BlueFlame copy
-ctrl_w8|rvx__mlx5_ctrl\(|~v0~|~w0~|opmod|MLX5_OPCODE|qpn8	ctrl segment
-raddr|rkey|~v1~|wqe \+ 16	raddr segment
-INLINE_SEG|~v2~|~v3~|wqe \+ (32|48)|rvx__mlx5_inline|~src~	inline data
+rvx__mlx5_post_bb|bb_store\(wqe	WQE store
+ctrl_w8|ctrl_word|ctrl_lo|rvx__mlx5_set_ctrl\(|q\[0\] =|opmod|MLX5_OPCODE|qpn8	ctrl segment
+raddr|rkey|q\[1\] =|wqe \+ 16	raddr segment
+INLINE_SEG|q\[[23]\] =|_mm_setzero_si128|wqe \+ (32|48)|rvx__mlx5_set_inline|~src~	inline data
 ->ci == |ci == pi|!ifc->outstanding|!ifc->nlive|def_head	nothing-to-do check
 rvx__mlx5_retire|->ci =|->ci\+\+|ops\[|b_tail|bounce|outstanding|sig_out|o->sig|o->nbb|~start~|~end~	retire completed WQEs
-->pi~|~pi~|sq_buf|sq_mask|rvx__mlx5_slot|~wqe =	producer index
+->pi~|~pi~|sq->buf|sq->mask|rvx__mlx5_slot|~wqe =	producer index
 nranks|idle|conns\[|wflush|r->status	worker flush
 qpn|wqe_counter|last_sig|sop_drop|nops|flush_head|in_rx	completion match
-opcode|syndrome|_ERR|RESP|rvx__mlx5_fail|failed|rvx__mlx5_lookup|qpt_|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|if \(!c\)|continue	completion dispatch
+opcode|syndrome|_ERR|RESP|rvx__mlx5_fail|failed|qpt_|QPT_SPARE|~who~|nrec|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|continue	completion dispatch
 _slow\(	out-of-line path
 return	return value
 RULES
 )
 export EXPLAIN_RULES
 # Display order (the path an operation takes), then the rest.
-order="queue-full check|moderation|producer index|ctrl segment|raddr segment|inline data|barrier|doorbell record|BlueFlame copy|nothing-to-do check|connection lookup|CQE owner check|completion match|consumer index|retire completed WQEs|completion dispatch|worker flush|out-of-line path|return value|call and return|alignment padding|unclassified"
+order="queue-full check|moderation|producer index|ctrl segment|raddr segment|inline data|WQE store|barrier|doorbell record|BlueFlame copy|nothing-to-do check|connection lookup|CQE owner check|completion match|consumer index|retire completed WQEs|completion dispatch|worker flush|out-of-line path|return value|call and return|alignment padding|unclassified"
 
 drain=$(nm "$bin" 2>/dev/null | awk '$3 ~ /^rvx__mlx5_drain/ { print $3; exit }')
 fns=("put8 rvx_explain_put8 rvx_put(ep, &v, 8, raddr, rkey): an 8-byte put"
@@ -116,11 +117,11 @@ for f in "${fns[@]}"; do
       insn = $0; sub(/^ +[0-9a-f]+:\t/, "", insn); gsub(/\t/, " ", insn); insn = trim(insn)
       purpose = ""; text = ""; where = ""; weak = ""
       if (insn ~ /^(nop|xchg +%ax,%ax|cs nopw|data16)/) purpose = "alignment padding"
-      # rc_mlx5.h frames first, innermost first; then the other rvx headers
+      # frames of the transport headers (include/rvx/tl/) first, innermost first; then the other rvx headers
       for (pass = 1; pass <= 2 && purpose == ""; pass++)
         for (i = 0; i < nf && purpose == ""; i++) {
-          if (pass == 1 && F[i] !~ /rvx\/tl\/rc_mlx5\.h$/) continue
-          if (pass == 2 && (F[i] !~ /include\/rvx\// || F[i] ~ /rc_mlx5\.h$|sys\/compiler\.h$/)) continue
+          if (pass == 1 && F[i] !~ /rvx\/tl\//) continue
+          if (pass == 2 && (F[i] !~ /include\/rvx\// || F[i] ~ /rvx\/tl\/|sys\/compiler\.h$/)) continue
           t = trim(srcline(F[i], L[i])); p = classify(t)
           if (p == "") continue
           if (p in WEAK) { if (weak == "") { weak = p; wt = t; ww = base(F[i]) ":" L[i] } continue }

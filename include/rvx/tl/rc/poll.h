@@ -1,0 +1,560 @@
+/* rvx/tl/rc/poll.h: rc_mlx5's cold paths after a post: the CQ poll (retiring WQEs, error CQEs,
+ * received frames and credits), waiting for room or a request, the compare-and-swap loop of the
+ * atomics the NIC lacks, the slow flushes and liveness. Included at the end of tl/rc_mlx5.h. */
+#ifndef RVX_TL_RC_POLL_H
+#define RVX_TL_RC_POLL_H
+
+RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
+                              uint32_t imm_be);
+RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
+#if RVX_CAN_RECEIVE
+RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
+                                 uint32_t imm, int deliver);
+#endif
+
+/* ---- retiring WQEs -------------------------------------------------------------------------- */
+
+/* Retire [ci, end): run the ops entries (copies, fetches, requests), give back bounce space,
+ * complete flushes whose target is reached. */
+RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t st)
+{
+    rvx_request_t **pp;
+    while (c->nops && c->sq.ci != end) {
+        rvx__mlx5_op_t *o = &c->ops[c->sq.ci & c->sq.mask];
+        if (o->kind != RVX__MLX5_ON_NONE || o->bounce) {
+            if (st == RVX_OK) {
+                if (o->kind == RVX__MLX5_ON_COPY) memcpy(o->dst, o->src, o->len);
+                else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
+                else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
+            }
+            if (o->req) o->req->status = st;
+            if (o->bounce) c->b_tail = o->bounce;
+            o->kind = RVX__MLX5_ON_NONE;
+            o->bounce = 0;
+            o->req = NULL;
+            c->nops--;
+        }
+        c->sq.ci++;
+    }
+    rvx__mlx5_sq_retired(&c->sq, end);
+    /* flushes in order of their targets */
+    pp = &c->flush_head;
+    while (*pp && (int32_t)(c->sq.ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
+        rvx_request_t *r = *pp;
+        *pp = (rvx_request_t *)(uintptr_t)r->tl_private[0];
+        r->status = c->err;
+    }
+    if (!c->flush_head) c->flush_tail = NULL;
+}
+
+RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd, unsigned vendor,
+                             uint16_t idx)
+{
+    if (!c->failed) {
+        c->failed = 1;
+        c->err = st;
+        c->tx_limit = 0; /* sends take the slow path, which sees the failure */
+        rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
+                 "the endpoint is marked failed", c->rank, rvx__mlx5_syndrome_str(synd), synd,
+                 vendor, idx);
+    }
+}
+
+/* A failed QP completes every WQE it holds with an error CQE, signaled or not: make sure progress
+ * keeps polling until they have all come, even where only signaled work would make it poll. */
+RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c)
+{
+    if (c->failed && !c->hold && c->sq.ci != c->sq.pi) {
+        c->hold = 1;
+        c->ifc->outstanding++;
+    }
+}
+
+/* A signaled WQE completed: everything up to its end retires. */
+RVX_COLD void rvx__mlx5_req_ok(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint16_t idx)
+{
+    rvx__mlx5_op_t *o = &c->ops[idx & c->sq.mask];
+    uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
+    o->sig = 0;
+    c->sig_out--;
+    ifc->outstanding--;
+    rvx__mlx5_retire(c, start + o->nbb, RVX_OK);
+}
+
+/* A WQE failed (or was flushed after a failure): the conn fails, the WQEs before it completed,
+ * this one completes with the syndrome's status. */
+RVX_COLD void rvx__mlx5_req_err(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
+                                const struct mlx5_err_cqe *e)
+{
+    uint16_t idx = rvx_htobe16(e->wqe_counter);
+    rvx__mlx5_op_t *o = &c->ops[idx & c->sq.mask];
+    uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
+    rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
+    uint32_t end;
+    if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+        rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx);
+    else if (!c->failed)
+        rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx);
+    rvx__mlx5_retire(c, start, RVX_OK);
+    end = start + (o->nbb ? o->nbb : 1u);
+    if (o->sig) {
+        o->sig = 0;
+        c->sig_out--;
+        ifc->outstanding--;
+    } else {
+        /* unsignaled: its size is not recorded; step over WQEBBs until the next WQE start, which
+         * every later error CQE names */
+        end = start + 1;
+    }
+    rvx__mlx5_retire(c, end, st);
+    rvx__mlx5_hold(c);
+    if (c->sq.ci == c->sq.pi && c->hold) {
+        c->hold = 0;
+        ifc->outstanding--;
+    }
+    if (c->sq.ci == c->sq.pi && c->sig_out) { /* counters of a dead QP: nothing more comes */
+        ifc->outstanding -= c->sig_out;
+        c->sig_out = 0;
+    }
+}
+
+/* A receive completed with an error: it came back without data. */
+RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
+{
+    c->rq_flushed++;
+    if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+        rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
+                       e->vendor_err_synd, rvx_htobe16(e->wqe_counter));
+    else if (!c->failed)
+        rvx__mlx5_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0);
+}
+
+/* ---- the CQ poll ---------------------------------------------------------------------------- */
+
+/* One CQE of the conn's QP. */
+RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
+                                   const struct mlx5_cqe64 *cqe, unsigned opcode, uint32_t qpn,
+                                   int deliver)
+{
+    const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
+    (void)deliver;
+    if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
+        (int16_t)(rvx_htobe16(cqe->wqe_counter) - (uint16_t)c->sq.ci) < 0) {
+        rvx__log("rc_mlx5: completion for WQE %u of QP 0x%x, already retired: ignored",
+                 rvx_htobe16(cqe->wqe_counter), qpn);
+    } else if (opcode == MLX5_CQE_REQ) {
+        rvx__mlx5_req_ok(ifc, c, rvx_htobe16(cqe->wqe_counter));
+    } else if (opcode == MLX5_CQE_REQ_ERR) {
+        rvx__mlx5_req_err(ifc, c, e);
+    } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
+        if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
+            c->rx_seen++; /* the first receive of a QP that was a spare */
+            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey);
+        }
+#if RVX_CAN_RECEIVE
+        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver);
+#endif
+    } else if (opcode == MLX5_CQE_RESP_ERR) {
+        rvx__mlx5_resp_err(c, e);
+    } else {
+        rvx__log("rc_mlx5: unexpected CQE opcode %u from QP 0x%x ignored", opcode, qpn);
+    }
+}
+
+/* Pending worker flushes complete once every conn has retired what was posted before them. */
+RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
+{
+    int i;
+    for (i = 0; i < ifc->nranks; i++) {
+        const rvx__mlx5_conn_t *c = &ifc->conns[i];
+        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return;
+    }
+    while (ifc->wflush) {
+        rvx_request_t *r = ifc->wflush;
+        ifc->wflush = (rvx_request_t *)(uintptr_t)r->tl_private[0];
+        r->status = RVX_OK;
+    }
+}
+
+/* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting
+ * for room, or no handler may run). Returns the number of CQEs. */
+RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
+{
+    int n = 0;
+    for (;;) {
+        struct mlx5_cqe64 *cqe = rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci);
+        uint8_t op_own = *(volatile uint8_t *)&cqe->op_own;
+        uint32_t qpn;
+        int32_t who;
+        if (!rvx__mlx5_cqe_ready(&ifc->cq, op_own)) break;
+        rvx_from_device_barrier(); /* the owner check before the CQE's other bytes */
+        qpn = rvx__mlx5_cqe_qpn(cqe);
+        who = rvx__mlx5_qpt_find(ifc, qpn, NULL);
+        rvx__mlx5_cq_advance(&ifc->cq);
+        n++;
+        if (who < 0) {
+            rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
+        } else if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
+            /* a spare receives one hello and sends nothing */
+            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM)
+                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey);
+        } else {
+            rvx__mlx5_cqe_handle(ifc, &ifc->conns[who], cqe, op_own >> 4, qpn, deliver);
+        }
+    }
+    if (n) rvx__mlx5_cq_update_ci(&ifc->cq);
+    if (ifc->nrec) rvx__mlx5_rec_poll(ifc);
+    if (ifc->wflush) rvx__mlx5_wflush_check(ifc);
+    return n;
+}
+
+/* ---- received frames and credits ------------------------------------------------------------ */
+
+#if RVX_CAN_RECEIVE
+/* Keep a copy of a frame aside, delivered later in order (a handler may not run now, or its
+ * endpoint does not exist yet). */
+RVX_COLD void rvx__mlx5_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, unsigned info,
+                              const void *body, size_t len)
+{
+    rvx__mlx5_deferred_t *d = (rvx__mlx5_deferred_t *)malloc(sizeof(*d) + len);
+    if (!d) {
+        rvx__log("rc_mlx5: out of memory keeping a message from rank %d aside: dropped", rank);
+        return;
+    }
+    d->next = NULL;
+    d->rank = rank;
+    d->chan = chan;
+    d->info = info;
+    d->len = len;
+    memcpy(d->body, body, len);
+    if (ifc->def_tail) ifc->def_tail->next = d;
+    else ifc->def_head = d;
+    ifc->def_tail = d;
+}
+
+/* Tell the peer how many frames it may have sent in all (consumed + buffers): an 8-byte inline
+ * WRITE into its control region (it needs no receive buffer, so credits always flow). */
+RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
+{
+    rvx_rkey_t k;
+    uint64_t v = c->rx_done + RVX_MLX5_RX_DEPTH;
+    uint32_t pi;
+    uint8_t *wqe;
+    rvx__mlx5_wqe_write8_t *w;
+    unsigned flags;
+    if (c->failed) return;
+    k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
+    k.base = c->peer_ctrl;
+    k.len = 8;
+    c->rx_reported = c->rx_done;
+    RVX__MLX5_NEED(c, 1);
+    pi = c->sq.pi;
+    wqe = rvx__mlx5_slot(&c->sq, pi);
+    flags = rvx__mlx5_moderate(&c->sq, 0);
+    w = (rvx__mlx5_wqe_write8_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
+    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    w->inl.byte_count = rvx_htobe32(8u | MLX5_INLINE_SEG);
+    memcpy(w->payload, &v, 8);
+    memset(w->unused, 0, sizeof(w->unused));
+    if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
+    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+}
+
+/* Give a receive buffer back to the NIC, and credits to the peer every quarter queue. */
+RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint32_t slot)
+{
+    c->rx_done++;
+    rvx__mlx5_post_recv(c, slot);
+    rvx__mlx5_ring_recv(c);
+    if (c->rx_done - c->rx_reported >= RVX_MLX5_RX_DEPTH / 4) rvx__mlx5_credit_return(c);
+}
+
+/* The frame in the buffer at the next receive slot: hand it to the protocol (or keep it for an
+ * endpoint that does not exist yet, or copy a request aside while a reply waits for room). */
+RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
+                                 uint32_t imm, int deliver)
+{
+    uint64_t k = c->rx_seen++;
+    uint32_t slot = c->rq_slot[k & c->rq_mask];
+    uint8_t *buf = c->rx_buf + (size_t)slot * RVX__MLX5_FRAME;
+    unsigned x = rvx_htobe32(imm), chan = x >> 16, info = x & 0xffff;
+    if (!c->ep) { /* no endpoint yet: keep it in its buffer, in order */
+        c->held_len[k & c->rq_mask] = len;
+        c->held_imm[k & c->rq_mask] = x;
+        c->rx_held++;
+        return;
+    }
+    if (chan >= RVX__TL_AM_CHANNELS || len > RVX__MLX5_FRAME) {
+        rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank, chan, len);
+        rvx__mlx5_rx_release(c, slot);
+    } else if (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head)) {
+        /* a handler may not run now, or earlier requests wait: keep the order */
+        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
+        rvx__mlx5_rx_release(c, slot);
+    } else {
+        /* the buffer goes back after the handler; frames a nested poll takes meanwhile use
+         * other buffers (rq_slot maps positions to buffers, so the order of reposts is free) */
+        rvx__rx_deliver(c->ep, chan, info, buf, len);
+        rvx__mlx5_rx_release(c, slot);
+    }
+}
+
+/* Frames a conn kept while it had no endpoint: queue copies for the next progress; repost: give the
+ * buffers back to the QP (not when the QP is being replaced). */
+RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost)
+{
+    while (c->rx_held) {
+        uint64_t k = c->rx_seen - c->rx_held;
+        uint32_t slot = c->rq_slot[k & c->rq_mask];
+        unsigned x = c->held_imm[k & c->rq_mask];
+        uint32_t len = c->held_len[k & c->rq_mask];
+        c->rx_held--;
+        if ((x >> 16) < RVX__TL_AM_CHANNELS && len <= RVX__MLX5_FRAME)
+            rvx__mlx5_defer(ifc, c->rank, x >> 16, x & 0xffff, c->rx_buf + (size_t)slot * RVX__MLX5_FRAME, len);
+        if (repost) rvx__mlx5_rx_release(c, slot);
+    }
+}
+
+RVX_COLD int rvx__mlx5_deliver_deferred(rvx__tl_iface_t *ifc)
+{
+    rvx__mlx5_deferred_t *kept = NULL, *last = NULL;
+    int n = 0;
+    while (ifc->def_head) {
+        rvx__mlx5_deferred_t *d = ifc->def_head;
+        ifc->def_head = d->next;
+        if (!ifc->def_head) ifc->def_tail = NULL;
+        if (!ifc->conns[d->rank].ep) { /* kept (in order) until the endpoint exists */
+            d->next = NULL;
+            if (last) last->next = d;
+            else kept = d;
+            last = d;
+            continue;
+        }
+        rvx__rx_deliver(ifc->conns[d->rank].ep, d->chan, d->info, d->body, d->len);
+        free(d);
+        n++;
+    }
+    ifc->def_head = kept;
+    ifc->def_tail = last;
+    return n;
+}
+#endif
+
+/* ---- progress and waiting ------------------------------------------------------------------- */
+
+/* Something may be in the CQ: handle it all, then what was held back. */
+RVX_COLD int rvx__mlx5_progress_slow(rvx__tl_iface_t *ifc)
+{
+    int n;
+    if (ifc->in_rx) {
+        if (!ifc->warned_nested++) rvx__log("rvx_progress called from an AM handler: ignored");
+        return 0;
+    }
+    ifc->in_rx = 1;
+    n = 0;
+#if RVX_CAN_RECEIVE
+    if (ifc->def_head) n += rvx__mlx5_deliver_deferred(ifc);
+#endif
+    n += rvx__mlx5_drain(ifc, 1);
+    ifc->in_rx = 0;
+    return n;
+}
+
+RVX_COLD int rvx__mlx5_poll_blocking(rvx__tl_iface_t *ifc)
+{
+    /* inside an rvx call (or a handler): completions and replies; requests go aside for the
+     * next rvx_progress */
+    return rvx__mlx5_drain(ifc, 0);
+}
+
+/* If the newest WQE is unsignaled, post a signaled NOP after it, so that a CQE will retire
+ * everything posted so far. It uses the reserve that `room` keeps, so it never waits. */
+RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
+{
+    uint32_t pi = c->sq.pi;
+    uint8_t *wqe;
+    rvx__mlx5_wqe_send_inl_t *w;
+    if (c->last_sig_pi == pi || pi - c->sq.ci >= c->sq.mask + 1) return;
+    wqe = rvx__mlx5_slot(&c->sq, pi);
+    w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_NOP, c->sq.qpn8, RVX__MLX5_DS_NOP,
+                       rvx__mlx5_moderate(&c->sq, 1), 0);
+    memset(&w->inl, 0, RVX__MLX5_BB - sizeof(w->ctrl));
+    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+}
+
+RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
+{
+    unsigned spins = 0;
+    rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free the queue */
+    while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
+        rvx__mlx5_hold(c); /* a failed QP frees its queue through error CQEs */
+        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+}
+
+RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len)
+{
+    unsigned spins = 0;
+    for (;;) {
+        uint64_t pos = c->b_head, off = pos % RVX__MLX5_BOUNCE_BYTES;
+        if (off + len > RVX__MLX5_BOUNCE_BYTES) { pos += RVX__MLX5_BOUNCE_BYTES - off; off = 0; }
+        if (pos + len - c->b_tail <= RVX__MLX5_BOUNCE_BYTES) {
+            c->b_head = pos + len;
+            return c->bounce + off;
+        }
+        if (c->failed && c->sq.ci == c->sq.pi) return NULL;
+        rvx__mlx5_sig_tail(c);
+        if (c->sq.ci == c->sq.pi) c->b_tail = c->b_head; /* nothing in flight: all of it is free */
+        else if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+}
+
+RVX_COLD rvx_status_t rvx__mlx5_wait_req(rvx__mlx5_conn_t *c, rvx_request_t *req)
+{
+    unsigned spins = 0;
+    while (req->status == RVX_INPROGRESS) {
+        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+    return (rvx_status_t)req->status;
+}
+
+/* MULT, MIN, MAX, UMIN, UMAX: read, compute, compare-and-swap until no one else changed it. */
+RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, unsigned size,
+                                         uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
+                                         void *fetch, rvx_request_t *req)
+{
+    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull, old = 0, seen = 0, nv;
+    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
+    unsigned cs = size == 8 ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_MASKED_CS;
+    rvx_status_t st;
+    (void)req;
+    st = rvx__mlx5_amo(c, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
+    while (st == RVX_OK) {
+        int64_t so = size == 8 ? (int64_t)old : (int64_t)(int32_t)(uint32_t)old;
+        int64_t sv = size == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
+        switch (op) {
+        case RVX_AMO_MULT: nv = old * v; break;
+        case RVX_AMO_MIN:  nv = so < sv ? old : v; break;
+        case RVX_AMO_MAX:  nv = so > sv ? old : v; break;
+        case RVX_AMO_UMIN: nv = old < v ? old : v; break;
+        case RVX_AMO_UMAX: nv = old > v ? old : v; break;
+        default: return RVX_ERR_INVALID_PARAM;
+        }
+        nv &= ones;
+        seen = 0;
+        st = rvx__mlx5_amo(c, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
+        if (st != RVX_OK || (seen & ones) == (old & ones)) break;
+        old = seen;
+    }
+    if (st == RVX_OK && fetch) {
+        if (size == 8) *(uint64_t *)fetch = old;
+        else *(uint32_t *)fetch = (uint32_t)old;
+    }
+    return st;
+}
+
+/* ---- flush ---------------------------------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *req)
+{
+    rvx__mlx5_drain(c->ifc, 0);
+    if (c->sq.ci == c->sq.pi) return c->err;
+    if (c->failed) rvx__mlx5_hold(c); /* every WQE comes back with an error CQE */
+    else rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
+    if (!req) return RVX_ERR_INVALID_PARAM;
+    req->tl_private[0] = 0;
+    req->tl_private[1] = c->sq.pi;
+    if (c->flush_tail) c->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
+    else c->flush_head = req;
+    c->flush_tail = req;
+    return RVX_INPROGRESS;
+}
+
+RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
+{
+    int i, busy = 0;
+    rvx__mlx5_drain(ifc, 0);
+    for (i = 0; i < ifc->nranks; i++) {
+        rvx__mlx5_conn_t *c = &ifc->conns[i];
+        if (!c->ep || c->sq.ci == c->sq.pi) continue;
+        if (c->failed) rvx__mlx5_hold(c);
+        else rvx__mlx5_sig_tail(c);
+        c->wflush_pi = c->sq.pi;
+        busy = 1;
+    }
+    if (!busy) return RVX_OK;
+    if (!req) return RVX_ERR_INVALID_PARAM;
+    req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
+    ifc->wflush = req;
+    return RVX_INPROGRESS;
+}
+
+/* ---- liveness ------------------------------------------------------------------------------- */
+
+/* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
+ * NIC still answers. No data segment: a zero-length one would mean 2 GiB to the NIC. */
+RVX_COLD void rvx__mlx5_keepalive(rvx__mlx5_conn_t *c)
+{
+    rvx_rkey_t k;
+    uint32_t pi;
+    uint8_t *wqe;
+    rvx__mlx5_wqe_write0_t *w;
+    k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
+    k.base = c->peer_ctrl;
+    k.len = 8;
+    RVX__MLX5_NEED(c, 1);
+    pi = c->sq.pi;
+    wqe = rvx__mlx5_slot(&c->sq, pi);
+    w = (rvx__mlx5_wqe_write0_t *)(void *)wqe;
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA_NODATA,
+                       rvx__mlx5_moderate(&c->sq, 1), 0);
+    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    memset(w->unused, 0, sizeof(w->unused));
+    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    c->ka_pi = pi + 1;
+    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+}
+
+/* A peer that died is noticed when a WQE to it runs out of retries. With nothing in flight, a
+ * keepalive every 100 ms. */
+RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
+{
+    rvx__mlx5_conn_t *c = ep->c;
+    double now;
+    if (c->failed) return RVX_ERR_PEER_FAILED;
+    rvx__mlx5_drain(c->ifc, 0);
+    if (c->failed) return RVX_ERR_PEER_FAILED;
+    now = rvx__now_s();
+    if ((c->ka_pi == 0 || (int32_t)(c->sq.ci - c->ka_pi) >= 0) && now - c->ka_time > 0.1) {
+        c->ka_time = now;
+        rvx__mlx5_keepalive(c);
+    }
+    return RVX_OK;
+}
+
+RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+#if RVX_CAN_RECEIVE
+    rvx__mlx5_conn_t *c = ep->c;
+    unsigned spins = 0;
+    void *body;
+    while (!(body = rvx__tl_am_claim(ep, chan, len))) {
+        if (c->failed) return NULL;
+        if (rvx__mlx5_drain(c->ifc, 0)) spins = 0;
+        else rvx__backoff(&spins);
+        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+    }
+    return body;
+#else
+    (void)ep; (void)chan; (void)len;
+    return NULL;
+#endif
+}
+
+#endif /* RVX_TL_RC_POLL_H */
