@@ -43,6 +43,7 @@ struct sim_dc {
 	struct dc_ini **tab;
 	uint32_t tab_size, count, gc_cursor;
 	struct dc_ini *acks;
+	uint32_t cur_conn;           /* connection of the initiator swapped in */
 	uint64_t key_drops;
 };
 
@@ -236,6 +237,7 @@ bool dc_connect(struct sim_qp *qp, const struct sim_av *av)
 		qp->attr.dest_qp_num = av->dqpn;
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
+		qp->next_seq = 0;    /* every connection numbers its messages from 0 */
 		TRACE("qp 0x%x: DCI connects to lid 0x%x dct 0x%x (connection %u)", qp->qpn, lid,
 		      av->dqpn, d->conn);
 	}
@@ -249,12 +251,20 @@ bool dc_connect(struct sim_qp *qp, const struct sim_av *av)
 
 void dc_hdr(struct sim_qp *qp, struct pkt *p)
 {
+	if (qp->dc_type == SIM_DCT)
+		p->dc_conn = qp->dc->cur_conn;
 	if (qp->dc_type != SIM_DCI)
 		return;
 	p->dc_key = qp->dc->key;
 	p->dc_conn = qp->dc->conn;
 	p->dc_sl = qp->dc->sl;
 	p->dc_grh = qp->dc->grh;
+}
+
+/* A response belongs to the DCI's current connection (not to an earlier one to that DCT). */
+bool dc_response_ok(struct sim_qp *qp, const struct pkt *p)
+{
+	return p->dc_conn == qp->dc->conn;
 }
 
 /* ------------------------------------------------------------------ DCT */
@@ -314,6 +324,7 @@ static struct dc_ini *ini_add(struct sim_dc *d, uint16_t lid, uint32_t qpn)
 static void swap_in(struct sim_qp *dct, struct dc_ini *e)
 {
 	memcpy((char *)dct + RESP_OFF, e->rs, RESP_LEN);
+	dct->dc->cur_conn = e->conn;
 	dct->attr.dest_qp_num = e->qpn;
 	dct->attr.ah_attr.dlid = e->lid;
 }
@@ -336,6 +347,7 @@ static bool send_ack(struct sim_ctx *sc, struct sim_qp *dct)
 	a.src_qpn = dct->qpn;
 	a.dst_qpn = dct->attr.dest_qp_num;
 	a.seq = dct->ack_pending - 1;
+	a.dc_conn = dct->dc->cur_conn;
 	if (!fabric_send(sc, a.dst_lid, &a))
 		return false;
 	dct->ack_pending = 0;
@@ -375,17 +387,15 @@ bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p)
 		return true;
 	}
 	if (!e || e->conn != p->dc_conn) {
-		/* a new connection starts with the first packet of a message */
-		if (!(p->flags & PKT_F_FIRST))
+		/* a new connection starts with the first packet of its first message; anything
+		 * else follows a gap (that message was dropped) and is dropped too */
+		if (!(p->flags & PKT_F_FIRST) || p->seq != 0)
 			return true;
 		if (!e && !(e = ini_add(d, p->src_lid, p->src_qpn)))
 			return true;     /* no memory: as a lost packet, the initiator retries */
 		memset(e->rs, 0, RESP_LEN);   /* an ACK owed on the old connection is moot */
 		e->conn = p->dc_conn;
 		e->key_reported = false;
-		swap_in(dct, e);
-		dct->exp_seq = p->seq;
-		swap_out(dct, e);
 		TRACE("qp 0x%x (DCT): connection %u from lid 0x%x qp 0x%x at seq %u", dct->qpn,
 		      p->dc_conn, p->src_lid, p->src_qpn, p->seq);
 	}

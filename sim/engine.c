@@ -812,7 +812,8 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 
 	if (qp->state != IBV_QPS_RTS)
 		return;
-	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid)
+	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid ||
+	    (qp->dc_type == SIM_DCI && !dc_response_ok(qp, p)))
 		return;
 	switch (p->type) {
 	case PKT_ACK:

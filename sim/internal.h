@@ -376,6 +376,7 @@ int dc_check_mask(struct sim_qp *qp, int cur, int next, int mask, char *why, siz
 void dc_modified(struct sim_qp *qp, int cur, int next);
 bool dc_connect(struct sim_qp *qp, const struct sim_av *av);
 void dc_hdr(struct sim_qp *qp, struct pkt *p);
+bool dc_response_ok(struct sim_qp *qp, const struct pkt *p);
 bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p);
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
 /* engine.c: the responder's handling of one request packet (RC rules) */
