@@ -8,6 +8,9 @@
  * - many initiators to one DCT: 100 DCIs of one process each write and add once;
  * - a dead target: after one process exits, a DCI writing to its DCT ends with
  *   TRANSPORT_RETRY_EXC_ERR within a bounded time, while another DCI keeps working.
+ * - the model's injected peer loss (RVXSIM_KILL_PEER_AFTER=4, a re-run): the first four
+ *   WQEs of a DCI to another process's DCT complete, the fifth ends with
+ *   TRANSPORT_RETRY_EXC_ERR.
  * Sets RVXSIM_RETRY_TIMEOUT_MS=500 unless already set.
  */
 #include "t_dc_common.h"
@@ -254,15 +257,55 @@ static int ask(int sock, int cmd)
 	return fails;
 }
 
-int main(void)
+/* Re-run with RVXSIM_KILL_PEER_AFTER=4: a target in a child process, reached four times. */
+static int kill_sub(void)
+{
+	struct proc P;
+	struct dc_target t;
+	int sock, cmd = 0;
+	pid_t pid;
+
+	st_name = "t_dc_multi(RVXSIM_KILL_PEER_AFTER)";
+	pid = st_fork_peer(&sock, 60);
+	if (pid == 0) {
+		setup(&P, 1);
+		REQUIRE(st_send_all(sock, &P.me, sizeof(P.me)) == 0);
+		st_sock_io(sock, &cmd, 4, 0, 30000);
+		_exit(st_failures ? 1 : 0);
+	}
+	setup(&P, 0);
+	REQUIRE(st_recv_all(sock, &t, sizeof(t)) == 0);
+	for (int i = 0; i < 5; i++) {
+		struct mlx5_cqe64 c;
+		uint8_t *l = P.l.buf;
+
+		st_ctx = i < 4 ? "before the link is lost" : "after the link is lost";
+		dc_post_write(&P.dci[0], &P.d, &t, i & 1, t.addr + 8 * (uint64_t)i, t.rkey, l, 8,
+			      P.l.mr->lkey, MLX5_WQE_CTRL_CQ_UPDATE);
+		if (!ST_POLL(&P.icq, &c, 10000))
+			break;
+		CHECK_EQ(st_cqe_opcode(&c), i < 4 ? MLX5_CQE_REQ : MLX5_CQE_REQ_ERR);
+		if (i == 4)
+			CHECK_EQ(st_cqe_syndrome(&c), MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+	}
+	CHECK(st_send_all(sock, &cmd, 4) == 0);
+	CHECK_EQ(st_wait_pid(pid, 20000), 0);
+	st_exit();
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	struct proc P;
 	int sock[3] = { -1, -1, -1 }, cmd;
 	pid_t pid[3] = { 0, 0, 0 };
 
+	(void)argc;
 	setenv("RVXSIM_RETRY_TIMEOUT_MS", "500", 0);
 	st_init("t_dc_multi", 120);
 	st_require_device();
+	if (getenv("T_DC_MULTI_KILL"))
+		return kill_sub();
 	for (int c = 1; c < NPROC; c++) {
 		pid[c] = st_fork_peer(&sock[c], 110);
 		if (pid[c] == 0)
@@ -328,6 +371,11 @@ int main(void)
 	cmd = 0;
 	CHECK(st_send_all(sock[1], &cmd, 4) == 0);
 	CHECK_EQ(st_wait_pid(pid[1], 20000), 0);
+	st_ctx = NULL;
+	if (!st_failures) {
+		int rc = st_rerun(argv[0], 60000, "T_DC_MULTI_KILL=1", "RVXSIM_KILL_PEER_AFTER=4", NULL);
+		CHECKF(rc == 0, "the RVXSIM_KILL_PEER_AFTER run exited with %d", rc);
+	}
 	st_exit();
 	return 0;
 }
