@@ -1380,6 +1380,11 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	uint32_t last_ds = 0, last_pi = 0;
 	bool last_inline = false;
 
+	if (qp->dc_type) {     /* libmlx5 sends through a DCI with ibv_wr_* and mlx5dv_wr_set_dc_addr */
+		sim_unsupported("ibv_post_send on a DC QP");
+		*bad = wr;
+		return EOPNOTSUPP;
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
 		err = EINVAL;

@@ -7,7 +7,8 @@
  * - the DCI masks of modify_dci_qp_is_ok, including RESET -> INIT -> RTR -> RTS after ERR;
  * - mlx5dv_query_device's DC masks; DCI geometry from mlx5dv_init_obj as libmlx5 sizes it
  *   (240 bytes of overhead: the UMR-sized RC overhead plus the 48-byte address segment);
- * - MLX5DV_OBJ_AH gives the address vector of ibv_create_ah.
+ * - MLX5DV_OBJ_AH gives the address vector of ibv_create_ah;
+ * - ibv_post_send on a DCI is refused (EOPNOTSUPP).
  */
 #include "t_dc_common.h"
 
@@ -190,6 +191,12 @@ int main(void)
 		     IBV_QP_MIN_RNR_TIMER) == 0);
 	CHECK(modify(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER) == 0);
 	CHECK(modify(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_TIMEOUT) == EINVAL);
+	{       /* rdma-core sends through a DCI with ibv_wr_*, which the model does not provide */
+		struct ibv_send_wr wr, *bad = NULL;
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = IBV_WR_SEND;
+		CHECK(ibv_post_send(qp, &wr, &bad) == EOPNOTSUPP && bad == &wr);
+	}
 	CHECK(modify(qp, IBV_QPS_ERR, IBV_QP_STATE | IBV_QP_PORT) == EINVAL);
 	CHECK(modify(qp, IBV_QPS_ERR, IBV_QP_STATE) == 0);
 	CHECK(modify(qp, IBV_QPS_RTS, IBV_QP_STATE) == EINVAL);
