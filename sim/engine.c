@@ -311,7 +311,9 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 		*why = whybuf;
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
-	/* [inferred] a WQE larger than the size the QP was created for is rejected */
+	/* [inferred] a WQE larger than the size the QP was created for is rejected (skipped whole:
+	 * the WQEs after it are flushed from where they start) */
+	w->bbs = (w->ds + 3) / 4;
 	if (w->ds * 16u > qp->max_wqe_bytes) {
 		snprintf(whybuf, whylen, "DS %u is larger than this QP's largest WQE (%u bytes)", w->ds,
 			 qp->max_wqe_bytes);
@@ -436,7 +438,10 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 					return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 				}
 				inl_total += len;
-				if (len > qp->max_inline || inl_total > qp->max_inline) {
+				/* [inferred] a DCI's inline data is bounded by its WQE size only: UCX
+				 * creates DCIs with max_inline_data 0 and sends inline up to that size */
+				if (qp->dc_type != SIM_DCI &&
+				    (len > qp->max_inline || inl_total > qp->max_inline)) {
 					snprintf(whybuf, whylen, "inline length %u over max_inline_data %u",
 						 inl_total, qp->max_inline);
 					*why = whybuf;

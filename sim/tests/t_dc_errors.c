@@ -3,7 +3,8 @@
  * - wrong access key and wrong DCT number: nothing is written, the DCI's WQE ends with
  *   TRANSPORT_RETRY_EXC_ERR within the transport timer, later WQEs flush with WR_FLUSH_ERR;
  * - remote bounds, unknown rkey, DCT access flags: REMOTE_ACCESS_ERR, nothing written;
- * - a malformed WQE (address segment cut off by DS): LOCAL_QP_OP_ERR;
+ * - a malformed WQE (address segment cut off by DS, DS beyond the WQE size the DCI was
+ *   sized for): LOCAL_QP_OP_ERR;
  * - SRQ empty: RNR with rnr_retry 7 waits for a receive; rnr_retry 0 ends in
  *   RNR_RETRY_EXC_ERR; a SEND longer than the receive WQE: REMOTE_INVAL_REQ_ERR at the DCI,
  *   LOCAL_LENGTH_ERR at the DCT, which keeps serving;
@@ -191,6 +192,18 @@ static void t_malformed(void)
 	CHECKF(strstr(st_capture_text(), "extended address segment does not fit") != NULL,
 	       "no line for the cut address segment");
 	recover(&Q);
+
+	st_ctx = "WQE larger than the DCI was sized for";
+	{
+		static uint8_t big[300];
+		st_wqe_begin(&w);
+		dc_wqe_av(&w, &D, &T, 0);
+		st_wqe_raddr(&w, (uintptr_t)R.buf, R.mr->rkey);
+		st_wqe_inline(&w, big, sizeof(big));
+		st_post(&Q, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+		expect_err(&Q, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, 5000);
+		recover(&Q);
+	}
 
 	st_ctx = "ctrl only";
 	st_wqe_begin(&w);

@@ -94,6 +94,30 @@ static void t_write(void)
 		poll_req(idx);
 		CHECK(!memcmp(r + 1000, "dc-inline-payload", 17));
 	}
+
+	/* a DCI made with max_inline_data 0 (as UCX makes them) sends inline data up to the size
+	 * of the WQEs its queue was sized for (256 bytes for one SGE) */
+	st_ctx = "inline beyond max_inline_data";
+	{
+		struct st_wqe w;
+		uint16_t idx;
+		struct mlx5_cqe64 c;
+
+		CHECK(Q2.cap.max_inline_data < 150);
+		fill(l + 2000, 150, 77);
+		st_wqe_begin(&w);
+		dc_wqe_av(&w, &D, &TA, 0);
+		st_wqe_raddr(&w, (uintptr_t)r + 2000, R.mr->rkey);
+		st_wqe_inline(&w, l + 2000, 150);
+		REQUIRE(w.len <= 256);
+		idx = st_post(&Q2, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_BF);
+		if (ST_POLL(&ICQ, &c, 5000)) {
+			CHECK_EQ(st_cqe_opcode(&c), MLX5_CQE_REQ);
+			CHECK_EQ(st_cqe_wqe_counter(&c), idx);
+			CHECK_EQ(be32toh(c.sop_drop_qpn) & 0xffffff, Q2.qpn);
+		}
+		CHECK(!memcmp(r + 2000, l + 2000, 150));
+	}
 }
 
 static void t_send(void)
