@@ -28,7 +28,6 @@ struct dc_ini {
 	uint32_t qpn, conn;
 	uint64_t last_ns;
 	bool ack_listed;
-	bool key_reported;           /* one line per connection for a wrong access key */
 	_Alignas(8) unsigned char rs[];  /* the QP's responder block [RESP_OFF, RESP_OFF+RESP_LEN) */
 };
 
@@ -38,6 +37,7 @@ struct sim_dc {
 	/* DCI */
 	uint32_t conn;               /* connection number, new for every target */
 	bool connected;
+	uint64_t last_ns;            /* last WQE started on the connection */
 	uint8_t sl, grh;
 	/* DCT */
 	struct dc_ini **tab;
@@ -45,6 +45,8 @@ struct sim_dc {
 	struct dc_ini *acks;
 	uint32_t cur_conn;           /* connection of the initiator swapped in */
 	uint64_t key_drops;
+	uint16_t kv_lid;             /* the last wrong-key connection reported */
+	uint32_t kv_qpn, kv_conn;
 };
 
 /* ------------------------------------------------------------------ address segment */
@@ -227,10 +229,17 @@ bool dc_connect(struct sim_qp *qp, const struct sim_av *av)
 {
 	struct sim_dc *d = qp->dc;
 	uint16_t lid = av_lid(av);
+	uint64_t now = sim_now_ns();
+	bool change = !d->connected || lid != qp->attr.ah_attr.dlid ||
+		      av->dqpn != qp->attr.dest_qp_num;
+	/* a connection idle for long is closed, as hardware does, before the DCT forgets it */
+	bool idle = !change && qp->out_tail == qp->out_head &&
+		    now - d->last_ns > (uint64_t)(2 * sim_env.retry_timeout_ms + 500) * 1000000ull;
 
-	if (!d->connected || lid != qp->attr.ah_attr.dlid || av->dqpn != qp->attr.dest_qp_num) {
-		if (qp->out_tail != qp->out_head)
-			return false;
+	if (change && qp->out_tail != qp->out_head)
+		return false;
+	d->last_ns = now;
+	if (change || idle) {
 		d->connected = true;
 		d->conn++;
 		qp->attr.ah_attr.dlid = lid;
@@ -363,7 +372,8 @@ static void owe_ack(struct sim_dc *d, struct dc_ini *e)
 	d->acks = e;
 }
 
-/* One request packet for a DCT. Returns false when it must be retried later (as for RC). */
+/* One request packet for a DCT. Returns false when it must be retried later (as for RC).
+ * A wrong access key is reported once per connection (its retransmissions are dropped quietly). */
 bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p)
 {
 	struct sim_dc *d = dct->dc;
@@ -377,12 +387,13 @@ bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p)
 		/* [inferred] a wrong access key is dropped silently at the target (as a Q_Key
 		 * violation is); the initiator sees no answer and its transport retries run out */
 		d->key_drops++;
-		if (!e || e->conn != p->dc_conn || !e->key_reported) {
+		if (d->kv_lid != p->src_lid || d->kv_qpn != p->src_qpn || d->kv_conn != p->dc_conn) {
+			d->kv_lid = p->src_lid;
+			d->kv_qpn = p->src_qpn;
+			d->kv_conn = p->dc_conn;
 			sim_log("rvxsim: qp 0x%x (DCT): request from lid 0x%x qp 0x%x seq %u carries DC "
 				"key 0x%llx, not this DCT's access key: dropped", dct->qpn, p->src_lid,
 				p->src_qpn, p->seq, (unsigned long long)p->dc_key);
-			if (e && e->conn == p->dc_conn)
-				e->key_reported = true;
 		}
 		return true;
 	}
@@ -395,7 +406,6 @@ bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p)
 			return true;     /* no memory: as a lost packet, the initiator retries */
 		memset(e->rs, 0, RESP_LEN);   /* an ACK owed on the old connection is moot */
 		e->conn = p->dc_conn;
-		e->key_reported = false;
 		TRACE("qp 0x%x (DCT): connection %u from lid 0x%x qp 0x%x at seq %u", dct->qpn,
 		      p->dc_conn, p->src_lid, p->src_qpn, p->seq);
 	}

@@ -10,6 +10,7 @@
  *   LOCAL_LENGTH_ERR at the DCT, which keeps serving;
  * - after each error the DCI is in ERR and recovers through RESET -> INIT -> RTR -> RTS; the
  *   DCT and another DCI keep working throughout;
+ * - a DCI quiet for longer than the DCT keeps its state still reaches the DCT;
  * - the model's fault injection through DC: RVXSIM_FORCE_RNR, RVXSIM_RDMA_DENY and
  *   RVXSIM_DELAY_US (re-runs itself).
  * Sets RVXSIM_RETRY_TIMEOUT_MS=500 unless already set.
@@ -263,6 +264,25 @@ static void t_rnr(void)
 	CHECK(!memcmp(r + 1024, "after-err", 9));
 }
 
+/* A DCI that stays quiet longer than the DCT keeps an idle initiator's state still reaches it
+ * (it opens a new connection, as a hardware DCI closes an idle one). */
+static void t_idle(void)
+{
+	uint8_t *l = L.buf, *r = R.buf;
+
+	st_ctx = "idle connection";
+	memcpy(l + 3000, "before", 6);
+	dc_post_write(&Q2, &D, &T, 0, (uintptr_t)r + 3000, R.mr->rkey, l + 3000, 6, L.mr->lkey,
+		      MLX5_WQE_CTRL_CQ_UPDATE);
+	expect_ok(&Q2);
+	st_sleep_ms(3500);     /* past 4 x RVXSIM_RETRY_TIMEOUT_MS + 1 s at the DCT */
+	memcpy(l + 3000, "after!", 6);
+	dc_post_write(&Q2, &D, &T, 0, (uintptr_t)r + 3000, R.mr->rkey, l + 3000, 6, L.mr->lkey,
+		      MLX5_WQE_CTRL_CQ_UPDATE);
+	expect_ok(&Q2);
+	CHECK(!memcmp(r + 3000, "after!", 6));
+}
+
 static void setup(void)
 {
 	st_dev_open(&D, 0);
@@ -336,6 +356,8 @@ int main(int argc, char **argv)
 	t_remote_access();
 	t_malformed();
 	t_rnr();
+	if (!strcmp(getenv("RVXSIM_RETRY_TIMEOUT_MS"), "500"))
+		t_idle();
 	st_ctx = "teardown";
 	CHECK(st_cq_empty_for(&ICQ, 10));
 	CHECK(st_cq_empty_for(&TCQ, 10));
