@@ -125,7 +125,7 @@ int dc_init(struct sim_qp *qp, int type, uint64_t key)
 	d->type = type;
 	d->key = key;
 	/* connection numbers of a recreated DCI must not repeat those of an earlier one */
-	d->conn = (uint32_t)(sim_now_ns() >> 10) ^ (qp->qpn << 8);
+	d->conn = (uint32_t)(sim_now_ns() >> 10) ^ (uint32_t)(uintptr_t)qp;
 	if (type == SIM_DCT) {
 		d->tab_size = 64;
 		d->tab = calloc(d->tab_size, sizeof(*d->tab));
