@@ -273,6 +273,7 @@ struct wqe {
 	bool inl;
 	uint32_t inl_len;
 	uint32_t total;
+	struct sim_av av;      /* DCI: the address segment */
 	uint8_t b[1024];
 };
 
@@ -310,7 +311,9 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 		*why = whybuf;
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
-	/* [inferred] a WQE larger than the size the QP was created for is rejected */
+	/* [inferred] a WQE larger than the size the QP was created for is rejected (skipped whole:
+	 * the WQEs after it are flushed from where they start) */
+	w->bbs = (w->ds + 3) / 4;
 	if (w->ds * 16u > qp->max_wqe_bytes) {
 		snprintf(whybuf, whylen, "DS %u is larger than this QP's largest WQE (%u bytes)", w->ds,
 			 qp->max_wqe_bytes);
@@ -333,6 +336,14 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 	}
 	end = w->ds * 16;
 	off = 16;
+	if (qp->dc_type == SIM_DCI && w->opcode != MLX5_OPCODE_NOP) {
+		uint32_t n = av_parse(w->b + off, end - off, &w->av, whybuf, whylen);
+		if (!n) {
+			*why = whybuf;
+			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		}
+		off += n;
+	}
 	switch (w->opcode) {
 	case MLX5_OPCODE_NOP:
 		return 0;
@@ -427,7 +438,10 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 					return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 				}
 				inl_total += len;
-				if (len > qp->max_inline || inl_total > qp->max_inline) {
+				/* [inferred] a DCI's inline data is bounded by its WQE size only: UCX
+				 * creates DCIs with max_inline_data 0 and sends inline up to that size */
+				if (qp->dc_type != SIM_DCI &&
+				    (len > qp->max_inline || inl_total > qp->max_inline)) {
 					snprintf(whybuf, whylen, "inline length %u over max_inline_data %u",
 						 inl_total, qp->max_inline);
 					*why = whybuf;
@@ -499,6 +513,8 @@ static void trace_wqe(struct sim_qp *qp, const struct wqe *w)
 		  (w->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) ? " CE" : "",
 		  (w->fm_ce_se & MLX5_WQE_CTRL_SOLICITED) ? " SE" : "",
 		  (w->fm_ce_se & 0xe0) ? " FENCE" : "", be32toh(w->imm));
+	if (w->av.len)
+		av_trace(&w->av);
 	if (w->rkey || w->raddr)
 		sim_trace("    raddr 0x%llx rkey 0x%x", (unsigned long long)w->raddr, w->rkey);
 	if (w->asize)
@@ -554,6 +570,7 @@ static void hdr_init(struct sim_qp *qp, struct pkt *p, uint8_t type, uint32_t se
 	p->src_qpn = qp->qpn;
 	p->dst_qpn = qp->attr.dest_qp_num;
 	p->seq = seq;
+	dc_hdr(qp, p);
 }
 
 /* Send as much of the current message as the peer's inbox takes. Returns true when done. */
@@ -614,6 +631,9 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 			if (!rec_at(qp, i)->done)
 				return 0;
 	}
+	/* a DCI serves one target at a time: a WQE for another one waits for the current one */
+	if (!synd && w.av.len && !dc_connect(qp, &w.av))
+		return 0;
 	if (sim_env.trace && !synd)
 		trace_wqe(qp, &w);
 	r = rec_at(qp, qp->out_head);
@@ -797,7 +817,8 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 
 	if (qp->state != IBV_QPS_RTS)
 		return;
-	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid)
+	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid ||
+	    (qp->dc_type == SIM_DCI && !dc_response_ok(qp, p)))
 		return;
 	switch (p->type) {
 	case PKT_ACK:
@@ -938,6 +959,18 @@ static bool rq_peek(struct sim_qp *qp, uint8_t **segs, uint32_t *nsegs, uint32_t
 	return true;
 }
 
+/* The segments of receive WQE idx (an SRQ slot, or the 16-bit RQ counter at the time). */
+static void rq_at(struct sim_qp *qp, uint32_t idx, uint8_t **segs, uint32_t *nsegs)
+{
+	if (qp->srq) {
+		*segs = qp->srq->buf + (size_t)(idx & (qp->srq->wqe_cnt - 1)) * qp->srq->stride + 16;
+		*nsegs = qp->srq->max_gs;
+	} else {
+		*segs = qp->rq_buf + (size_t)(idx & (qp->rq_wqe_cnt - 1)) * qp->rq_stride;
+		*nsegs = qp->rq_stride / 16;
+	}
+}
+
 static void rq_consume(struct sim_qp *qp)
 {
 	if (qp->srq) {
@@ -1036,7 +1069,8 @@ static void responder_error(struct sim_qp *qp, const struct pkt *p, uint8_t loca
 	if (consume) {
 		rq_consume(qp);
 		cqe_resp_err(qp, wqe_idx, local_synd);
-		qp_set_err(qp);
+		if (qp->dc_type != SIM_DCT)   /* [inferred] a DCT stays ready; only that connection dies */
+			qp_set_err(qp);
 	}
 	qp->rx_active = false;
 	qp->rx_dead = true;     /* drop the rest: the requester is now in error */
@@ -1130,7 +1164,9 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	case PKT_SEND: {
 		uint8_t *segs;
 		uint32_t ns, idx;
-		if (p->flags & PKT_F_FIRST) {
+		/* the message owns its receive WQE from its first packet on, so messages of other
+		 * senders sharing the SRQ (DC initiators, RC QPs) cannot take it */
+		if ((p->flags & PKT_F_FIRST) && !(qp->rx_active && qp->rx_seq == p->seq)) {
 			if (sc->forced_rnr < sim_env.force_rnr) {
 				sc->forced_rnr++;
 				TRACE("qp 0x%x: RVXSIM_FORCE_RNR: RNR NAK to qp 0x%x", qp->qpn, p->src_qpn);
@@ -1152,14 +1188,18 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 						"receive WQE with a bad lkey or address");
 				return true;
 			}
+			rq_consume(qp);
+			qp->rx_wqe = idx;
+			qp->rx_seq = p->seq;
 			qp->rx_active = true;
 		}
-		if (!qp->rx_active || !rq_peek(qp, &segs, &ns, &idx))
+		if (!qp->rx_active)
 			return true;
+		idx = qp->rx_wqe;
+		rq_at(qp, idx, &segs, &ns);
 		rq_scatter(qp, segs, ns, p->off, p->data, p->len);
 		if (p->flags & PKT_F_LAST) {
 			qp->rx_active = false;
-			rq_consume(qp);
 			cqe_resp(qp, p, (p->flags & PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
 				 idx);
 			qp->exp_seq++;
@@ -1343,7 +1383,8 @@ static int drain_inbox(struct sim_ctx *sc)
 		struct sim_qp *qp = qp_by_num(sc, p->dst_qpn);
 		if (sim_env.trace && !(qp && qp->rd_active))
 			trace_pkt(p);
-		if (qp && !(sc->peer_lost && p->src_lid != sc->lid) && !handle_request(sc, qp, p))
+		if (qp && !(sc->peer_lost && p->src_lid != sc->lid) &&
+		    !(qp->dc_type == SIM_DCT ? dc_request(sc, qp, p) : handle_request(sc, qp, p)))
 			break;   /* the answer does not fit yet; retry this packet later */
 		fabric_pop(sc, false);
 		work = 1;
@@ -1623,6 +1664,8 @@ static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 
 	if (qp->state == IBV_QPS_RESET)
 		return 0;
+	if (qp->dc_type == SIM_DCT)
+		return dc_dct_work(sc, qp, now);
 	if (sim_env.trace && qp->rq_wqe_cnt) {
 		uint32_t v = be32toh(qp->dbrec[MLX5_RCV_DBR]) & 0xffff;
 		if (v != qp->rq_db_traced) {
@@ -1834,4 +1877,9 @@ void engine_stop(struct sim_ctx *sc)
 	atomic_store(&sc->stop, 1);
 	fabric_wake_self(sc);
 	pthread_join(sc->thread, NULL);
+}
+
+bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
+{
+	return handle_request(sc, qp, p);
 }

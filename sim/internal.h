@@ -222,6 +222,8 @@ struct sim_qp {
 	/* engine: receive side (responder) */
 	uint32_t rq_ci;              /* receive WQEs consumed */
 	uint32_t rq_db_traced;
+	/* exp_seq .. rd_active: the responder state of one connection, kept together because a DCT
+	 * keeps one copy per initiator and swaps it in (dc.c, SIM_RESP_FIRST/SIM_RESP_END) */
 	uint32_t exp_seq;            /* next request sequence expected */
 	uint32_t ack_pending;        /* 0 or seq+1 of last message to acknowledge */
 	/* current multi-packet SEND / WRITE_IMM being received */
@@ -239,6 +241,8 @@ struct sim_qp {
 	uint32_t rd_seq, rd_off;
 	bool rd_active;
 
+	uint8_t dc_type;             /* 0, SIM_DCI or SIM_DCT */
+	struct sim_dc *dc;           /* DC state (dc.c) */
 	struct sim_qp *next;
 };
 
@@ -321,6 +325,9 @@ struct pkt {
 	uint32_t rnr_timer;
 	uint64_t raddr;
 	uint64_t op[4];              /* atomic operands, host order: swap/add, compare, swap_mask, compare_mask */
+	uint64_t dc_key;             /* DC: the WQE's access key, connection, SL and GRH bit */
+	uint32_t dc_conn;
+	uint8_t dc_sl, dc_grh;
 	uint8_t data[];
 };
 #define PKT_HDR ((uint32_t)sizeof(struct pkt))
@@ -340,6 +347,40 @@ void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid);
 void fabric_sleep(struct sim_ctx *sc, long ns);
 void fabric_wake_self(struct sim_ctx *sc);
 bool fabric_pending(struct sim_ctx *sc);
+
+/* ---- Dynamically Connected transport (dc.c) ---- */
+enum { SIM_DCI = 1, SIM_DCT = 2 };
+#define SIM_RESP_FIRST exp_seq       /* first and last field of the per-connection responder state */
+#define SIM_RESP_END   rd_active
+
+/* A decoded address segment (struct mlx5_wqe_av): 16 bytes, or 48 with MLX5_EXTENDED_UD_AV. */
+struct sim_av {
+	uint64_t key;                /* DC access key (UD: Q_Key in the high word) */
+	uint32_t dqpn;               /* remote QPN or DCT number, bits 23:0 */
+	uint8_t len;                 /* 16 or 48 */
+	bool ext, grh;
+	uint8_t sl, rate, fl_mlid, sgid_index, tclass, hop_limit;
+	uint16_t rlid;
+	uint32_t flow_label;
+	uint8_t rmac[6], rgid[16];
+};
+/* Parse the address segment at seg (room bytes left in the WQE). Returns its length, or 0 with
+ * a reason in why when it does not fit. Shared by every datagram-addressed transport. */
+uint32_t av_parse(const uint8_t *seg, uint32_t room, struct sim_av *av, char *why, size_t n);
+uint16_t av_lid(const struct sim_av *av);     /* the LID the model routes the AV to */
+void av_trace(const struct sim_av *av);
+
+int dc_init(struct sim_qp *qp, int type, uint64_t key);
+void dc_free(struct sim_qp *qp);
+int dc_check_mask(struct sim_qp *qp, int cur, int next, int mask, char *why, size_t n);
+void dc_modified(struct sim_qp *qp, int cur, int next);
+bool dc_connect(struct sim_qp *qp, const struct sim_av *av);
+void dc_hdr(struct sim_qp *qp, struct pkt *p);
+bool dc_response_ok(struct sim_qp *qp, const struct pkt *p);
+bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p);
+int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
+/* engine.c: the responder's handling of one request packet (RC rules) */
+bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
 
 /* ---- helpers ---- */
 static inline uint32_t roundup_pow2(uint32_t v)
@@ -361,6 +402,8 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 					     uint32_t cqe_size, bool ignore_overrun);
 SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
 						   struct ibv_cq_init_attr_ex *a, uint32_t cqe_size);
+SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+						 int dc_type, uint64_t access_key);
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
 

@@ -43,6 +43,16 @@ SIM_EXPORT int mlx5dv_query_device(struct ibv_context *ctx, struct mlx5dv_contex
 		attrs->max_dynamic_bfregs = 0;
 		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_DYN_BFREGS;
 	}
+	if (want & MLX5DV_CONTEXT_MASK_DC_ODP_CAPS) {
+		attrs->dc_odp_caps = 0;             /* DC is there; ODP is not modelled */
+		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_DC_ODP_CAPS;
+	}
+	if (want & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
+		/* a ConnectX-6 has no DCI stream channels (log_max_dci_stream_channels 0) */
+		attrs->dci_streams_caps.max_log_num_concurent = 0;
+		attrs->dci_streams_caps.max_log_num_errored = 0;
+		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_DCI_STREAMS;
+	}
 	return 0;
 }
 
@@ -141,6 +151,62 @@ SIM_EXPORT int mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t type)
 	return init_obj(obj, type, true);
 }
 
+/* DCI and DCT, refused where rdma-core 44's create_qp/create_dct or the kernel's
+ * process_vendor_flags/check_qp_attr refuse them on a ConnectX-6 (errno as they set it). */
+static struct ibv_qp *create_dc(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
+				struct mlx5dv_qp_init_attr *m)
+{
+	const uint64_t known = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS | MLX5DV_QP_INIT_ATTR_MASK_DC |
+			       MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS |
+			       MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
+	const uint32_t scat = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+			      MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE;
+	uint32_t flags = m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS ? m->create_flags : 0;
+	int type = m->dc_init_attr.dc_type;
+
+	(void)ctx;
+
+	errno = EINVAL;
+	if ((m->comp_mask & ~known) || a->qp_type != IBV_QPT_DRIVER ||
+	    !(m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC))
+		return NULL;
+	if ((flags & scat) == scat)
+		return NULL;
+	if (flags & ~scat) {
+		rvxsim_priv_unsupported("mlx5dv_create_qp(DC create_flags)");
+		return NULL;
+	}
+	if (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) {
+		rvxsim_priv_unsupported("mlx5dv_create_qp(DC send_ops_flags)");
+		return NULL;
+	}
+	if (type == MLX5DV_DCTYPE_DCT) {
+		/* create_dct: PD only, no vendor masks but DC and create flags; ALLOW_SCATTER is
+		 * not a DCT flag; the kernel wants an SRQ and a receive CQ */
+		if ((a->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) ||
+		    (m->comp_mask & ~(uint64_t)(MLX5DV_QP_INIT_ATTR_MASK_DC |
+						MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS)) ||
+		    (flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE) || !a->srq || !a->recv_cq)
+			return NULL;
+		return rvxsim_priv_create_dc_qp(a->pd, (struct ibv_qp_init_attr *)a, SIM_DCT,
+						m->dc_init_attr.dct_access_key);
+	}
+	if (type != MLX5DV_DCTYPE_DCI)
+		return NULL;
+	if (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS) {
+		/* libmlx5 checks against the device's caps (0 and 0), then the kernel refuses the
+		 * stream flag on a device without DCI stream channels */
+		if (m->dc_init_attr.dci_streams.log_num_concurent ||
+		    m->dc_init_attr.dci_streams.log_num_errored)
+			return NULL;
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->cap.max_recv_wr || a->cap.max_recv_sge)     /* check_qp_attr: send only */
+		return NULL;
+	return rvxsim_priv_create_dc_qp(a->pd, (struct ibv_qp_init_attr *)a, SIM_DCI, 0);
+}
+
 SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
 					   struct mlx5dv_qp_init_attr *m)
 {
@@ -154,11 +220,13 @@ SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_q
 		rvxsim_priv_unsupported("mlx5dv_create_qp(ibv_qp_init_attr_ex comp_mask beyond PD)");
 		return NULL;
 	}
+	if (m && (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC || a->qp_type == IBV_QPT_DRIVER))
+		return create_dc(ctx, a, m);
+	if (!m && a->qp_type == IBV_QPT_DRIVER) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (m) {
-		if (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) {
-			rvxsim_priv_unsupported("mlx5dv_create_qp(DC)");
-			return NULL;
-		}
 		if (m->comp_mask & ~(uint64_t)MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) {
 			rvxsim_priv_unsupported("mlx5dv_create_qp(mlx5dv comp_mask)");
 			return NULL;

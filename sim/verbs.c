@@ -939,7 +939,8 @@ static struct sim_qp *qp_lookup(struct sim_ctx *sc, uint32_t qpn)
 /* libmlx5's sizing for an RC send queue (see the facts sheet, section 1). */
 static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 {
-	uint32_t ovh = SIM_RC_SQ_OVERHEAD, wqe, bytes;
+	/* a DCI's WQEs also hold the 48-byte address segment (libmlx5 _sq_overhead) */
+	uint32_t ovh = SIM_RC_SQ_OVERHEAD + (qp->dc_type == SIM_DCI ? 48 : 0), wqe, bytes;
 
 	if (cap->max_send_wr == 0) {
 		qp->sq_wqe_cnt = 0;
@@ -992,19 +993,35 @@ static void qp_free(struct sim_qp *qp)
 	free(qp->sq_bbs);
 	free(qp->rq_wrid);
 	free(qp->out);
+	dc_free(qp);
 	free(qp);
 }
 
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, int dc_type,
+				uint64_t dc_key);
+
 SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 					     uint32_t create_flags)
+{
+	(void)create_flags;
+	return create_qp(pd, ia, 0, 0);
+}
+
+SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+						 int dc_type, uint64_t access_key)
+{
+	return create_qp(pd, ia, dc_type, access_key);
+}
+
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, int dc_type,
+				uint64_t dc_key)
 {
 	struct sim_ctx *sc = to_sctx(pd->context);
 	struct sim_qp *qp;
 	size_t rq_bytes, sq_bytes;
 	int err;
 
-	(void)create_flags;
-	if (ia->qp_type != IBV_QPT_RC) {
+	if (ia->qp_type != IBV_QPT_RC && !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
 		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC only)",
 			ia->qp_type);
 		errno = EOPNOTSUPP;
@@ -1026,10 +1043,15 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_i
 	qp->srq = ia->srq ? to_ssrq(ia->srq) : NULL;
 	qp->scq = to_scq(ia->send_cq);
 	qp->rcq = to_scq(ia->recv_cq);
-	err = size_sq(qp, &ia->cap);
+	err = dc_type ? dc_init(qp, dc_type, dc_key) : 0;
+	if (dc_type == SIM_DCT)     /* a DCT has no queues of its own: it receives through its SRQ */
+		ia->cap.max_send_wr = ia->cap.max_recv_wr = 0;
+	if (!err)
+		err = size_sq(qp, &ia->cap);
 	if (!err)
 		err = size_rq(qp, &ia->cap);
 	if (err) {
+		dc_free(qp);
 		free(qp);
 		errno = err;
 		return NULL;
@@ -1083,7 +1105,7 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_i
 			break;
 		}
 	}
-	qp->qp.qp_num = qp->qpn;
+	qp->qp.qp_num = dc_type == SIM_DCT ? 0 : qp->qpn;   /* a DCT is numbered at RTR */
 	qp->qp.handle = qp->qpn;
 	qp_tabs[sc->index][qp->qpn & (QP_TAB_SIZE - 1)] = qp;
 	qp->next = sc->qps;
@@ -1212,7 +1234,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 		err = EINVAL;
 	}
 	if (!err)
-		err = check_mask(cur, next, mask, why, sizeof(why));
+		err = qp->dc_type ? dc_check_mask(qp, cur, next, mask, why, sizeof(why)) :
+				    check_mask(cur, next, mask, why, sizeof(why));
 	if (!err && (mask & IBV_QP_PORT) && a->port_num != 1)
 		err = EINVAL, snprintf(why, sizeof(why), "port_num %u (the device has port 1)", a->port_num);
 	if (!err && (mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= 128)
@@ -1228,7 +1251,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	if (!err && (mask & IBV_QP_AV)) {
 		if (sim_env.link_eth && !a->ah_attr.is_global)
 			err = EINVAL, snprintf(why, sizeof(why), "RoCE needs ah_attr.is_global = 1");
-		else if (!sim_env.link_eth && !a->ah_attr.is_global && a->ah_attr.dlid == 0)
+		else if (!sim_env.link_eth && !a->ah_attr.is_global && a->ah_attr.dlid == 0 &&
+			 !qp->dc_type)   /* a DC QP's AV gives the port and path, not a peer */
 			err = EINVAL, snprintf(why, sizeof(why), "ah_attr.dlid 0");
 		else if (a->ah_attr.port_num && a->ah_attr.port_num != 1)
 			err = EINVAL, snprintf(why, sizeof(why), "ah_attr.port_num %u", a->ah_attr.port_num);
@@ -1303,6 +1327,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	qp->state = next;
 	ibqp->state = next;
 	qp->attr.qp_state = next;
+	if (qp->dc_type)
+		dc_modified(qp, cur, next);
 	pthread_mutex_unlock(&sc->lock);
 	TRACE("qp 0x%x: modify %d -> %d (mask 0x%x)", qp->qpn, cur, next, mask);
 	engine_kick(sc);
@@ -1354,6 +1380,11 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	uint32_t last_ds = 0, last_pi = 0;
 	bool last_inline = false;
 
+	if (qp->dc_type) {     /* libmlx5 sends through a DCI with ibv_wr_* and mlx5dv_wr_set_dc_addr */
+		sim_unsupported("ibv_post_send on a DC QP");
+		*bad = wr;
+		return EOPNOTSUPP;
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
 		err = EINVAL;

@@ -3,7 +3,8 @@
 # Included from sim/sim.mk; paths are relative to the project root.
 
 SIM_TEST_NAMES := abi geometry opcodes srq wrap cq_owner moderation faults \
-                  twoproc peer_death rnr verbs_path idle_cpu many_qps stopped_peer stats
+                  twoproc peer_death rnr verbs_path idle_cpu many_qps stopped_peer stats \
+                  dc_objects dc_ops dc_errors dc_multi
 SIM_TESTS := $(addprefix build/sim/tests/t_,$(SIM_TEST_NAMES))
 
 SIM_TEST_CC     ?= gcc
@@ -13,6 +14,8 @@ SIM_TEST_LIBS   ?= -libverbs -lmlx5
 build/sim/tests/t_%: sim/tests/t_%.c sim/tests/simtest.h
 	@mkdir -p $(dir $@)
 	$(SIM_TEST_CC) $(SIM_TEST_CFLAGS) -o $@ $< $(SIM_TEST_LIBS)
+
+$(filter build/sim/tests/t_dc_%,$(SIM_TESTS)): sim/tests/t_dc_common.h
 
 .PHONY: sim-tests
 sim-tests: $(SIM_TESTS)
