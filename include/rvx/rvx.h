@@ -90,8 +90,8 @@
  * (nothing written). Data is at the target after a flush of the endpoint.
  *   rvx_status_t rvx_put(rvx_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
  *                        const rvx_rkey_t *rkey)
- *       any size; buf reusable on return; the path (inline, copy, large) is picked from len, at
- *       compile time when it is a constant
+ *       any size; buf reusable on return; inline up to RVX_PUT_SHORT_MAX, else copied (rc_mlx5:
+ *       through a registered bounce ring); the choice is made at compile time for a constant len
  *   rvx_status_t rvx_put_zcopy(rvx_ep_t *ep, const void *buf, size_t len, const rvx_mem_t *lmem,
  *                              uint64_t raddr, const rvx_rkey_t *rkey, rvx_request_t *req)
  *       from registered memory, no copy: RVX_OK or RVX_INPROGRESS (buf reusable when req is done)
