@@ -325,7 +325,8 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 	}
 	for (uint32_t i = 0; i < w->bbs; i++)
 		memcpy(w->b + i * 64, qp->sq_buf + (((pc + i) & mask) << 6), 64);
-	if (w->b[8] || w->b[9] || w->b[10] || (w->fm_ce_se & 0x11)) {
+	if ((w->b[8] || w->b[9] || w->b[10] || (w->fm_ce_se & 0x11)) &&
+	    !sim_reserved_ignored("ctrl bytes 8-11")) {
 		snprintf(whybuf, whylen, "stale bytes in ctrl bytes 8-11 (%02x %02x %02x %02x)",
 			 w->b[8], w->b[9], w->b[10], w->b[11]);
 		*why = whybuf;
@@ -355,7 +356,7 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 		struct mlx5_wqe_raddr_seg *r = (void *)(w->b + off);
 		w->raddr = be64toh(r->raddr);
 		w->rkey = be32toh(r->rkey);
-		if (r->reserved) {
+		if (r->reserved && !sim_reserved_ignored("the raddr segment's reserved word")) {
 			snprintf(whybuf, whylen, "stale bytes in the raddr segment's reserved field (0x%08x)",
 				 be32toh(r->reserved));
 			*why = whybuf;

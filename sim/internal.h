@@ -45,6 +45,7 @@ struct sim_env {
 	long retry_timeout_ms;   /* cap of the transport retry timer */
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
+	int strict;              /* RVXSIM_STRICT=1: stale reserved WQE bytes are faults (a lint) */
 	char fabric_dir[256];
 	uint8_t port_speed[SIM_MAX_DEVICES]; /* ibv_port_attr.active_speed (RVXSIM_PORT_SPEED) */
 	uint8_t port_width[SIM_MAX_DEVICES]; /* ibv_port_attr.active_width */
@@ -59,6 +60,9 @@ void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
 void sim_unsupported(const char *verb);
+/* Hardware ignores reserved WQE fields: true (after one warning line per process) unless
+ * RVXSIM_STRICT=1 asks for them to be faults. */
+bool sim_reserved_ignored(const char *what);
 uint64_t sim_now_ns(void);
 
 /* ---- objects ---- */
@@ -340,6 +344,9 @@ void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid);
 void fabric_sleep(struct sim_ctx *sc, long ns);
 void fabric_wake_self(struct sim_ctx *sc);
 bool fabric_pending(struct sim_ctx *sc);
+
+/* ---- sysfs view (sysfs.c): the tree clients read through ibdev_path ---- */
+void sim_sysfs_init(struct sim_dev *devs, int n);
 
 /* ---- helpers ---- */
 static inline uint32_t roundup_pow2(uint32_t v)

@@ -38,6 +38,7 @@ static void devices_init(void)
 		snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
 			 "/sys/class/infiniband/mlx5_%d", i);
 	}
+	sim_sysfs_init(devices, SIM_MAX_DEVICES);
 }
 
 static void *zalloc_aligned(size_t align, size_t size)
