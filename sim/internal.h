@@ -305,6 +305,7 @@ void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj);
 /* ---- fabric (fabric.c) ---- */
 enum pkt_type {
 	PKT_WRITE = 1, PKT_SEND, PKT_READ_REQ, PKT_ATOMIC,   /* requests */
+	PKT_UD,                                              /* a datagram (ud.c) */
 	PKT_ACK = 16, PKT_NAK, PKT_READ_RESP, PKT_ATOMIC_RESP, /* responses */
 };
 #define PKT_F_FIRST 1
@@ -344,6 +345,20 @@ void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid);
 void fabric_sleep(struct sim_ctx *sc, long ns);
 void fabric_wake_self(struct sim_ctx *sc);
 bool fabric_pending(struct sim_ctx *sc);
+
+/* ---- UD QPs (ud.c) ---- */
+int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n);
+void sim_ud_wr_dgram(const struct ibv_send_wr *wr, uint8_t *seg);
+int sim_ud_sq_work(struct sim_qp *qp);
+void sim_ud_receive(struct sim_qp *qp, const struct pkt *p);
+/* engine.c's receive queue and memory checks, shared with ud.c */
+void *engine_mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
+		    const char **why);
+bool engine_rq_peek(struct sim_qp *qp, uint8_t **segs, uint32_t *nsegs, uint32_t *index);
+void engine_rq_consume(struct sim_qp *qp);
+int engine_rq_check(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t total, uint32_t idx);
+void engine_rq_scatter(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t off,
+		       const uint8_t *data, uint32_t len);
 
 /* ---- sysfs view (sysfs.c): the tree clients read through ibdev_path ---- */
 void sim_sysfs_init(struct sim_dev *devs, int n);

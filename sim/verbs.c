@@ -940,7 +940,8 @@ static struct sim_qp *qp_lookup(struct sim_ctx *sc, uint32_t qpn)
 /* libmlx5's sizing for an RC send queue (see the facts sheet, section 1). */
 static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 {
-	uint32_t ovh = SIM_RC_SQ_OVERHEAD, wqe, bytes;
+	/* libmlx5's overhead: a UMR WQE for RC, ctrl + datagram segment for UD */
+	uint32_t ovh = qp->type == IBV_QPT_UD ? 64 : SIM_RC_SQ_OVERHEAD, wqe, bytes;
 
 	if (cap->max_send_wr == 0) {
 		qp->sq_wqe_cnt = 0;
@@ -1005,8 +1006,8 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_qp(struct ibv_pd *pd, struct ibv_qp_i
 	int err;
 
 	(void)create_flags;
-	if (ia->qp_type != IBV_QPT_RC) {
-		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC only)",
+	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD) {
+		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC and UD only)",
 			ia->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -1213,7 +1214,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 		err = EINVAL;
 	}
 	if (!err)
-		err = check_mask(cur, next, mask, why, sizeof(why));
+		err = qp->type == IBV_QPT_UD ? sim_ud_check_mask(cur, next, mask, why, sizeof(why)) :
+		      check_mask(cur, next, mask, why, sizeof(why));
 	if (!err && (mask & IBV_QP_PORT) && a->port_num != 1)
 		err = EINVAL, snprintf(why, sizeof(why), "port_num %u (the device has port 1)", a->port_num);
 	if (!err && (mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= 128)
@@ -1256,6 +1258,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = a->path_mtu;
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = a->qkey;
 	if (mask & IBV_QP_DEST_QPN)
 		qp->attr.dest_qp_num = a->dest_qp_num;
 	if (mask & IBV_QP_RQ_PSN)
@@ -1386,6 +1390,15 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			goto out;
 		}
 		memset(w, 0, 48);
+		if (qp->type == IBV_QPT_UD) {
+			if (opcode != MLX5_OPCODE_SEND && opcode != MLX5_OPCODE_SEND_IMM) {
+				err = EINVAL;
+				*bad = wr;
+				goto out;
+			}
+			sim_ud_wr_dgram(wr, w + off);
+			off += 48;
+		}
 		if (opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		    opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS ||
 		    opcode == MLX5_OPCODE_ATOMIC_FA) {
