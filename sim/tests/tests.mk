@@ -3,7 +3,8 @@
 # Included from sim/sim.mk; paths are relative to the project root.
 
 SIM_TEST_NAMES := abi geometry opcodes srq wrap cq_owner moderation faults \
-                  twoproc peer_death rnr verbs_path idle_cpu many_qps stopped_peer stats
+                  twoproc peer_death rnr verbs_path idle_cpu many_qps stopped_peer stats \
+                  ud_verbs ud_direct
 SIM_TESTS := $(addprefix build/sim/tests/t_,$(SIM_TEST_NAMES))
 
 SIM_TEST_CC     ?= gcc
