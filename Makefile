@@ -5,6 +5,7 @@
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
+#   make compare-mlx5  instructions per call beside UCX's own rc_mlx5, both on rvxsim
 #   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
@@ -43,7 +44,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare curves install clean examples tests hwcheck explain
+.PHONY: all deps run test bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -270,6 +271,14 @@ icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat
 	@bench/compare.sh
+
+# rvx beside UCX's own rc_mlx5 on rvxsim, instructions per call (bench/compare_mlx5.sh)
+$(B)/bench/icount_ucx: bench/icount_ucx.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $< -lucp -luct -lucs
+
+compare-mlx5: deps sim $(B)/bench/icount_rc $(B)/bench/icount_tag_rc $(B)/bench/icount_ucx
+	@bench/compare_mlx5.sh
 
 bench: deps all
 	@bench/run.sh

@@ -328,7 +328,8 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 	}
 	for (uint32_t i = 0; i < w->bbs; i++)
 		memcpy(w->b + i * 64, qp->sq_buf + (((pc + i) & mask) << 6), 64);
-	if (w->b[8] || w->b[9] || w->b[10] || (w->fm_ce_se & 0x11)) {
+	if ((w->b[8] || w->b[9] || w->b[10] || (w->fm_ce_se & 0x11)) &&
+	    !sim_reserved_ignored("ctrl bytes 8-11")) {
 		snprintf(whybuf, whylen, "stale bytes in ctrl bytes 8-11 (%02x %02x %02x %02x)",
 			 w->b[8], w->b[9], w->b[10], w->b[11]);
 		*why = whybuf;
@@ -366,7 +367,7 @@ static int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, co
 		struct mlx5_wqe_raddr_seg *r = (void *)(w->b + off);
 		w->raddr = be64toh(r->raddr);
 		w->rkey = be32toh(r->rkey);
-		if (r->reserved) {
+		if (r->reserved && !sim_reserved_ignored("the raddr segment's reserved word")) {
 			snprintf(whybuf, whylen, "stale bytes in the raddr segment's reserved field (0x%08x)",
 				 be32toh(r->reserved));
 			*why = whybuf;
@@ -1083,6 +1084,10 @@ static bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	int need;
 	bool dup;
 
+	if (p->type == PKT_UD) {
+		sim_ud_receive(qp, p);
+		return true;
+	}
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS)
 		return true;    /* silently dropped, as by a QP that is not ready */
 	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid || qp->rx_dead)
@@ -1353,6 +1358,7 @@ static const char *pktname(uint8_t t)
 	case PKT_NAK: return "NAK";
 	case PKT_READ_RESP: return "READ_RESP";
 	case PKT_ATOMIC_RESP: return "ATOMIC_RESP";
+	case PKT_UD: return "UD";
 	default: return "?";
 	}
 }
@@ -1677,6 +1683,8 @@ static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 		work |= watch_doorbells(qp, now);
 	if (qp->state == IBV_QPS_ERR)
 		return work | flush_qp(qp);
+	if (qp->type == IBV_QPT_UD)
+		return work | sim_ud_sq_work(qp);
 	if (qp->ack_pending) {
 		struct pkt a;
 		hdr_init(qp, &a, PKT_ACK, qp->ack_pending - 1);
@@ -1882,4 +1890,33 @@ void engine_stop(struct sim_ctx *sc)
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
 	return handle_request(sc, qp, p);
+}
+
+/* ------------------------------------------------------------------ for ud.c */
+
+void *engine_mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
+		    const char **why)
+{
+	return mr_ptr(qp, key, addr, len, need, why);
+}
+
+bool engine_rq_peek(struct sim_qp *qp, uint8_t **segs, uint32_t *nsegs, uint32_t *index)
+{
+	return rq_peek(qp, segs, nsegs, index);
+}
+
+void engine_rq_consume(struct sim_qp *qp)
+{
+	rq_consume(qp);
+}
+
+int engine_rq_check(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t total, uint32_t idx)
+{
+	return rq_check(qp, segs, nsegs, total, idx);
+}
+
+void engine_rq_scatter(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t off,
+		       const uint8_t *data, uint32_t len)
+{
+	rq_scatter(qp, segs, nsegs, off, data, len);
 }

@@ -45,6 +45,7 @@ struct sim_env {
 	long retry_timeout_ms;   /* cap of the transport retry timer */
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
+	int strict;              /* RVXSIM_STRICT=1: stale reserved WQE bytes are faults (a lint) */
 	char fabric_dir[256];
 	uint8_t port_speed[SIM_MAX_DEVICES]; /* ibv_port_attr.active_speed (RVXSIM_PORT_SPEED) */
 	uint8_t port_width[SIM_MAX_DEVICES]; /* ibv_port_attr.active_width */
@@ -59,6 +60,9 @@ void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
 void sim_unsupported(const char *verb);
+/* Hardware ignores reserved WQE fields: true (after one warning line per process) unless
+ * RVXSIM_STRICT=1 asks for them to be faults. */
+bool sim_reserved_ignored(const char *what);
 uint64_t sim_now_ns(void);
 
 /* ---- objects ---- */
@@ -305,6 +309,7 @@ void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj);
 /* ---- fabric (fabric.c) ---- */
 enum pkt_type {
 	PKT_WRITE = 1, PKT_SEND, PKT_READ_REQ, PKT_ATOMIC,   /* requests */
+	PKT_UD,                                              /* a datagram (ud.c) */
 	PKT_ACK = 16, PKT_NAK, PKT_READ_RESP, PKT_ATOMIC_RESP, /* responses */
 };
 #define PKT_F_FIRST 1
@@ -381,6 +386,23 @@ bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p);
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
 /* engine.c: the responder's handling of one request packet (RC rules) */
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
+
+/* ---- UD QPs (ud.c) ---- */
+int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n);
+void sim_ud_wr_dgram(const struct ibv_send_wr *wr, uint8_t *seg);
+int sim_ud_sq_work(struct sim_qp *qp);
+void sim_ud_receive(struct sim_qp *qp, const struct pkt *p);
+/* engine.c's receive queue and memory checks, shared with ud.c */
+void *engine_mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
+		    const char **why);
+bool engine_rq_peek(struct sim_qp *qp, uint8_t **segs, uint32_t *nsegs, uint32_t *index);
+void engine_rq_consume(struct sim_qp *qp);
+int engine_rq_check(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t total, uint32_t idx);
+void engine_rq_scatter(struct sim_qp *qp, uint8_t *segs, uint32_t nsegs, uint32_t off,
+		       const uint8_t *data, uint32_t len);
+
+/* ---- sysfs view (sysfs.c): the tree clients read through ibdev_path ---- */
+void sim_sysfs_init(struct sim_dev *devs, int n);
 
 /* ---- helpers ---- */
 static inline uint32_t roundup_pow2(uint32_t v)

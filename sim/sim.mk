@@ -8,7 +8,7 @@ SIM_LIBDIR := build/sim
 SIM_CC     := gcc
 SIM_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -fPIC -pthread -fvisibility=hidden
 SIM_HDRS   := sim/internal.h
-SIM_VERBS_SRCS := sim/verbs.c sim/engine.c sim/fabric.c sim/trace.c sim/dc.c
+SIM_VERBS_SRCS := sim/verbs.c sim/engine.c sim/fabric.c sim/trace.c sim/dc.c sim/sysfs.c sim/ud.c
 SIM_VERBS_OBJS := $(patsubst sim/%.c,$(SIM_LIBDIR)/obj/%.o,$(SIM_VERBS_SRCS))
 SIM_MLX5_OBJS  := $(SIM_LIBDIR)/obj/mlx5dv.o
 
@@ -16,13 +16,15 @@ SIM_IBVERBS := $(SIM_LIBDIR)/libibverbs.so.1
 SIM_MLX5    := $(SIM_LIBDIR)/libmlx5.so.1
 SIM_DEVINFO := $(SIM_LIBDIR)/rvxsim_devinfo
 SIM_BENCH   := $(SIM_LIBDIR)/bench_sim
+SIM_PRELOAD := $(SIM_LIBDIR)/librvxsim_preload.so
+SIM_ENV     := $(SIM_LIBDIR)/rvxsim-env
 
 # Tools link against the model by name and find it next to themselves.
 SIM_TOOL_LDFLAGS := -L$(SIM_LIBDIR) -l:libibverbs.so.1 -l:libmlx5.so.1 -Wl,-rpath,'$$ORIGIN'
 
 .PHONY: sim sim-bench sim-clean
 
-sim: $(SIM_IBVERBS) $(SIM_MLX5) $(SIM_DEVINFO) $(SIM_BENCH)
+sim: $(SIM_IBVERBS) $(SIM_MLX5) $(SIM_DEVINFO) $(SIM_BENCH) $(SIM_PRELOAD) $(SIM_ENV)
 
 $(SIM_LIBDIR)/obj/%.o: sim/%.c $(SIM_HDRS)
 	@mkdir -p $(dir $@)
@@ -42,6 +44,15 @@ $(SIM_DEVINFO): sim/devinfo.c $(SIM_IBVERBS) $(SIM_MLX5)
 
 $(SIM_BENCH): sim/bench_sim.c $(SIM_IBVERBS) $(SIM_MLX5)
 	$(SIM_CC) -std=gnu11 -O2 -g -Wall -Wextra -pthread -o $@ $< $(SIM_TOOL_LDFLAGS)
+
+# Unmodified clients run as: build/sim/rvxsim-env PROGRAM ... (see sim/README.md, "Clients")
+$(SIM_PRELOAD): sim/preload.c
+	@mkdir -p $(dir $@)
+	$(SIM_CC) -std=gnu11 -O2 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -o $@ $< -ldl
+
+$(SIM_ENV): sim/rvxsim-env
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 sim-bench: sim
 	$(SIM_BENCH)

@@ -153,6 +153,7 @@ static void env_load(void)
 	sim_env.retry_timeout_ms = env_long("RVXSIM_RETRY_TIMEOUT_MS", 2000);
 	sim_env.db_grace_ms = env_long("RVXSIM_DB_GRACE_MS", 1000);
 	sim_env.spin_us = env_long("RVXSIM_SPIN_US", 20);
+	sim_env.strict = env_long("RVXSIM_STRICT", 0) != 0;
 	s = getenv("RVXSIM_STATS_FILE");
 	if (s && *s) {
 		snprintf(stats_path, sizeof(stats_path), "%s", s);
@@ -239,6 +240,18 @@ void sim_unsupported(const char *verb)
 {
 	sim_log("rvxsim: %s: not supported by the model", verb);
 	errno = EOPNOTSUPP;
+}
+
+bool sim_reserved_ignored(const char *what)
+{
+	static atomic_bool warned;
+
+	if (sim_env.strict)
+		return false;
+	if (!atomic_exchange(&warned, true))
+		sim_log("rvxsim: stale bytes in %s ignored, as the hardware does (RVXSIM_STRICT=1 makes "
+			"stale reserved bytes a fault); further ones are not reported", what);
+	return true;
 }
 
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb)

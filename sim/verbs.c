@@ -38,6 +38,7 @@ static void devices_init(void)
 		snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
 			 "/sys/class/infiniband/mlx5_%d", i);
 	}
+	sim_sysfs_init(devices, SIM_MAX_DEVICES);
 }
 
 static void *zalloc_aligned(size_t align, size_t size)
@@ -939,8 +940,10 @@ static struct sim_qp *qp_lookup(struct sim_ctx *sc, uint32_t qpn)
 /* libmlx5's sizing for an RC send queue (see the facts sheet, section 1). */
 static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 {
-	/* a DCI's WQEs also hold the 48-byte address segment (libmlx5 _sq_overhead) */
-	uint32_t ovh = SIM_RC_SQ_OVERHEAD + (qp->dc_type == SIM_DCI ? 48 : 0), wqe, bytes;
+	/* libmlx5's overhead: a UMR WQE for RC, ctrl + datagram segment for UD; a DCI's WQEs also
+	 * hold the 48-byte address segment (libmlx5 _sq_overhead) */
+	uint32_t ovh = qp->type == IBV_QPT_UD ? 64 :
+		       SIM_RC_SQ_OVERHEAD + (qp->dc_type == SIM_DCI ? 48 : 0), wqe, bytes;
 
 	if (cap->max_send_wr == 0) {
 		qp->sq_wqe_cnt = 0;
@@ -1021,8 +1024,9 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	size_t rq_bytes, sq_bytes;
 	int err;
 
-	if (ia->qp_type != IBV_QPT_RC && !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
-		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC only)",
+	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD &&
+	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
+		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UD and DC only)",
 			ia->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -1235,7 +1239,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	}
 	if (!err)
 		err = qp->dc_type ? dc_check_mask(qp, cur, next, mask, why, sizeof(why)) :
-				    check_mask(cur, next, mask, why, sizeof(why));
+		      qp->type == IBV_QPT_UD ? sim_ud_check_mask(cur, next, mask, why, sizeof(why)) :
+		      check_mask(cur, next, mask, why, sizeof(why));
 	if (!err && (mask & IBV_QP_PORT) && a->port_num != 1)
 		err = EINVAL, snprintf(why, sizeof(why), "port_num %u (the device has port 1)", a->port_num);
 	if (!err && (mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= 128)
@@ -1279,6 +1284,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = a->path_mtu;
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = a->qkey;
 	if (mask & IBV_QP_DEST_QPN)
 		qp->attr.dest_qp_num = a->dest_qp_num;
 	if (mask & IBV_QP_RQ_PSN)
@@ -1416,6 +1423,15 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			goto out;
 		}
 		memset(w, 0, 48);
+		if (qp->type == IBV_QPT_UD) {
+			if (opcode != MLX5_OPCODE_SEND && opcode != MLX5_OPCODE_SEND_IMM) {
+				err = EINVAL;
+				*bad = wr;
+				goto out;
+			}
+			sim_ud_wr_dgram(wr, w + off);
+			off += 48;
+		}
 		if (opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		    opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS ||
 		    opcode == MLX5_OPCODE_ATOMIC_FA) {

@@ -31,6 +31,9 @@ run_one() { # name, command...
   fi
 }
 
+# rvx's own tests run the model as a lint: stale reserved WQE bytes are faults (the hardware, and
+# the model by default, ignore them). The model's tests and the unmodified clients run without it.
+export RVXSIM_STRICT=1
 for t in build/tests/t_*; do
   [ -x "$t" ] && run_one "$(basename "$t")" "$t"
 done
@@ -44,7 +47,7 @@ for t in build/tests-rc/t_*; do
 done
 if ls build/sim/tests/t_* >/dev/null 2>&1; then
   for t in build/sim/tests/t_*; do
-    [ -x "$t" ] && run_one "sim/$(basename "$t")" env LD_LIBRARY_PATH=build/sim "$t"
+    [ -x "$t" ] && run_one "sim/$(basename "$t")" env -u RVXSIM_STRICT LD_LIBRARY_PATH=build/sim "$t"
   done
 fi
 

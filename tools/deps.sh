@@ -14,6 +14,7 @@ need=(
   "ibverbs-utils:/usr/bin/ibv_rc_pingpong"
   "valgrind:/usr/bin/valgrind"
   "ucx-utils:/usr/bin/ucx_perftest"
+  "libucx-dev:/usr/include/uct/api/uct.h"
   "hyperfine:/usr/bin/hyperfine"
   "gnuplot-nox:/usr/bin/gnuplot"
   "libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a"
