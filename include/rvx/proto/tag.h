@@ -136,9 +136,9 @@ RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep
             return RVX_ERR_NO_RESOURCE;
         }
         op->mem = mem;
-        rvx_request_init(&op->tlreq);
+        rvx_request_init(&op->tlreq[0]);
         st = rvx__tl_am_zcopy(&ep->tl[0], RVX__CHAN_REQUEST, hdr, 8, buf, len, &mem->tl[0],
-                              RVX__TAG_CLASS | RVX__TF_EAGER, &op->tlreq);
+                              RVX__TAG_CLASS | RVX__TF_EAGER, &op->tlreq[0]);
         if (st == RVX_OK || st == RVX_INPROGRESS) t->n_zcopy++;
         if (st == RVX_INPROGRESS) {
             op->req = req;
@@ -164,12 +164,12 @@ RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep
 /* A zero-copy eager send, polled from the ready list: done when the transport is. */
 RVX_COLD int rvx__tag_zcopy_step(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
-    if (op->tlreq.status == RVX_INPROGRESS) {
+    if (op->tlreq[0].status == RVX_INPROGRESS) {
         rvx__tag_ready(t, op);
         return 0;
     }
     op->flags &= ~RVX__F_ISSUED;
-    rvx__tag_done(t, op, (rvx_status_t)op->tlreq.status);
+    rvx__tag_done(t, op, (rvx_status_t)op->tlreq[0].status);
     return 1;
 }
 

@@ -73,11 +73,8 @@ typedef struct rvx__tag_link {
 typedef struct rvx__tag_chunk {
     rvx_mem_t    *mem;                 /* NULL: the piece lies in an earlier entry's registration */
     size_t        end;                 /* where the piece ends (offset in the buffer); 0: not yet known */
-    rvx_request_t req;
-#if RVX_LANES > 1
-    rvx_request_t lreq[RVX_LANES - 1]; /* its stripes on lanes 1.. */
+    rvx_request_t req[RVX_LANES];      /* its stripe on each lane */
     unsigned      lposted;             /* bit l: lane l's stripe is in the transport */
-#endif
 } rvx__tag_chunk_t;
 
 /* What an operation is (op->kind): a posted receive, an unexpected message, a send. */
@@ -149,12 +146,10 @@ struct rvx__tag_op {
     int32_t         status;
     uint8_t         kind, state, flags, pinned;
     rvx_rkey_t      rkey[RVX_LANES];      /* the peer's key on each lane */
-    rvx_request_t   tlreq;
-    unsigned        lposted;              /* lanes: bit l, lane l's part is in the transport */
-    unsigned        lused;                /* lanes: bit l, lane l carried data (flushed before FIN) */
-#if RVX_LANES > 1
-    rvx_request_t   lreq[RVX_LANES - 1];  /* stripes (or flushes) on lanes 1..; lane 0's is tlreq */
-#endif
+    rvx_request_t   tlreq[RVX_LANES];     /* the op's transfer (or flush) on each lane; lane 0's
+                                             is also an eager zero-copy send's */
+    unsigned        lposted;              /* bit l: lane l's part is in the transport */
+    unsigned        lused;                /* bit l: lane l carried data (flushed before FIN) */
     unsigned char   packed[RVX_RKEY_PACKED_SIZE];
     uint8_t         small[RVX__TAG_SMALL];
 };

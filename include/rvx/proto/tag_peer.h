@@ -256,7 +256,7 @@ static void rvx__tag_ep_destroy(rvx_ep_t *ep)
 #endif
             }
             rvx__tag_done(t, op, op->state == RVX__S_ZOMBIE && !op->req ? RVX_OK
-                                 : op->state == RVX__SS_ZCOPY ? (rvx_status_t)op->tlreq.status /* sent */
+                                 : op->state == RVX__SS_ZCOPY ? (rvx_status_t)op->tlreq[0].status /* sent */
                                  : RVX_ERR_CANCELED);
         }
         for (u = t->unx_head; u; u = un) {

@@ -82,16 +82,10 @@ RVX_COLD rvx_status_t rvx__rndv_unpack(rvx__tag_op_t *op)
 #define RVX__XFER_PUT   1
 #define RVX__XFER_FLUSH 2
 
-#if RVX_LANES > 1
-static inline rvx_request_t *rvx__rndv_lreq(rvx__tag_op_t *op, unsigned l)
-{
-    return l ? &op->lreq[l - 1] : &op->tlreq;
-}
-
 /* Post lane l's part of the op's transfer. */
-static inline rvx_status_t rvx__rndv_xfer_lane(rvx__tag_op_t *op, int what, unsigned l, size_t off, size_t n,
-                                               rvx_request_t *r)
+static inline rvx_status_t rvx__rndv_xfer_lane(rvx__tag_op_t *op, int what, unsigned l, size_t off, size_t n)
 {
+    rvx_request_t *r = &op->tlreq[l];
     if (what == RVX__XFER_GET)
         return rvx__tl_get_zcopy(&op->ep->tl[l], op->buf + off, n, &op->mem->tl[l], op->raddr + off, &op->rkey[l], r);
     if (what == RVX__XFER_PUT)
@@ -99,8 +93,9 @@ static inline rvx_status_t rvx__rndv_xfer_lane(rvx__tag_op_t *op, int what, unsi
     return rvx__tl_ep_flush(&op->ep->tl[l], r);
 }
 
-/* The op's transfer striped across the lanes (GET, PUT), or a flush of lane 0 and of every other
- * lane it wrote on (FLUSH): each part posted once, then RVX_INPROGRESS until all have completed;
+/* The op's transfer striped across the lanes (GET, PUT; all on lane 0 below RVX_LANE_STRIPE_MIN
+ * or with one lane), or a flush of lane 0 and of every other lane it wrote on (FLUSH): each part
+ * posted once, then RVX_INPROGRESS until all have completed (or while a part found no room);
  * then the first error among them (one that is not a cancellation, if any), or RVX_OK. */
 RVX_COLD rvx_status_t rvx__rndv_xfer(struct rvx__tag_state *t, rvx__tag_op_t *op, int what)
 {
@@ -110,23 +105,22 @@ RVX_COLD rvx_status_t rvx__rndv_xfer(struct rvx__tag_state *t, rvx__tag_op_t *op
     if (!(op->flags & RVX__F_ISSUED)) {
         rvx__lane_split(t->w->ctx, op->eff, what != RVX__XFER_FLUSH && op->eff >= RVX_LANE_STRIPE_MIN, off, n);
         for (l = 0; l < RVX_LANES; l++) {
-            rvx_request_t *r = rvx__rndv_lreq(op, l);
             rvx_status_t s;
             if (op->lposted & (1u << l)) continue;
             if (what == RVX__XFER_FLUSH ? l && !(op->lused & (1u << l)) : !n[l]) continue;
-            rvx_request_init(r);
-            s = rvx__rndv_xfer_lane(op, what, l, off[l], n[l], r);
+            rvx_request_init(&op->tlreq[l]);
+            s = rvx__rndv_xfer_lane(op, what, l, off[l], n[l]);
             if (s == RVX_ERR_NO_RESOURCE) return RVX_INPROGRESS; /* the rest on a later step */
             op->lposted |= 1u << l;
             if (what != RVX__XFER_FLUSH) op->lused |= 1u << l;
-            if (s != RVX_INPROGRESS) r->status = s;
+            if (s != RVX_INPROGRESS) op->tlreq[l].status = s;
         }
         op->flags |= RVX__F_ISSUED;
     }
     for (l = 0; l < RVX_LANES; l++)
-        if ((op->lposted & (1u << l)) && rvx__rndv_lreq(op, l)->status == RVX_INPROGRESS) return RVX_INPROGRESS;
+        if ((op->lposted & (1u << l)) && op->tlreq[l].status == RVX_INPROGRESS) return RVX_INPROGRESS;
     for (l = 0; l < RVX_LANES; l++) {
-        rvx_status_t s = (rvx_status_t)rvx__rndv_lreq(op, l)->status;
+        rvx_status_t s = (rvx_status_t)op->tlreq[l].status;
         if ((op->lposted & (1u << l)) && s != RVX_OK && (st == RVX_OK || st == RVX_ERR_CANCELED)) st = s;
     }
     op->lposted = 0;
@@ -139,16 +133,13 @@ static inline int rvx__rndv_quiet(const rvx__tag_op_t *op)
 {
     unsigned i, l;
     for (l = 0; l < RVX_LANES; l++)
-        if ((op->lposted & (1u << l)) && (l ? op->lreq[l - 1].status : op->tlreq.status) == RVX_INPROGRESS)
-            return 0;
+        if ((op->lposted & (1u << l)) && op->tlreq[l].status == RVX_INPROGRESS) return 0;
     for (i = 0; i < op->nchunks; i++) /* a chunk may be partly posted */
         for (l = 0; l < RVX_LANES; l++)
-            if ((op->chunks[i].lposted & (1u << l)) &&
-                (l ? op->chunks[i].lreq[l - 1].status : op->chunks[i].req.status) == RVX_INPROGRESS)
-                return 0;
-    if ((op->flags & RVX__F_ISSUED) && op->tlreq.status == RVX_INPROGRESS) return 0;
+            if ((op->chunks[i].lposted & (1u << l)) && op->chunks[i].req[l].status == RVX_INPROGRESS) return 0;
+    if ((op->flags & RVX__F_ISSUED) && op->tlreq[0].status == RVX_INPROGRESS) return 0; /* zero-copy send */
     for (i = 0; i < op->nposted; i++)
-        if (op->chunks[i].req.status == RVX_INPROGRESS) return 0;
+        if (op->chunks[i].req[0].status == RVX_INPROGRESS) return 0;
     return 1;
 }
 
@@ -161,47 +152,6 @@ static inline void rvx__rndv_forget(rvx__tag_op_t *op)
     op->lposted = 0;
     for (i = 0; i < op->nchunks; i++) op->chunks[i].lposted = 0;
 }
-#else
-/* The op's one transfer (GET, PUT) or flush, posted once: RVX_INPROGRESS while it runs (or there
- * was no room to post it), then its final status. */
-RVX_COLD rvx_status_t rvx__rndv_xfer(struct rvx__tag_state *t, rvx__tag_op_t *op, int what)
-{
-    (void)t;
-    if (!(op->flags & RVX__F_ISSUED)) {
-        rvx_status_t st;
-        rvx_request_init(&op->tlreq);
-        if (what == RVX__XFER_GET)
-            st = rvx__tl_get_zcopy(&op->ep->tl[0], op->buf, op->eff, &op->mem->tl[0], op->raddr, &op->rkey[0], &op->tlreq);
-        else if (what == RVX__XFER_PUT)
-            st = rvx__tl_put_zcopy(&op->ep->tl[0], op->buf, op->eff, &op->mem->tl[0], op->raddr, &op->rkey[0], &op->tlreq);
-        else
-            st = rvx__tl_ep_flush(&op->ep->tl[0], &op->tlreq);
-        if (st == RVX_ERR_NO_RESOURCE) return RVX_INPROGRESS;
-        op->flags |= RVX__F_ISSUED;
-        if (st != RVX_INPROGRESS) op->tlreq.status = st;
-    }
-    if (op->tlreq.status == RVX_INPROGRESS) return RVX_INPROGRESS;
-    op->flags &= ~RVX__F_ISSUED;
-    return (rvx_status_t)op->tlreq.status;
-}
-
-/* Has the transport let go of everything this op posted? */
-static inline int rvx__rndv_quiet(const rvx__tag_op_t *op)
-{
-    unsigned i;
-    if ((op->flags & RVX__F_ISSUED) && op->tlreq.status == RVX_INPROGRESS) return 0;
-    for (i = 0; i < op->nposted; i++)
-        if (op->chunks[i].req.status == RVX_INPROGRESS) return 0;
-    return 1;
-}
-
-/* Forget what the transport holds of the op (its endpoint goes: nothing more will complete). */
-static inline void rvx__rndv_forget(rvx__tag_op_t *op)
-{
-    op->nposted = 0;
-    op->flags &= ~RVX__F_ISSUED;
-}
-#endif
 
 /* ---- send side ------------------------------------------------------------------------------ */
 

@@ -10,6 +10,7 @@
 #define RVX_PROTO_RNDV_GET_H
 
 #define RVX__RNDV_RTS_LEN(mlen) ((size_t)(RVX__TAG_RTS_HDR + 8 + RVX_RKEY_PACKED_SIZE))
+#define RVX__RNDV_RTR_LEN     ((size_t)16) /* GET takes no RTR: one of this length is malformed */
 #define RVX__RNDV_RTS_ADDR    1
 #define RVX__RNDV_PHASE1      0
 #define RVX__RNDV_SEND_REG    1

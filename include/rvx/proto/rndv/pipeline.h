@@ -241,7 +241,6 @@ RVX_COLD int rvx__pipe_phase2(struct rvx__tag_state *t, rvx__tag_op_t *op, int *
 /* Phase 3: post piece c, [op->done, op->done + n), from the chunk registered last (striped across
  * the lanes, each stripe posted once): RVX_OK when all of it is posted, else the transport's
  * refusal (RVX_ERR_NO_RESOURCE: try again) or error. */
-#if RVX_LANES > 1
 RVX_COLD rvx_status_t rvx__pipe_post_piece(struct rvx__tag_state *t, rvx__tag_op_t *op, rvx__tag_chunk_t *c,
                                            struct rvx__pipe_rkey *k, size_t n)
 {
@@ -249,32 +248,18 @@ RVX_COLD rvx_status_t rvx__pipe_post_piece(struct rvx__tag_state *t, rvx__tag_op
     unsigned l;
     rvx__lane_split(t->w->ctx, n, op->eff >= RVX_LANE_STRIPE_MIN, off, ln);
     for (l = 0; l < RVX_LANES; l++) {
-        rvx_request_t *r = l ? &c->lreq[l - 1] : &c->req;
         rvx_status_t st;
         if (!ln[l] || (c->lposted & (1u << l))) continue;
-        rvx_request_init(r);
+        rvx_request_init(&c->req[l]);
         st = rvx__tl_put_zcopy(&op->ep->tl[l], op->buf + op->done + off[l], ln[l], &op->cmem->tl[l],
-                               op->raddr + op->done + off[l], &k->key[l], r);
-        if (st != RVX_INPROGRESS) r->status = RVX_OK;
+                               op->raddr + op->done + off[l], &k->key[l], &c->req[l]);
+        if (st != RVX_INPROGRESS) c->req[l].status = RVX_OK;
         if (st == RVX_ERR_NO_RESOURCE || st < 0) return st;
         c->lposted |= 1u << l;
         op->lused |= 1u << l;
     }
     return RVX_OK;
 }
-#else
-RVX_COLD rvx_status_t rvx__pipe_post_piece(struct rvx__tag_state *t, rvx__tag_op_t *op, rvx__tag_chunk_t *c,
-                                           struct rvx__pipe_rkey *k, size_t n)
-{
-    rvx_status_t st;
-    (void)t;
-    rvx_request_init(&c->req);
-    st = rvx__tl_put_zcopy(&op->ep->tl[0], op->buf + op->done, n, &op->cmem->tl[0], op->raddr + op->done,
-                           &k->key[0], &c->req);
-    if (st != RVX_INPROGRESS) c->req.status = RVX_OK;
-    return st == RVX_ERR_NO_RESOURCE || st < 0 ? st : RVX_OK;
-}
-#endif
 
 /* Phase 3: register a chunk, write it, go on with the next while it moves. A buffer left pinned
  * comes here at once, in the pieces its first send registered (phase 2's range, then the
