@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 typedef struct rvx__boot {
     int      rank;
     int      size;

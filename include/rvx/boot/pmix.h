@@ -27,7 +27,6 @@
 
 #include <pmix.h>
 
-
 /* One PMIx request in flight (a fence, or a get of one rank's value). Its callback runs on PMIx's
  * progress thread, so the owner and the callback agree through `state` on who frees it: a caller
  * that gives up leaves it to a late callback. A get's value is copied into `buf` by the callback. */
