@@ -104,7 +104,7 @@ RVX_NOINLINE rvx_status_t bench_flush_ready(rvx_ep_t *ep, rvx_request_t *req) { 
 /* Wait until the CQE at the consumer index is there, without consuming it. */
 static void cqe_present(rvx_worker_t *w)
 {
-    rvx__tl_iface_t *ifc = &w->iface;
+    rvx__tl_iface_t *ifc = &w->iface[0];
     while (!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own)) rvx_cpu_relax();
 }
 
@@ -115,8 +115,8 @@ static long loop_amo_add8(icount_env_t *e, long n) { return icount_amo_add8(e, n
 /* The endpoint's QP, taken over by the hand-written post; CQEs consumed here. */
 static long loop_ref_put8(icount_env_t *e, long n)
 {
-    rvx__mlx5_conn_t *c = e->ep->tl.c;
-    rvx__tl_iface_t *ifc = &e->w->iface;
+    rvx__mlx5_conn_t *c = e->ep->tl[0].c;
+    rvx__tl_iface_t *ifc = &e->w->iface[0];
     ref_qp_t q;
     long i;
     q.sq = c->sq.buf;
@@ -157,7 +157,7 @@ static long loop_get8(icount_env_t *e, long n)
 
 static long loop_flush_ready(icount_env_t *e, long n)
 {
-    rvx__mlx5_conn_t *c = e->ep->tl.c;
+    rvx__mlx5_conn_t *c = e->ep->tl[0].c;
     long i, errors = 0;
     for (i = 0; i < n; i++) {
         rvx_request_t req;

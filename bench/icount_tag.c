@@ -37,7 +37,7 @@ RVX_NOINLINE void bench_tag_recv8(rvx_worker_t *w, rvx_ep_t *ep, const struct be
                                   uint64_t *dst, uint64_t tag, rvx_request_t *req, rvx_tag_info_t *info)
 {
     rvx_tag_recv(w, dst, 8, tag, ~0ull, req, info);
-    rvx__rx_deliver(&ep->tl, RVX__CHAN_REQUEST, f->info, (void *)(uintptr_t)f->body, f->len);
+    rvx__rx_deliver(&ep->tl[0], RVX__CHAN_REQUEST, f->info, (void *)(uintptr_t)f->body, f->len);
 }
 
 /* The whole receive on shm: post, then the progress call that polls the ring and delivers. */

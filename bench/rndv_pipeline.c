@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
     if (rvx_ep_create(w, 1 - me, &ep)) return 1;
-    t = w->tag;
+    t = rvx__tag_of(w);
     rvx_barrier(ctx);
     if (me == 0) {
         printf("# %s\n", rvx_config_string());

@@ -33,12 +33,12 @@ static void on_end(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, si
 /* Write a frame the AM layer would never build. */
 static void inject(rvx_ep_t *ep, unsigned info, size_t len, uint64_t raddr)
 {
-    uint8_t *body = (uint8_t *)rvx__tl_am_claim(&ep->tl, RVX__CHAN_REQUEST, len);
+    uint8_t *body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], RVX__CHAN_REQUEST, len);
     T_CHECK(body != NULL, "no room to inject");
     if (!body) return;
     memset(body, 0, len);
     if (len >= 16) { memcpy(body + len - 16, &raddr, 8); memcpy(body + len - 8, &len, 8); }
-    rvx__tl_am_publish(&ep->tl, RVX__CHAN_REQUEST, body, len, info);
+    rvx__tl_am_publish(&ep->tl[0], RVX__CHAN_REQUEST, body, len, info);
 }
 
 /* rvx_init must refuse a broken environment, in a child so our own context is unaffected. */

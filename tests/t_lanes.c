@@ -117,8 +117,8 @@ int main(int argc, char **argv)
         for (i = 0; i < n; i++)
             if (sizes[i]) one(sizes[i], (uint64_t)i + 1, 1);
     }
-    T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "operations left in flight: %u, queued %u",
-            w->tag_pending, w->tag_queued);
+    T_CHECK(w->proto_pending == 0 && w->proto_queued == 0, "operations left in flight: %u, queued %u",
+            w->proto_pending, w->proto_queued);
     T_OK(rvx_barrier(ctx));
     rvx_worker_destroy(w);
     rvx_finalize(ctx);

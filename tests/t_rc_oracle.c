@@ -824,7 +824,7 @@ static void op_am_zcopy(unsigned nargs, size_t plen)
     if (plen) x_data(x, 16 + 16 * inl_ds(8 * nargs), (uint32_t)plen, llkey, pay);
     poison(p0, m.pi);
     rvx_request_init(req);
-    st = rvx__tl_am_zcopy(&ep->tl, RVX__CHAN_REQUEST, args, 8 * nargs, pay, plen, &lmem->tl,
+    st = rvx__tl_am_zcopy(&ep->tl[0], RVX__CHAN_REQUEST, args, 8 * nargs, pay, plen, &lmem->tl[0],
                           RVX_AM_ORACLE | 2u << 8 | nargs << 10, req);
     am_nsent++;
     snprintf(op, sizeof(op), "rvx__tl_am_zcopy %u args %zu B", nargs, plen);
@@ -908,7 +908,7 @@ int main(int argc, char **argv)
     gbuf = (uint8_t *)malloc(REGION);
 
     /* what rdma-core says about the QP and the keys */
-    C = ep->tl.c;
+    C = ep->tl[0].c;
     memset(&obj, 0, sizeof(obj));
     memset(&dq, 0, sizeof(dq));
     obj.qp.in = C->qp;
@@ -921,12 +921,12 @@ int main(int argc, char **argv)
     wqe_cnt = dq.sq.wqe_cnt;
     sq_bytes = (size_t)wqe_cnt * dq.sq.stride;
     qpn = C->qp->qp_num;
-    rkey = tmem->tl.mr->rkey;
-    llkey = lmem->tl.mr->lkey;
+    rkey = tmem->tl[0].mr->rkey;
+    llkey = lmem->tl[0].mr->lkey;
     blkey = C->bounce_mr->lkey;
     bounce_base = (uint8_t *)C->bounce_mr->addr;
-    ctrl_addr = (uint64_t)(uintptr_t)w->iface.ctrl_mr->addr + 8 * (uint64_t)me;
-    ctrl_rkey = w->iface.ctrl_mr->rkey;
+    ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;
+    ctrl_rkey = w->iface[0].ctrl_mr->rkey;
     rq_quarter = RVX_MLX5_RX_DEPTH / 4; /* credits go back every quarter of the buffers */
     T_CHECK(dq.sq.stride == MLX5_SEND_WQE_BB && (wqe_cnt & (wqe_cnt - 1)) == 0, "SQ geometry");
     T_CHECK(C->sq.buf == sq && C->sq.mask == wqe_cnt - 1, "rvx's view of the SQ differs from mlx5dv's");

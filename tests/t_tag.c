@@ -385,7 +385,7 @@ static void section_reuse(void)
     int prev = (me + NR - 1) % NR, next = (me + 1) % NR, round;
     size_t len = RVX_RNDV_THRESH_BYTES + RVX_PIPE_BOUNCE + 2 * RVX_PIPE_CHUNK + 3;
     unsigned char *sbuf = (unsigned char *)malloc(len), *rbuf = (unsigned char *)malloc(len);
-    struct rvx__tag_state *t = w->tag;
+    struct rvx__tag_state *t = rvx__tag_of(w);
     /* heap memory earlier sections received into may still be cached: make these first-time */
     rvx_tag_mem_invalidate(w, sbuf, len);
     rvx_tag_mem_invalidate(w, rbuf, len);
@@ -451,13 +451,13 @@ static void lone_one(size_t len, size_t sent, uint64_t tag, uint64_t mask, uint6
 {
     msg_t s, r;
     post_recv(&r, len, sent, tag, mask, seed_of(9, me, me, idx));
-    T_CHECK(r.st == RVX_INPROGRESS && w->tag->lone == &r.req, "receive %d did not become the lone receive", idx);
+    T_CHECK(r.st == RVX_INPROGRESS && rvx__tag_of(w)->lone == &r.req, "receive %d did not become the lone receive", idx);
     r.tag = stag;
     r.mask = ~0ull;
     post_send(&s, me, sent, stag, seed_of(9, me, me, idx));
     finish_send(&s);
     finish_recv(&r, me);
-    T_CHECK(w->tag->lone == NULL && w->tag->exp_head == NULL, "lone receive %d not released", idx);
+    T_CHECK(rvx__tag_of(w)->lone == NULL && rvx__tag_of(w)->exp_head == NULL, "lone receive %d not released", idx);
 }
 
 static void section_lone(void)
@@ -475,19 +475,19 @@ static void section_lone(void)
     /* a second receive for the same tag behind the lone one: the first message goes to the lone */
     post_recv(&r1, 16, 8, TAG(9, me, 77), ~0ull, seed_of(9, me, me, 1000));
     post_recv(&r2, 16, 12, TAG(9, me, 77), ~0ull, seed_of(9, me, me, 1001));
-    T_CHECK(w->tag->lone == RVX__LONE_QUEUED, "a second receive did not queue the lone one");
+    T_CHECK(rvx__tag_of(w)->lone == RVX__LONE_QUEUED, "a second receive did not queue the lone one");
     post_send(&s1, me, 8, TAG(9, me, 77), seed_of(9, me, me, 1000));
     post_send(&s2, me, 12, TAG(9, me, 77), seed_of(9, me, me, 1001));
     finish_send(&s1);
     finish_send(&s2);
     finish_recv(&r1, me);
     finish_recv(&r2, me);
-    T_CHECK(w->tag->lone == NULL, "the queued lone receive was not released");
+    T_CHECK(rvx__tag_of(w)->lone == NULL, "the queued lone receive was not released");
     /* cancel a lone receive, then a new one works */
     T_STATUS(rvx_tag_recv(w, buf, sizeof(buf), TAG(9, me, 88), ~0ull, &req, NULL), RVX_INPROGRESS);
-    T_CHECK(w->tag->lone == &req, "not the lone receive");
+    T_CHECK(rvx__tag_of(w)->lone == &req, "not the lone receive");
     T_STATUS(rvx_tag_cancel(w, &req), RVX_OK);
-    T_CHECK(req.status == RVX_ERR_CANCELED && w->tag->lone == NULL, "cancelled lone receive: %s",
+    T_CHECK(req.status == RVX_ERR_CANCELED && rvx__tag_of(w)->lone == NULL, "cancelled lone receive: %s",
             rvx_status_str((rvx_status_t)req.status));
     lone_one(8, 8, TAG(9, me, 89), ~0ull, TAG(9, me, 89), idx++);
     T_OK(rvx_barrier(ctx));
@@ -521,15 +521,15 @@ int main(int argc, char **argv)
     section_reuse();
     section_lone();
 #if RVX_RNDV == RVX_RNDV_PIPELINE
-    T_CHECK(w->tag->n_pipe_bounce && w->tag->n_pipe_chunks, "the pipeline's phases 2 and 3 never ran");
+    T_CHECK(rvx__tag_of(w)->n_pipe_bounce && rvx__tag_of(w)->n_pipe_chunks, "the pipeline's phases 2 and 3 never ran");
 #endif
-    if (RVX_RNDV_THRESH_BYTES < ((size_t)4 << 20)) T_CHECK(w->tag->n_rndv > 0, "no rendezvous ran");
+    if (RVX_RNDV_THRESH_BYTES < ((size_t)4 << 20)) T_CHECK(rvx__tag_of(w)->n_rndv > 0, "no rendezvous ran");
     if (RVX_EAGER_ZCOPY_MIN <= RVX_AM_MAX_MEDIUM - 8 && RVX_EAGER_ZCOPY_MIN < RVX_RNDV_THRESH_BYTES)
-        T_CHECK(w->tag->n_zcopy > 0, "no eager message went zero-copy");
+        T_CHECK(rvx__tag_of(w)->n_zcopy > 0, "no eager message went zero-copy");
     rvx_worker_stats(w, &s);
     T_CHECK(s.tag_bad_frame == 0, "%llu bad tag frames counted", (unsigned long long)s.tag_bad_frame);
-    T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "operations left in flight: %u, queued %u",
-            w->tag_pending, w->tag_queued);
+    T_CHECK(w->proto_pending == 0 && w->proto_queued == 0, "operations left in flight: %u, queued %u",
+            w->proto_pending, w->proto_queued);
     T_OK(rvx_barrier(ctx));
     rvx_worker_destroy(w);
     rvx_finalize(ctx);

@@ -21,11 +21,11 @@ static int injected;
 
 static void inject(rvx_ep_t *ep, unsigned chan, unsigned info, const void *body, size_t len, int bad)
 {
-    void *p = rvx__tl_am_claim(&ep->tl, chan, len);
+    void *p = rvx__tl_am_claim(&ep->tl[0], chan, len);
     T_CHECK(p != NULL, "no room to inject");
     if (!p) return;
     if (len) memcpy(p, body, len);
-    rvx__tl_am_publish(&ep->tl, chan, p, len, info);
+    rvx__tl_am_publish(&ep->tl[0], chan, p, len, info);
     injected += bad;
 }
 
@@ -106,7 +106,7 @@ int main(int argc, char **argv)
                 (unsigned long long)s.tag_bad_frame, all[0]);
         T_CHECK(s.am_bad_frame == 1 && !s.am_unknown_id, "class-2 frame counted by the AM side: %llu",
                 (unsigned long long)s.am_bad_frame);
-        T_CHECK(w->tag_pending == 0, "operations left in flight: %u", w->tag_pending);
+        T_CHECK(w->proto_pending == 0, "operations left in flight: %u", w->proto_pending);
     }
     T_OK(rvx_barrier(ctx));
     rvx_worker_destroy(w);

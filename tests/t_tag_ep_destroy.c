@@ -36,11 +36,11 @@ static void progress_for(double s)
  * its RTR sent and the peer's writes or data frames expected (PUT, PIPELINE, AM). */
 static int transfer_under_way(void)
 {
-    struct rvx__tag_state *t = w->tag;
+    struct rvx__tag_state *t = rvx__tag_of(w);
     rvx__tag_link_t *l;
     for (l = t->active.next; l != &t->active; l = l->next) {
         rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
-        if (op->kind == RVX__OP_RECV && (!rvx__rndv_quiet(op) || op->state == RVX__RS_WAIT)) return 1;
+        if (op->kind == RVX__KIND_RECV && (!rvx__rndv_quiet(op) || op->state == RVX__RS_WAIT)) return 1;
     }
     return 0;
 }
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         eps[1] = NULL;
         T_CHECK(pending_or_done((rvx_status_t)ra.status), "receive after destroy: %s",
                 rvx_status_str((rvx_status_t)ra.status));
-        T_CHECK(w->tag_pending == 0, "%u tag operations still in flight after destroy", w->tag_pending);
+        T_CHECK(w->proto_pending == 0, "%u tag operations still in flight after destroy", w->proto_pending);
         if (ra.status == RVX_OK) T_CHECK(t_verify(rbuf, BIG, 7) < 0, "a completed receive has wrong data");
         printf("rank 0: receive ended with %s\n", rvx_status_str((rvx_status_t)ra.status));
         /* nothing may write the buffer any more */
@@ -103,8 +103,8 @@ int main(int argc, char **argv)
         if (st == RVX_INPROGRESS)
             T_CHECK(pending_or_done((rvx_status_t)sa.status), "send after destroy: %s",
                     rvx_status_str((rvx_status_t)sa.status));
-        T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "left in flight: %u, queued %u", w->tag_pending,
-                w->tag_queued);
+        T_CHECK(w->proto_pending == 0 && w->proto_queued == 0, "left in flight: %u, queued %u", w->proto_pending,
+                w->proto_queued);
         memset(sbuf, 0, BIG); /* freed below: the transport must be done reading it */
         free(sbuf);
     } else {
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         if (stz == RVX_INPROGRESS)
             T_CHECK(pending_or_done((rvx_status_t)rz.status), "zero-copy send after destroy: %s",
                     rvx_status_str((rvx_status_t)rz.status));
-        T_CHECK(RVX_EAGER_ZCOPY_MIN > sizeof(zbuf) || w->tag->n_zcopy == 1, "the one-frame send did not go zero-copy");
+        T_CHECK(RVX_EAGER_ZCOPY_MIN > sizeof(zbuf) || rvx__tag_of(w)->n_zcopy == 1, "the one-frame send did not go zero-copy");
         memset(zbuf, 0, sizeof(zbuf)); /* the transport is done with it */
         if (stb == RVX_INPROGRESS)
             T_CHECK(pending_or_done((rvx_status_t)rb.status), "rendezvous send after destroy: %s",
@@ -160,8 +160,8 @@ int main(int argc, char **argv)
         if (stm == RVX_INPROGRESS)
             T_CHECK(pending_or_done((rvx_status_t)rm.status), "long send after destroy: %s",
                     rvx_status_str((rvx_status_t)rm.status));
-        T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "left in flight: %u, queued %u", w->tag_pending,
-                w->tag_queued);
+        T_CHECK(w->proto_pending == 0 && w->proto_queued == 0, "left in flight: %u, queued %u", w->proto_pending,
+                w->proto_queued);
         memset(big, 0, BIG);
         free(big);
         free(mid);
@@ -176,8 +176,8 @@ int main(int argc, char **argv)
     T_OK(rvx_barrier(ctx));
     for (r = 0; r < 3; r++)
         if (eps[r]) rvx_ep_destroy(eps[r]);
-    T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "rank %d: left in flight: %u, queued %u", me,
-            w->tag_pending, w->tag_queued);
+    T_CHECK(w->proto_pending == 0 && w->proto_queued == 0, "rank %d: left in flight: %u, queued %u", me,
+            w->proto_pending, w->proto_queued);
     T_OK(rvx_barrier(ctx));
     rvx_worker_destroy(w);
     rvx_finalize(ctx);

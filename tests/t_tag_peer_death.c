@@ -132,8 +132,8 @@ int main(int argc, char **argv)
         T_CHECK(t_verify(big2, BIG, 1) < 0, "data to ourselves");
         T_STATUS(rvx_tag_send(eps[0], eager, 100, 10, &self_s), RVX_OK);
         T_STATUS(rvx_complete(w, rvx_tag_recv(w, big2, 100, 10, ~0ull, &self_r, &info), &self_r), RVX_OK);
-        T_CHECK(w->tag_pending == 0 && w->tag_queued == 0, "left in flight: %u, queued %u", w->tag_pending,
-                w->tag_queued);
+        T_CHECK(w->proto_pending == 0 && w->proto_queued == 0, "left in flight: %u, queued %u", w->proto_pending,
+                w->proto_queued);
         rvx_worker_destroy(w);
         rvx_finalize(ctx);
         printf("rank 0: every request on a dead peer ended with a status\n");

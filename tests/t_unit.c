@@ -103,10 +103,10 @@ int main(void)
     T_STATUS(rvx_mem_reg(ctx, NULL, 10, &reg), RVX_ERR_INVALID_PARAM);
 
     /* progress with no endpoint does nothing; an endpoint makes the iface live */
-    T_CHECK(rvx_progress(w) == 0 && w->iface.nlive == 0, "idle progress");
+    T_CHECK(rvx_progress(w) == 0 && w->iface[0].nlive == 0, "idle progress");
     T_OK(rvx_ep_create(w, 0, &ep));
     T_OK(rvx_ep_create(w, 0, &ep2));
-    T_CHECK(ep == ep2 && w->iface.nlive == 1, "one endpoint per peer (nlive %u)", w->iface.nlive);
+    T_CHECK(ep == ep2 && w->iface[0].nlive == 1, "one endpoint per peer (nlive %u)", w->iface[0].nlive);
     T_CHECK(rvx_progress(w) == 0, "progress with nothing arrived");
     T_OK(rvx_ep_status(ep));
 
@@ -241,7 +241,7 @@ int main(void)
     rvx_rkey_release(&rkey);
     rvx_rkey_release(&rkey_reg);
     rvx_ep_destroy(ep);
-    T_CHECK(w->iface.nlive == 0 && rvx_progress(w) == 0, "no live endpoint after destroy");
+    T_CHECK(w->iface[0].nlive == 0 && rvx_progress(w) == 0, "no live endpoint after destroy");
     rvx_mem_dereg(mem);
     rvx_mem_dereg(reg);
     rvx_worker_destroy(w);

@@ -21,11 +21,11 @@
  *                      when it returns; code that relies on that is not portable to a NIC.
  *   ordering           operations on one endpoint reach the target in the order issued, so a put
  *                      followed by an AM is seen in that order by the AM's handler (shm and RC).
- * Lanes (RVX_LANES > 1): the context opens one more transport instance per lane (rc_mlx5: one
- *   more device). Each worker has an iface per lane, each endpoint a tl ep per lane, each region a
- *   registration per lane, and a packed rkey one key per lane. Lane 0 is the only one the API
- *   uses; the other lanes carry rendezvous data only (proto/rndv.h), and progress polls one only
- *   while it has operations outstanding. With RVX_LANES = 1 none of this exists.
+ * Lanes: the context holds one transport instance per lane (rc_mlx5: one device each), tl[l];
+ *   each worker an iface per lane, each endpoint a tl ep per lane, each region a registration per
+ *   lane, and a packed rkey one key per lane. Lane 0 is the only one the API uses; the other lanes
+ *   (RVX_LANES > 1) carry rendezvous data only (proto/rndv/), and progress polls one only while
+ *   it has operations outstanding. With RVX_LANES = 1 each array has one element.
  * Functions returning RVX_INPROGRESS complete later through their request: call rvx_progress()
  * until req->status != RVX_INPROGRESS, or rvx_wait(). */
 #ifndef RVX_CORE_H
@@ -47,112 +47,89 @@ typedef struct rvx__region {
 
 struct rvx_context {
     rvx__boot_t    boot;
-    rvx__tl_ctx_t  tl;
+    rvx__tl_ctx_t  tl[RVX_LANES];          /* one transport instance per lane (rc_mlx5: a device) */
+    uint32_t       lane_bw[RVX_LANES];     /* MB/s of each lane, as its port reports it */
+    uint64_t       lane_bw_sum;
     unsigned       nworkers, cap_workers;
     rvx_worker_t **workers;                /* progressed while a collective waits */
     unsigned       nregions, cap_regions;  /* registered regions: long-AM targets are checked */
     rvx__region_t *regions;
-#if RVX_LANES > 1
-    rvx__tl_ctx_t  lane_tl[RVX_LANES - 1]; /* lanes 1..: one more device each */
-    uint32_t       lane_bw[RVX_LANES];     /* MB/s of each lane, as its port reports it */
-    uint64_t       lane_bw_sum;
-#endif
 };
 
 struct rvx_worker {
-    rvx__tl_iface_t    iface;       /* first: progress reads it and nothing else */
+    rvx__tl_iface_t    iface[RVX_LANES]; /* first: progress reads lane 0's and nothing else; the
+                                            other lanes are polled only while work is outstanding */
     rvx_context_t     *ctx;
-    rvx_ep_t         **eps;         /* by rank */
-    uint8_t           *addrs;       /* every rank's worker address (RVX__ADDR_STRIDE bytes each) */
+    rvx_ep_t         **eps;          /* by rank */
+    uint8_t           *addrs;        /* every rank's worker address (RVX__ADDR_STRIDE bytes each) */
     rvx_worker_stats_t stats;
-    unsigned           reported;    /* bit per stats kind already reported on stderr */
-#if RVX_LANES > 1
-    rvx__tl_iface_t    lane_iface[RVX_LANES - 1]; /* polled only while work is outstanding */
-#endif
-#if RVX_TAG
-    unsigned           tag_pending; /* tag-protocol operations in flight: progress steps them */
-    unsigned           tag_queued;  /* peers with tag sends waiting for ring room */
-    struct rvx__tag_state *tag;     /* queues and protocol state (proto/tag.h) */
-#endif
+    unsigned           reported;     /* bit per stats kind already reported on stderr */
+    /* What the protocols keep per worker, read by rvx_progress (proto/hooks.h) */
+    unsigned           proto_pending; /* protocol operations in flight: progress steps them */
+    unsigned           proto_queued;  /* peers with protocol frames waiting for ring room */
+    void              *proto;         /* the protocols' queues and state */
 };
 
 struct rvx_ep {
-    rvx__tl_ep_t  tl;               /* first: the fast path reads it and nothing else */
+    rvx__tl_ep_t  tl[RVX_LANES];    /* first: the fast path reads lane 0's and nothing else */
     rvx_worker_t *worker;
     int           rank;
-#if RVX_LANES > 1
-    rvx__tl_ep_t  lane_tl[RVX_LANES - 1];
-#endif
 };
 
 struct rvx_mem {
-    rvx__tl_mem_t tl;
+    rvx__tl_mem_t  tl[RVX_LANES];   /* the same bytes registered on every lane */
     rvx_context_t *ctx;
-    int           allocated;
-#if RVX_LANES > 1
-    rvx__tl_mem_t lane_tl[RVX_LANES - 1]; /* the same bytes registered on lanes 1.. */
-#endif
+    int            allocated;
 };
 
-#if RVX_LANES > 1
-/* Lane l's part of an object: lane 0 is the object's own tl part. */
-#define RVX__LANE(obj, l) ((l) ? &(obj)->lane_tl[(l) - 1] : &(obj)->tl)
-#define RVX__LANE_IFACE(w, l) ((l) ? &(w)->lane_iface[(l) - 1] : &(w)->iface)
-#endif
+/* What the protocol layer provides to this one, composed from every protocol of the build in
+ * proto/hooks.h (included after them): per-worker state set up and torn down, an endpoint's
+ * protocol operations ended before it goes, and progress. */
+RVX_INLINE int rvx_progress(rvx_worker_t *w);
+static rvx_status_t rvx__proto_worker_init(rvx_worker_t *w);
+static void rvx__proto_worker_fini(rvx_worker_t *w);
+static void rvx__proto_ep_close(rvx_ep_t *ep);
 
 /* ---- context -------------------------------------------------------------------------------- */
 
 /* The name of this build: transport, protocol, fabric and limits. */
 static inline const char *rvx_config_string(void) { return RVX_CONFIG_STRING; }
 
-/* Start: read the environment (RVX_RANK, RVX_SIZE, RVX_BOOT_DIR, ...) and open the transport. */
+/* Start: read the environment (RVX_RANK, RVX_SIZE, RVX_BOOT_DIR, ...) and open the transport,
+ * one instance per lane. */
 static inline rvx_status_t rvx_init(rvx_context_t **ctxp)
 {
     rvx_context_t *ctx;
     rvx_status_t st;
+    unsigned l;
     if (!ctxp) return RVX_ERR_INVALID_PARAM;
     *ctxp = NULL;
     ctx = (rvx_context_t *)calloc(1, sizeof(*ctx));
     if (!ctx) return RVX_ERR_NO_MEMORY;
     st = rvx__boot_init(&ctx->boot);
-    if (st == RVX_OK) st = rvx__tl_ctx_init(&ctx->tl, 0);
     if (st != RVX_OK) {
         free(ctx);
         return st;
     }
-#if RVX_LANES > 1
-    {
-        unsigned l;
-        ctx->lane_bw[0] = rvx__tl_ctx_bw_mbs(&ctx->tl);
-        ctx->lane_bw_sum = ctx->lane_bw[0];
-        for (l = 1; l < RVX_LANES; l++) {
-            st = rvx__tl_ctx_init(&ctx->lane_tl[l - 1], l);
-            if (st != RVX_OK) {
-                while (--l) rvx__tl_ctx_fini(&ctx->lane_tl[l - 1]);
-                rvx__tl_ctx_fini(&ctx->tl);
-                rvx__boot_fini(&ctx->boot);
-                free(ctx);
-                return st;
-            }
-            ctx->lane_bw[l] = rvx__tl_ctx_bw_mbs(&ctx->lane_tl[l - 1]);
-            ctx->lane_bw_sum += ctx->lane_bw[l];
+    for (l = 0; l < RVX_LANES; l++) {
+        if ((st = rvx__tl_ctx_init(&ctx->tl[l], l)) != RVX_OK) {
+            while (l--) rvx__tl_ctx_fini(&ctx->tl[l]);
+            rvx__boot_fini(&ctx->boot);
+            free(ctx);
+            return st;
         }
+        ctx->lane_bw[l] = rvx__tl_ctx_bw_mbs(&ctx->tl[l]);
+        ctx->lane_bw_sum += ctx->lane_bw[l];
     }
-#endif
     *ctxp = ctx;
     return RVX_OK;
 }
 
 static inline void rvx_finalize(rvx_context_t *ctx)
 {
+    unsigned l;
     if (!ctx) return;
-#if RVX_LANES > 1
-    {
-        unsigned l;
-        for (l = 1; l < RVX_LANES; l++) rvx__tl_ctx_fini(&ctx->lane_tl[l - 1]);
-    }
-#endif
-    rvx__tl_ctx_fini(&ctx->tl);
+    for (l = RVX_LANES; l-- > 0;) rvx__tl_ctx_fini(&ctx->tl[l]);
     rvx__boot_fini(&ctx->boot);
     free(ctx->regions);
     free(ctx->workers);
@@ -165,47 +142,8 @@ static inline int rvx_size(const rvx_context_t *ctx) { return ctx->boot.size; }
 /* The bandwidth of lane l (0 .. RVX_LANES-1) in MB/s, as its port reported it; 0 for no lane. */
 static inline uint32_t rvx_lane_bw_mbs(const rvx_context_t *ctx, unsigned l)
 {
-#if RVX_LANES > 1
     return l < RVX_LANES ? ctx->lane_bw[l] : 0;
-#else
-    return l == 0 ? rvx__tl_ctx_bw_mbs(&ctx->tl) : 0;
-#endif
 }
-
-#if RVX_LANES > 1
-
-/* Split a transfer of len bytes across the lanes in proportion to their bandwidth: lane l gets
- * [off[l], off[l] + n[l]). Lanes 1.. get their share rounded down to 64 bytes, lane 0 the rest,
- * so the pieces are contiguous in lane order. Unless `stripe`, lane 0 takes it all. */
-static inline void rvx__lane_split(const rvx_context_t *ctx, size_t len, int stripe,
-                                   size_t off[RVX_LANES], size_t n[RVX_LANES])
-{
-    unsigned l;
-    size_t rest = len, o;
-    for (l = 1; l < RVX_LANES; l++) {
-        uint64_t bw = ctx->lane_bw[l], sum = ctx->lane_bw_sum;
-        /* len * bw / sum without overflow: bw and sum are below 2^32 */
-        n[l] = stripe ? (size_t)(((uint64_t)len / sum * bw + (uint64_t)len % sum * bw / sum) & ~(uint64_t)63) : 0;
-        rest -= n[l];
-    }
-    n[0] = rest;
-    for (l = 0, o = 0; l < RVX_LANES; l++) {
-        off[l] = o;
-        o += n[l];
-    }
-}
-#endif
-
-RVX_INLINE int rvx_progress(rvx_worker_t *w);
-#if RVX_TAG
-/* defined in proto/tag.h */
-static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w);
-static void rvx__tag_worker_fini(rvx_worker_t *w);
-static void rvx__tag_ep_destroy(rvx_ep_t *ep);
-static int rvx__tag_progress(rvx_worker_t *w);
-static int rvx__tag_idle(rvx_worker_t *w);
-RVX_INLINE int rvx__tag_posted(const rvx_worker_t *w);
-#endif
 
 /* A bootstrap collective that keeps every worker of the context progressing while it waits, so
  * that a rank still waiting for an answer from one already in the collective gets it. */
@@ -245,16 +183,61 @@ static inline rvx_status_t rvx_barrier(rvx_context_t *ctx)
 
 /* ---- worker --------------------------------------------------------------------------------- */
 
+/* Close lanes [0, nl) of a worker's transport. */
+RVX_COLD void rvx__worker_close_lanes(rvx_worker_t *w, unsigned nl)
+{
+    while (nl--) rvx__tl_iface_fini(&w->iface[nl]);
+}
+
+/* Open the worker's transport on every lane and write each lane's address into `mine`. */
+RVX_COLD rvx_status_t rvx__worker_open_lanes(rvx_worker_t *w, uint8_t *mine, int n)
+{
+    rvx_context_t *ctx = w->ctx;
+    unsigned l;
+    for (l = 0; l < RVX_LANES; l++) {
+        rvx_status_t st = rvx__tl_iface_init(&w->iface[l], &ctx->tl[l], ctx->boot.rank, n);
+        if (st != RVX_OK) {
+            rvx__worker_close_lanes(w, l);
+            return st;
+        }
+        rvx__tl_iface_address(&w->iface[l], (rvx__tl_addr_t *)(void *)(mine + l * RVX__ADDR_LANE(n)));
+    }
+    return RVX_OK;
+}
+
+/* Room for one more worker in the context's list. */
+RVX_COLD rvx_status_t rvx__ctx_worker_room(rvx_context_t *ctx)
+{
+    unsigned cap;
+    rvx_worker_t **ws;
+    if (ctx->nworkers < ctx->cap_workers) return RVX_OK;
+    cap = ctx->cap_workers ? 2 * ctx->cap_workers : 4;
+    ws = (rvx_worker_t **)realloc(ctx->workers, cap * sizeof(*ws));
+    if (!ws) return RVX_ERR_NO_MEMORY;
+    ctx->workers = ws;
+    ctx->cap_workers = cap;
+    return RVX_OK;
+}
+
+/* Every rank's address gathered; connection-oriented transports connect to every rank now, so
+ * that one-sided operations reach a rank that never creates an endpoint back. */
+RVX_COLD rvx_status_t rvx__worker_wireup(rvx_worker_t *w, const uint8_t *mine, int n)
+{
+    rvx_status_t st = rvx__ctx_gather(w->ctx, mine, RVX__ADDR_STRIDE(n), w->addrs);
+    unsigned l;
+    (void)n; /* unused where a tl's address size does not depend on the job's size */
+    for (l = 0; l < RVX_LANES && st == RVX_OK; l++)
+        st = rvx__tl_iface_wireup(&w->iface[l], w->addrs + l * RVX__ADDR_LANE(n), RVX__ADDR_STRIDE(n));
+    return st;
+}
+
 /* Collective: every rank calls it. */
 static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **wp)
 {
     rvx_worker_t *w;
-    rvx__tl_addr_t *mine = NULL;
+    uint8_t *mine = NULL;
     rvx_status_t st;
     int n;
-#if RVX_LANES > 1
-    unsigned nl = RVX_LANES; /* lane ifaces 1..nl-1 exist */
-#endif
     if (!ctx || !wp) return RVX_ERR_INVALID_PARAM;
     *wp = NULL;
     n = ctx->boot.size;
@@ -263,51 +246,20 @@ static inline rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **
     w->ctx = ctx;
     w->eps = (rvx_ep_t **)calloc((size_t)n, sizeof(*w->eps));
     w->addrs = (uint8_t *)calloc((size_t)n, RVX__ADDR_STRIDE(n));
-    mine = (rvx__tl_addr_t *)calloc(1, RVX__ADDR_STRIDE(n));
+    mine = (uint8_t *)calloc(1, RVX__ADDR_STRIDE(n));
     if (!w->eps || !w->addrs || !mine) { st = RVX_ERR_NO_MEMORY; goto fail; }
-    st = rvx__tl_iface_init(&w->iface, &ctx->tl, ctx->boot.rank, n);
-    if (st != RVX_OK) goto fail;
-    rvx__tl_iface_address(&w->iface, mine);
-#if RVX_LANES > 1
-    for (nl = 1; nl < RVX_LANES; nl++) {
-        st = rvx__tl_iface_init(&w->lane_iface[nl - 1], &ctx->lane_tl[nl - 1], ctx->boot.rank, n);
-        if (st != RVX_OK) goto fail_ifaces;
-        rvx__tl_iface_address(&w->lane_iface[nl - 1],
-                              (rvx__tl_addr_t *)(void *)((uint8_t *)mine + nl * RVX__ADDR_LANE(n)));
+    if ((st = rvx__worker_open_lanes(w, mine, n)) != RVX_OK) goto fail;
+    st = rvx__ctx_worker_room(ctx);
+    if (st == RVX_OK) st = rvx__worker_wireup(w, mine, n);
+    if (st == RVX_OK) st = rvx__proto_worker_init(w);
+    if (st != RVX_OK) {
+        rvx__worker_close_lanes(w, RVX_LANES);
+        goto fail;
     }
-#endif
-    if (ctx->nworkers == ctx->cap_workers) {
-        unsigned cap = ctx->cap_workers ? 2 * ctx->cap_workers : 4;
-        rvx_worker_t **ws = (rvx_worker_t **)realloc(ctx->workers, cap * sizeof(*ws));
-        if (!ws) { st = RVX_ERR_NO_MEMORY; goto fail_ifaces; }
-        ctx->workers = ws;
-        ctx->cap_workers = cap;
-    }
-    st = rvx__ctx_gather(ctx, mine, RVX__ADDR_STRIDE(n), w->addrs);
-    /* connection-oriented transports connect to every rank now, so that one-sided operations
-     * reach a rank that never creates an endpoint back */
-    if (st == RVX_OK) st = rvx__tl_iface_wireup(&w->iface, w->addrs, RVX__ADDR_STRIDE(n));
-#if RVX_LANES > 1
-    {
-        unsigned l;
-        for (l = 1; l < RVX_LANES && st == RVX_OK; l++)
-            st = rvx__tl_iface_wireup(&w->lane_iface[l - 1], w->addrs + l * RVX__ADDR_LANE(n),
-                                      RVX__ADDR_STRIDE(n));
-    }
-#endif
-#if RVX_TAG
-    if (st == RVX_OK) st = rvx__tag_worker_init(w);
-#endif
-    if (st != RVX_OK) goto fail_ifaces;
     ctx->workers[ctx->nworkers++] = w;
     *wp = w;
     free(mine);
     return RVX_OK;
-fail_ifaces:
-#if RVX_LANES > 1
-    while (--nl) rvx__tl_iface_fini(&w->lane_iface[nl - 1]);
-#endif
-    rvx__tl_iface_fini(&w->iface);
 fail:
     free(mine);
     free(w->eps);
@@ -327,13 +279,8 @@ static inline void rvx_worker_destroy(rvx_worker_t *w)
     ctx = w->ctx;
     for (r = 0; r < ctx->boot.size; r++)
         if (w->eps[r]) rvx_ep_destroy(w->eps[r]);
-#if RVX_TAG
-    rvx__tag_worker_fini(w);
-#endif
-#if RVX_LANES > 1
-    for (i = 1; i < RVX_LANES; i++) rvx__tl_iface_fini(&w->lane_iface[i - 1]);
-#endif
-    rvx__tl_iface_fini(&w->iface);
+    rvx__proto_worker_fini(w);
+    rvx__worker_close_lanes(w, RVX_LANES);
     for (i = 0; i < ctx->nworkers; i++)
         if (ctx->workers[i] == w) ctx->workers[i] = ctx->workers[--ctx->nworkers];
     free(w->eps);
@@ -348,7 +295,8 @@ static inline void rvx_worker_stats(const rvx_worker_t *w, rvx_worker_stats_t *o
 static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **epp)
 {
     rvx_ep_t *ep;
-    rvx_status_t st;
+    const uint8_t *addr;
+    unsigned l;
     if (!w || !epp) return RVX_ERR_INVALID_PARAM;
     *epp = NULL;
     if (rank < 0 || rank >= w->ctx->boot.size) {
@@ -358,28 +306,16 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
     if (w->eps[rank]) { *epp = w->eps[rank]; return RVX_OK; }
     if (posix_memalign((void **)&ep, RVX_CACHELINE, sizeof(*ep))) return RVX_ERR_NO_MEMORY;
     memset(ep, 0, sizeof(*ep));
-    st = rvx__tl_ep_connect(&w->iface, &ep->tl, rank,
-                            (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size)));
-    if (st != RVX_OK) {
-        free(ep);
-        return st;
-    }
-#if RVX_LANES > 1
-    {
-        unsigned l;
-        size_t as = RVX__ADDR_LANE(w->ctx->boot.size);
-        for (l = 1; l < RVX_LANES; l++) {
-            st = rvx__tl_ep_connect(&w->lane_iface[l - 1], &ep->lane_tl[l - 1], rank,
-                                    (rvx__tl_addr_t *)(void *)(w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size) + l * as));
-            if (st != RVX_OK) {
-                while (--l) rvx__tl_ep_disconnect(&ep->lane_tl[l - 1]);
-                rvx__tl_ep_disconnect(&ep->tl);
-                free(ep);
-                return st;
-            }
+    addr = w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size);
+    for (l = 0; l < RVX_LANES; l++) {
+        rvx_status_t st = rvx__tl_ep_connect(&w->iface[l], &ep->tl[l], rank,
+                                             (rvx__tl_addr_t *)(void *)(addr + l * RVX__ADDR_LANE(w->ctx->boot.size)));
+        if (st != RVX_OK) {
+            while (l--) rvx__tl_ep_disconnect(&ep->tl[l]);
+            free(ep);
+            return st;
         }
     }
-#endif
     ep->worker = w;
     ep->rank = rank;
     w->eps[rank] = ep;
@@ -389,18 +325,11 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
 
 static inline void rvx_ep_destroy(rvx_ep_t *ep)
 {
+    unsigned l;
     if (!ep) return;
-#if RVX_TAG
-    rvx__tag_ep_destroy(ep); /* its pending tag operations end with RVX_ERR_CANCELED */
-#endif
+    rvx__proto_ep_close(ep); /* its pending protocol operations end with RVX_ERR_CANCELED */
     ep->worker->eps[ep->rank] = NULL;
-#if RVX_LANES > 1
-    {
-        unsigned l;
-        for (l = 1; l < RVX_LANES; l++) rvx__tl_ep_disconnect(&ep->lane_tl[l - 1]);
-    }
-#endif
-    rvx__tl_ep_disconnect(&ep->tl);
+    for (l = RVX_LANES; l-- > 0;) rvx__tl_ep_disconnect(&ep->tl[l]);
     free(ep);
 }
 
@@ -410,7 +339,7 @@ static inline int rvx_ep_rank(const rvx_ep_t *ep) { return ep->rank; }
 static inline rvx_status_t rvx_ep_status(rvx_ep_t *ep)
 {
     if (!ep) return RVX_ERR_INVALID_PARAM;
-    return rvx__tl_ep_alive(&ep->tl);
+    return rvx__tl_ep_alive(&ep->tl[0]);
 }
 
 /* ---- memory and remote keys ----------------------------------------------------------------- */
@@ -441,25 +370,22 @@ RVX_COLD int rvx__ctx_owns(const rvx_context_t *ctx, uint64_t addr, uint64_t len
     return 0;
 }
 
+/* A region registered on lane 0 (st: how that went) is registered on the other lanes too and
+ * recorded in the context; on failure everything is undone. */
 RVX_COLD rvx_status_t rvx__mem_finish(rvx_context_t *ctx, rvx_mem_t *mem, rvx_status_t st,
                                       rvx_mem_t **memp)
 {
-#if RVX_LANES > 1
     unsigned l = 1;
-    rvx_status_t st0 = st;
-    if (st == RVX_OK) /* the same bytes on every other lane's device */
-        for (; l < RVX_LANES; l++)
-            if ((st = rvx__tl_mem_reg(&ctx->lane_tl[l - 1], mem->tl.addr, mem->tl.len, &mem->lane_tl[l - 1])) != RVX_OK)
-                break;
-#endif
-    if (st == RVX_OK) st = rvx__ctx_add_region(ctx, mem->tl.addr, mem->tl.len);
     if (st != RVX_OK) {
-#if RVX_LANES > 1
-        if (st0 == RVX_OK) {
-            while (--l) rvx__tl_mem_dereg(&ctx->lane_tl[l - 1], &mem->lane_tl[l - 1]);
-            if (mem->tl.addr) rvx__tl_mem_dereg(&ctx->tl, &mem->tl);
-        }
-#endif
+        free(mem);
+        return st;
+    }
+    for (; l < RVX_LANES && st == RVX_OK; l++)
+        st = rvx__tl_mem_reg(&ctx->tl[l], mem->tl[0].addr, mem->tl[0].len, &mem->tl[l]);
+    if (st == RVX_OK) st = rvx__ctx_add_region(ctx, mem->tl[0].addr, mem->tl[0].len);
+    else l--; /* lane l - 1 failed: lanes below it hold a registration */
+    if (st != RVX_OK) {
+        while (l--) rvx__tl_mem_dereg(&ctx->tl[l], &mem->tl[l]);
         free(mem);
         return st;
     }
@@ -478,7 +404,7 @@ static inline rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem
     mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
     if (!mem) return RVX_ERR_NO_MEMORY;
     mem->allocated = 1;
-    return rvx__mem_finish(ctx, mem, rvx__tl_mem_alloc(&ctx->tl, len, &mem->tl), memp);
+    return rvx__mem_finish(ctx, mem, rvx__tl_mem_alloc(&ctx->tl[0], len, &mem->tl[0]), memp);
 }
 
 /* Register memory the application already has. */
@@ -489,7 +415,7 @@ static inline rvx_status_t rvx_mem_reg(rvx_context_t *ctx, void *addr, size_t le
     *memp = NULL;
     mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
     if (!mem) return RVX_ERR_NO_MEMORY;
-    return rvx__mem_finish(ctx, mem, rvx__tl_mem_reg(&ctx->tl, addr, len, &mem->tl), memp);
+    return rvx__mem_finish(ctx, mem, rvx__tl_mem_reg(&ctx->tl[0], addr, len, &mem->tl[0]), memp);
 }
 
 static inline void rvx_mem_dereg(rvx_mem_t *mem)
@@ -499,33 +425,24 @@ static inline void rvx_mem_dereg(rvx_mem_t *mem)
     if (!mem) return;
     ctx = mem->ctx;
     for (i = 0; i < ctx->nregions; i++) {
-        if (ctx->regions[i].base == (uintptr_t)mem->tl.addr && ctx->regions[i].len == mem->tl.len) {
+        if (ctx->regions[i].base == (uintptr_t)mem->tl[0].addr && ctx->regions[i].len == mem->tl[0].len) {
             ctx->regions[i] = ctx->regions[--ctx->nregions];
             break;
         }
     }
-#if RVX_LANES > 1
-    for (i = 1; i < RVX_LANES; i++) rvx__tl_mem_dereg(&ctx->lane_tl[i - 1], &mem->lane_tl[i - 1]);
-#endif
-    rvx__tl_mem_dereg(&ctx->tl, &mem->tl);
+    for (i = RVX_LANES; i-- > 0;) rvx__tl_mem_dereg(&ctx->tl[i], &mem->tl[i]);
     free(mem);
 }
 
-static inline void *rvx_mem_addr(const rvx_mem_t *mem) { return mem->tl.addr; }
-static inline size_t rvx_mem_len(const rvx_mem_t *mem) { return mem->tl.len; }
+static inline void *rvx_mem_addr(const rvx_mem_t *mem) { return mem->tl[0].addr; }
+static inline size_t rvx_mem_len(const rvx_mem_t *mem) { return mem->tl[0].len; }
 
 /* Write the region's remote key into buf (RVX_RKEY_PACKED_SIZE bytes) for a peer to unpack. */
 static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
 {
+    unsigned l;
     if (!mem || !buf) return RVX_ERR_INVALID_PARAM;
-    rvx__tl_rkey_pack(&mem->tl, buf);
-#if RVX_LANES > 1
-    {
-        unsigned l;
-        for (l = 1; l < RVX_LANES; l++)
-            rvx__tl_rkey_pack(&mem->lane_tl[l - 1], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
-    }
-#endif
+    for (l = 0; l < RVX_LANES; l++) rvx__tl_rkey_pack(&mem->tl[l], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
     return RVX_OK;
 }
 
@@ -534,7 +451,7 @@ static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
 static inline rvx_status_t rvx_rkey_unpack(rvx_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
 {
     if (!ep || !buf || !rkey) return RVX_ERR_INVALID_PARAM;
-    return rvx__tl_rkey_unpack(&ep->tl, buf, rkey);
+    return rvx__tl_rkey_unpack(&ep->tl[0], buf, rkey);
 }
 
 static inline void rvx_rkey_release(rvx_rkey_t *rkey)
@@ -544,34 +461,16 @@ static inline void rvx_rkey_release(rvx_rkey_t *rkey)
 
 /* ---- progress, flush, waiting --------------------------------------------------------------- */
 
-/* Handle what has arrived and what has completed; returns the number of events. A few
- * instructions when there is nothing to do. Not to be called from an AM handler. In tag builds,
- * pending rendezvous steps run too, only while some are in flight (one compare otherwise). */
-RVX_INLINE int rvx_progress(rvx_worker_t *w)
-{
-#if RVX_TAG
-    if (RVX_UNLIKELY(w->tag_pending)) return rvx__tag_progress(w); /* polls the tl, then steps */
-    {
-        int n = rvx__tl_progress(&w->iface);
-        /* idle with receives posted: now and then, do their senders still live? */
-        if (RVX_UNLIKELY(n == 0) && rvx__tag_posted(w)) return rvx__tag_idle(w);
-        return n;
-    }
-#else
-    return rvx__tl_progress(&w->iface);
-#endif
-}
-
 /* Remote completion of everything issued on ep: RVX_OK (done), RVX_INPROGRESS (req completes
  * later) or an error (the failure of an earlier operation on this endpoint). */
 RVX_INLINE rvx_status_t rvx_ep_flush_nb(rvx_ep_t *ep, rvx_request_t *req)
 {
-    return rvx__tl_ep_flush(&ep->tl, req);
+    return rvx__tl_ep_flush(&ep->tl[0], req);
 }
 
 RVX_INLINE rvx_status_t rvx_worker_flush_nb(rvx_worker_t *w, rvx_request_t *req)
 {
-    return rvx__tl_iface_flush(&w->iface, req);
+    return rvx__tl_iface_flush(&w->iface[0], req);
 }
 
 /* Wait for a request, progressing the worker; gives up when the request's peer fails. */
@@ -596,7 +495,7 @@ static inline rvx_status_t rvx_wait_flag(rvx_worker_t *w, rvx_ep_t *ep, const vo
     while (!*flag) {
         if (rvx_progress(w)) { spins = 0; continue; }
         if ((++polls & 1023) == 0) {
-            if (ep && rvx__tl_ep_alive(&ep->tl) != RVX_OK) {
+            if (ep && rvx__tl_ep_alive(&ep->tl[0]) != RVX_OK) {
                 rvx_progress(w); /* the answer may have arrived just before the peer left */
                 return *flag ? RVX_OK : RVX_ERR_PEER_FAILED;
             }

@@ -192,6 +192,8 @@
 #include "config.h"
 #include "sys/compiler.h"
 #include "types.h"
+#include "sys/env.h"
+#include "sys/clock.h"
 #if RVX_BOOT == RVX_BOOT_PMIX
 #include "boot/pmix.h"
 #else
@@ -213,10 +215,22 @@
 #include "proto/am.h"
 #endif
 #if RVX_TAG
-#include "proto/tag.h"
+#include "proto/tag_match.h" /* operations and matching queues */
+#if RVX_RNDV == RVX_RNDV_GET
+#include "proto/rndv/get.h"
+#elif RVX_RNDV == RVX_RNDV_PUT
+#include "proto/rndv/put.h"
+#elif RVX_RNDV == RVX_RNDV_AM
+#include "proto/rndv/am.h"
+#elif RVX_RNDV == RVX_RNDV_PIPELINE
+#include "proto/rndv/pipeline.h"
+#endif
+#include "proto/tag.h"       /* the API and its fast paths */
+#include "proto/tag_peer.h"  /* peer liveness, endpoint teardown, progress hook */
 #endif
 #if RVX_CAN_RECEIVE
 #include "proto/rx.h"
 #endif
+#include "proto/hooks.h"     /* the protocols' worker, endpoint and progress hooks, composed */
 
 #endif /* RVX_RVX_H */

@@ -8,7 +8,7 @@
  * Without RVX_SIZE the process is rank 0 of 1.
  *
  * The whole bootstrap interface is these calls; another bootstrap (PMIx) provides the same:
- *   rvx__boot_init, rvx__boot_gather_start, rvx__boot_gather_test, rvx__boot_allgather,
+ *   rvx__boot_init, rvx__boot_gather_start, rvx__boot_gather_test and
  *   rvx__boot_fini. (A barrier is an allgather of one byte: core.h's rvx_barrier.)
  * Collectives are called by every rank in the same order; each one is a numbered round of files
  * "<round>.<rank>", written under a temporary name and renamed so a reader never sees half. */
@@ -21,8 +21,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "common.h"
 
 typedef struct rvx__boot {
     int      rank;
@@ -107,16 +105,6 @@ RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *al
         b->cur_next++;
     }
     return RVX_OK;
-}
-
-/* Blocking form, for set-up where there is nothing to progress. */
-RVX_COLD rvx_status_t rvx__boot_allgather(rvx__boot_t *b, const void *mine, size_t len, void *all)
-{
-    unsigned spins = 0;
-    rvx_status_t st = rvx__boot_gather_start(b, mine, len, all);
-    if (st != RVX_OK) return st;
-    while ((st = rvx__boot_gather_test(b, len, all)) == RVX_INPROGRESS) rvx__backoff(&spins);
-    return st;
 }
 
 /* The launcher removes the directory when the job ends; nothing to do here. */

@@ -9,7 +9,7 @@
  * RVX_BOOT_DIR are not read.
  *
  * The same interface as boot/local.h: rvx__boot_init, rvx__boot_gather_start,
- * rvx__boot_gather_test, rvx__boot_allgather, rvx__boot_fini. Collective round k puts this rank's
+ * rvx__boot_gather_test, rvx__boot_fini. Collective round k puts this rank's
  * bytes under the key "rvx.k" (PMIx_Put, PMIX_GLOBAL), commits them and starts a non-blocking fence
  * over the job that collects everyone's data; gather_test polls for the fence's callback and then
  * reads the others' values, from this process's store when the fence brought them here, else with
@@ -26,8 +26,6 @@
 #include <string.h>
 
 #include <pmix.h>
-
-#include "common.h"
 
 /* One PMIx request in flight (a fence, or a get of one rank's value). Its callback runs on PMIx's
  * progress thread, so the owner and the callback agree through `state` on who frees it: a caller
@@ -286,16 +284,6 @@ pending:
     st = RVX_ERR_TIMED_OUT;
 fail:
     rvx__pmix_abandon(b);
-    return st;
-}
-
-/* Blocking form, for set-up where there is nothing to progress. */
-RVX_COLD rvx_status_t rvx__boot_allgather(rvx__boot_t *b, const void *mine, size_t len, void *all)
-{
-    unsigned spins = 0;
-    rvx_status_t st = rvx__boot_gather_start(b, mine, len, all);
-    if (st != RVX_OK) return st;
-    while ((st = rvx__boot_gather_test(b, len, all)) == RVX_INPROGRESS) rvx__backoff(&spins);
     return st;
 }
 

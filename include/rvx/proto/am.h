@@ -47,7 +47,7 @@ RVX_STATIC_ASSERT(RVX_AM_NHANDLERS <= 256, "at most 256 AM handlers (8-bit id)")
 
 RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
 {
-    return rvx__tl_ep_alive(&ep->tl) == RVX_OK ? RVX_ERR_NO_RESOURCE : RVX_ERR_PEER_FAILED;
+    return rvx__tl_ep_alive(&ep->tl[0]) == RVX_OK ? RVX_ERR_NO_RESOURCE : RVX_ERR_PEER_FAILED;
 }
 
 /* All kinds, both channels: with constant arguments the checks and copies fold away. */
@@ -66,10 +66,10 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
 #if RVX_DEBUG
     if (!ep) return RVX_ERR_INVALID_PARAM;
 #endif
-    body = (uint8_t *)rvx__tl_am_claim(&ep->tl, chan, len);
+    body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], chan, len);
     if (RVX_UNLIKELY(!body)) {
         if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
-        body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl, chan, len);
+        body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl[0], chan, len);
         if (!body) return RVX_ERR_PEER_FAILED;
     }
     if (hlen) memcpy(body, args, hlen);
@@ -80,7 +80,7 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
         memcpy(body + hlen, &raddr, 8);
         memcpy(body + hlen + 8, &l, 8);
     }
-    rvx__tl_am_publish(&ep->tl, chan, body, len, RVX__AM_INFO(id, kind, nargs));
+    rvx__tl_am_publish(&ep->tl[0], chan, body, len, RVX__AM_INFO(id, kind, nargs));
     return RVX_OK;
 }
 
@@ -95,7 +95,7 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
     if (RVX_UNLIKELY(!rkey || id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS))
         return RVX_ERR_INVALID_PARAM;
     if (chan == RVX__CHAN_REQUEST &&
-        RVX_UNLIKELY(!rvx__tl_am_claim(&ep->tl, chan, 8 * (size_t)nargs + 16)))
+        RVX_UNLIKELY(!rvx__tl_am_claim(&ep->tl[0], chan, 8 * (size_t)nargs + 16)))
         return rvx__am_no_room(ep); /* check room first: a failed send moves no payload */
     st = rvx_put(ep, payload, plen, raddr, rkey);
     if (st < 0) return st;

@@ -20,7 +20,7 @@ RVX_INLINE rvx_status_t rvx_atomic64(rvx_ep_t *ep, rvx_amo_op_t op, uint64_t ope
 #if RVX_DEBUG
     if (!ep || !rkey || (unsigned)op > RVX_AMO_UMAX) return RVX_ERR_INVALID_PARAM;
 #endif
-    return rvx__tl_atomic64(&ep->tl, op, operand, compare, raddr, rkey, fetch, req);
+    return rvx__tl_atomic64(&ep->tl[0], op, operand, compare, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx_atomic32(rvx_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
@@ -31,7 +31,7 @@ RVX_INLINE rvx_status_t rvx_atomic32(rvx_ep_t *ep, rvx_amo_op_t op, uint32_t ope
 #if RVX_DEBUG
     if (!ep || !rkey || (unsigned)op > RVX_AMO_UMAX) return RVX_ERR_INVALID_PARAM;
 #endif
-    return rvx__tl_atomic32(&ep->tl, op, operand, compare, raddr, rkey, fetch, req);
+    return rvx__tl_atomic32(&ep->tl[0], op, operand, compare, raddr, rkey, fetch, req);
 }
 
 #endif /* RVX_PROTO_AMO_H */

@@ -25,8 +25,8 @@ RVX_INLINE rvx_status_t rvx_put(rvx_ep_t *ep, const void *buf, size_t len, uint6
                                 const rvx_rkey_t *rkey)
 {
     RVX__CHECK_RMA(ep, buf, len, rkey);
-    if (len <= RVX_PUT_SHORT_MAX) return rvx__tl_put_short(&ep->tl, buf, len, raddr, rkey);
-    return rvx__tl_put_bcopy(&ep->tl, buf, len, raddr, rkey);
+    if (len <= RVX_PUT_SHORT_MAX) return rvx__tl_put_short(&ep->tl[0], buf, len, raddr, rkey);
+    return rvx__tl_put_bcopy(&ep->tl[0], buf, len, raddr, rkey);
 }
 
 RVX_INLINE rvx_status_t rvx_put_zcopy(rvx_ep_t *ep, const void *buf, size_t len,
@@ -34,21 +34,21 @@ RVX_INLINE rvx_status_t rvx_put_zcopy(rvx_ep_t *ep, const void *buf, size_t len,
                                       const rvx_rkey_t *rkey, rvx_request_t *req)
 {
     RVX__CHECK_RMA(ep, buf, len, rkey);
-    return rvx__tl_put_zcopy(&ep->tl, buf, len, &lmem->tl, raddr, rkey, req);
+    return rvx__tl_put_zcopy(&ep->tl[0], buf, len, &lmem->tl[0], raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx_get(rvx_ep_t *ep, void *buf, size_t len, uint64_t raddr,
                                 const rvx_rkey_t *rkey, rvx_request_t *req)
 {
     RVX__CHECK_RMA(ep, buf, len, rkey);
-    return rvx__tl_get_bcopy(&ep->tl, buf, len, raddr, rkey, req);
+    return rvx__tl_get_bcopy(&ep->tl[0], buf, len, raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx_get_zcopy(rvx_ep_t *ep, void *buf, size_t len, const rvx_mem_t *lmem,
                                       uint64_t raddr, const rvx_rkey_t *rkey, rvx_request_t *req)
 {
     RVX__CHECK_RMA(ep, buf, len, rkey);
-    return rvx__tl_get_zcopy(&ep->tl, buf, len, &lmem->tl, raddr, rkey, req);
+    return rvx__tl_get_zcopy(&ep->tl[0], buf, len, &lmem->tl[0], raddr, rkey, req);
 }
 
 #endif /* RVX_PROTO_RMA_H */

@@ -8,13 +8,12 @@
 #ifndef RVX_PROTO_RX_H
 #define RVX_PROTO_RX_H
 
-#define RVX__CLASS_AM  0u
-#define RVX__CLASS_TAG 1u
+#define RVX__CLASS_TAG 1u /* tag frames: bits 14-15 of the info word */
 
 RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *tlep, unsigned chan, unsigned info, void *body,
                                 size_t len)
 {
-    rvx_ep_t *ep = RVX_CONTAINER_OF(tlep, rvx_ep_t, tl);
+    rvx_ep_t *ep = RVX_CONTAINER_OF(tlep, rvx_ep_t, tl); /* lane 0: where frames arrive */
 #if RVX_TAG
     if (RVX_LIKELY(info == (RVX__TAG_CLASS | RVX__TF_EAGER))) { /* the common frame, first */
         rvx__tag_rx_eager_fast(ep, chan, body, len);
