@@ -15,8 +15,10 @@
  *   RVX_AM_MAX_ARGS     64-bit arguments per active message (default 8, at most 15)
  *   RVX_AM_MAX_MEDIUM   largest medium payload in bytes (default 3992, at least 512)
  *   RVX_PUT_SHORT_MAX   puts up to this size take the short path (default: the tl's inline size)
- *   RVX_PUT_BCOPY_MAX   puts up to this size are copied; larger ones are zero-copy where the
- *                       transport can (default: the fabric header's RVX_FAB_PUT_BCOPY_MAX)
+ *   RVX_PUT_BCOPY_MAX   the chunk in which rvx_put copies what is longer than RVX_PUT_SHORT_MAX
+ *                       (rc_mlx5: one WRITE per chunk from the bounce ring); rvx_put never goes
+ *                       zero-copy by itself, that is rvx_put_zcopy (default: the fabric
+ *                       header's RVX_FAB_PUT_BCOPY_MAX)
  *   RVX_RNDV_THRESH     pin the eager/rendezvous switch in bytes (default: computed from the fabric
  *                       header by proto/thresh.h, seed 001's model)
  *   RVX_RNDV_THRESH_FALLBACK  the switch when the model's curves do not meet (default: the fabric

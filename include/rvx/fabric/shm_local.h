@@ -37,6 +37,6 @@
  * whole at the receiver, and a long one holds the ring that every smaller message to that peer
  * waits behind. RVX_RNDV_THRESH pins the switch; RVX_RNDV_THRESH_FALLBACK replaces this. */
 #define RVX_FAB_RNDV_THRESH_FALLBACK 65536
-#define RVX_FAB_PUT_BCOPY_MAX     8192   /* above this, puts and gets are zero-copy where possible */
+#define RVX_FAB_PUT_BCOPY_MAX     8192   /* the copy chunk of rvx_put and rvx_get (shm copies directly and does not use it) */
 #define RVX_FAB_EAGER_ZCOPY_MIN   2048   /* eager zero-copy from here: shm copies anyway (no zero-copy between processes); set so the path runs */
 #endif

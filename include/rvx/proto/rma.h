@@ -1,9 +1,9 @@
 /* rvx/proto/rma.h: one-sided put and get.
  *
  * rvx_put        any size; the path is chosen from the size at compile time when it is a
- *                constant: short (inline) up to RVX_PUT_SHORT_MAX, bcopy up to RVX_PUT_BCOPY_MAX,
- *                and above that the transport's large path. The source buffer may be reused on
- *                return; the data is at the target after a flush of the endpoint.
+ *                constant: short (inline) up to RVX_PUT_SHORT_MAX, else copied (bcopy, in chunks
+ *                of RVX_PUT_BCOPY_MAX); it never goes zero-copy by itself. The source buffer may
+ *                be reused on return; the data is at the target after a flush of the endpoint.
  * rvx_put_zcopy  from a registered local region (lmem), no copy: RVX_OK or RVX_INPROGRESS
  *                (the source may be reused when req completes).
  * rvx_get        into any buffer: RVX_OK (data present) or RVX_INPROGRESS (present when req

@@ -13,13 +13,16 @@
  *   ctx    one ibv_context and PD per process and lane (RVX_DEV=name[:port], default the first
  *          mlx5 device; with RVX_LANES > 1, RVX_DEV=mlx5_0,mlx5_1 gives lane i the i-th name, by
  *          default lane i opens the i-th mlx5 device)
- *   iface  per worker: one CQ for sends and receives, one RC QP per rank of the job (created at
- *          rvx_worker_create, in INIT), and a small registered control region where peers write
- *          credits. Its address carries the port's LID/GID and every QP's number.
- *   conn   per (worker, peer): the QP, its send queue, receive buffers, a registered bounce ring
- *          for copies; it lives as long as the iface, so an endpoint destroyed and created again
- *          continues where it stopped.
- *   ep     what rvx_ep_t embeds: a pointer to the conn. rvx_ep_create takes the QP to RTR/RTS.
+ *   iface  per worker and lane (rvx_worker_t's iface[RVX_LANES]): one CQ for sends and
+ *          receives, one RC QP and a spare per rank of the job, and a small registered control
+ *          region where peers write credits. Its address carries the port's LID/GID and every
+ *          QP's number. rvx_worker_create exchanges the addresses and takes every QP to RTS (its
+ *          spare to RTR): RC needs the target's QP connected even for one-sided operations.
+ *   conn   per (worker, lane, peer): the QP, its send queue, receive buffers, a registered bounce
+ *          ring for copies; it lives as long as the iface, so an endpoint destroyed and created
+ *          again continues where it stopped.
+ *   ep     one per lane (rvx_ep_t's tl[RVX_LANES]): a pointer to the conn. rvx_ep_create only
+ *          points it there (re-connecting a failed conn first); it changes no QP state.
  *
  * Send queue. One WQE per operation; one in RVX_MLX5_SIG_EVERY is signaled (and every WQE that
  * carries a request, a copy-out or bounce memory to give back). Each WQEBB slot has an `ops` entry
