@@ -1,8 +1,9 @@
-/* icount_ucx: UCX's own rc_mlx5 transport, one noinline wrapper per operation, for counting
- * instructions with callgrind beside rvx's icount_rc (bench/compare_mlx5.sh). Two UCT interfaces
- * (or two UCP workers) in one process, connected to each other over rc_mlx5 on the same device.
- *   icount_ucx <op> <N>   op: uct_put8 uct_am_short8 uct_progress_idle uct_flush_ready
- *                             ucp_put8 ucp_tag_send8 ucp_progress_idle
+/* icount_ucx: UCX's own rc_mlx5 (or dc_mlx5) transport, one noinline wrapper per operation, for
+ * counting instructions with callgrind beside rvx's icount_rc (bench/compare_mlx5.sh). Two UCT
+ * interfaces (or two UCP workers) in one process, connected to each other on the same device.
+ *   icount_ucx <op> <N> [tl]   op: uct_put8 uct_am_short8 uct_progress_idle uct_flush_ready
+ *                                  ucp_put8 ucp_tag_send8 ucp_progress_idle
+ *                              tl: rc_mlx5 (default) or dc_mlx5
  * Each wrapper runs N times; set-up, flushes between batches and the receiver's progress are outside
  * the wrappers, so (count at 2N - count at N) / N is one call. Exits non-zero if an operation
  * failed. Links against the system's UCX (libucx-dev); runs on rvxsim through build/sim/rvxsim-env. */
@@ -72,6 +73,7 @@ static struct {
 	uct_rkey_bundle_t rkey;
 	uint64_t *buf;
 	long am_seen;
+	const char *tl;               /* rc_mlx5 or dc_mlx5 */
 } U;
 
 static ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
@@ -87,12 +89,12 @@ static uct_iface_h uct_iface(uct_worker_h w)
 	uct_iface_params_t p;
 	uct_iface_h i;
 
-	OK(uct_md_iface_config_read(U.md, "rc_mlx5", NULL, NULL, &cfg));
+	OK(uct_md_iface_config_read(U.md, U.tl, NULL, NULL, &cfg));
 	memset(&p, 0, sizeof(p));
 	p.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
 		       UCT_IFACE_PARAM_FIELD_STATS_ROOT | UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
 	p.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
-	p.mode.device.tl_name = "rc_mlx5";
+	p.mode.device.tl_name = U.tl;
 	p.mode.device.dev_name = "mlx5_0:1";
 	OK(uct_iface_open(U.md, w, &p, cfg, &i));
 	uct_config_release(cfg);
@@ -108,6 +110,30 @@ static uct_ep_h uct_ep(uct_iface_h i)
 	p.field_mask = UCT_EP_PARAM_FIELD_IFACE;
 	p.iface = i;
 	OK(uct_ep_create(&p, &e));
+	return e;
+}
+
+/* An endpoint of an interface-connected transport (dc_mlx5): it reaches to_if's address. */
+static uct_ep_h uct_ep_to_iface(uct_iface_h i, uct_iface_h to_if)
+{
+	uct_iface_attr_t a;
+	uct_ep_params_t p;
+	uct_ep_h e;
+
+	OK(uct_iface_query(to_if, &a));
+	uct_device_addr_t *dev = malloc(a.device_addr_len);
+	uct_iface_addr_t *ia = malloc(a.iface_addr_len);
+	OK(uct_iface_get_device_address(to_if, dev));
+	OK(uct_iface_get_address(to_if, ia));
+	memset(&p, 0, sizeof(p));
+	p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+		       UCT_EP_PARAM_FIELD_IFACE_ADDR;
+	p.iface = i;
+	p.dev_addr = dev;
+	p.iface_addr = ia;
+	OK(uct_ep_create(&p, &e));
+	free(dev);
+	free(ia);
 	return e;
 }
 
@@ -158,10 +184,17 @@ static void uct_setup(void)
 	U.i2 = uct_iface(U.w2);
 	OK(uct_iface_set_am_handler(U.i2, 1, am_cb, NULL, 0));
 	OK(uct_iface_set_am_handler(U.i1, 1, am_cb, NULL, 0));
-	U.e1 = uct_ep(U.i1);
-	U.e2 = uct_ep(U.i2);
-	uct_connect(U.i1, U.e1, U.i2, U.e2);
-	uct_connect(U.i2, U.e2, U.i1, U.e1);
+	uct_iface_attr_t ia;
+	OK(uct_iface_query(U.i1, &ia));
+	if (ia.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) {
+		U.e1 = uct_ep_to_iface(U.i1, U.i2);
+		U.e2 = uct_ep_to_iface(U.i2, U.i1);
+	} else {
+		U.e1 = uct_ep(U.i1);
+		U.e2 = uct_ep(U.i2);
+		uct_connect(U.i1, U.e1, U.i2, U.e2);
+		uct_connect(U.i2, U.e2, U.i1, U.e1);
+	}
 	U.buf = aligned_alloc(4096, 4096);
 	memset(U.buf, 0, 4096);
 	OK(uct_md_mem_reg(U.md, U.buf, 4096, UCT_MD_MEM_ACCESS_ALL, &U.memh));
@@ -354,15 +387,18 @@ int main(int argc, char **argv)
 {
 	long n, errors;
 
-	if (argc != 3)
-		DIE("usage: icount_ucx <op> <N>");
+	if (argc != 3 && argc != 4)
+		DIE("usage: icount_ucx <op> <N> [rc_mlx5|dc_mlx5]");
 	n = atol(argv[2]);
+	U.tl = argc == 4 ? argv[3] : "rc_mlx5";
 	if (!strncmp(argv[1], "uct_", 4)) {
 		uct_setup();
 		errors = run_uct(argv[1], n);
 	} else {
-		/* rc_mlx5 for the data, ud_mlx5 for UCP's wire-up; no shared memory, no loopback */
-		setenv("UCX_TLS", "rc_mlx5,ud_mlx5", 0);
+		/* the transport for the data, ud_mlx5 for UCP's wire-up; no shared memory, no loopback */
+		char tls[64];
+		snprintf(tls, sizeof(tls), "%s,ud_mlx5", U.tl);
+		setenv("UCX_TLS", tls, 0);
 		ucp_setup();
 		errors = run_ucp(argv[1], n);
 	}

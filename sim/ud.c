@@ -12,7 +12,6 @@
 #define UD_GRH_BYTES 40
 #define UD_DGRAM_OFF 16                /* the datagram segment follows ctrl */
 #define UD_DATA_OFF  (UD_DGRAM_OFF + 48)
-#define UD_AV_GRH    (1u << 30)        /* grh_gid_fl: a GRH goes with the datagram */
 #define UD_QKEY_FROM_QP 0x80000000u     /* a Q_Key with this bit set means "use the QP's own" */
 
 /* pkt.op[] of a PKT_UD datagram */
@@ -133,15 +132,16 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 		snprintf(why, n, "UD SEND without a datagram segment (DS %u)", ds);
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
-	/* the datagram segment: qkey @0, dqp_dct @8, stat_rate_sl @12, rlid @14, grh_gid_fl @28 */
-	const uint8_t *av = w->b + UD_DGRAM_OFF;
-	w->qkey = be32toh(*(const __be32 *)av);
-	w->dqpn = be32toh(*(const __be32 *)(av + 8)) & 0xffffff;
-	w->sl = sim_env.link_eth ? (av[12] >> 1) & 7 : av[12] & 0xf;
-	w->grh = (be32toh(*(const __be32 *)(av + 28)) & UD_AV_GRH) != 0;
-	/* the model's GIDs end in the LID, so a GRH route ends where its destination GID says */
-	w->dlid = w->grh ? (uint16_t)(av[32 + 14] << 8 | av[32 + 15]) :
-		  be16toh(*(const __be16 *)(av + 14));
+	/* the datagram segment is an address vector (the shared parser) whose key field holds the
+	 * Q_Key in its high word; it takes 48 bytes whether or not the extended (GRH) part is valid */
+	struct sim_av av;
+	if (!av_parse(w->b + UD_DGRAM_OFF, end - UD_DGRAM_OFF, &av, why, n))
+		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	w->qkey = (uint32_t)(av.key >> 32);
+	w->dqpn = av.dqpn;
+	w->sl = av.sl;
+	w->grh = av.grh;
+	w->dlid = av_lid(&av);
 	if (w->qkey & UD_QKEY_FROM_QP)
 		w->qkey = qp->attr.qkey;
 	/* the payload: inline and pointer segments, gathered in order */
