@@ -4,7 +4,8 @@
  *
  *   rvx_tag_send(ep, buf, len, tag, req)
  *       RVX_OK: sent, buf may be reused (eager); RVX_INPROGRESS: req completes later (a large
- *       message, or the ring to the peer is full); an error: nothing was sent.
+ *       message, or the ring to the peer is full); an error: nothing was sent (2^40 bytes or
+ *       more: RVX_ERR_EXCEEDS_LIMIT).
  *   rvx_tag_recv(worker, buf, len, tag, tag_mask, req, info)      (req is required)
  *       Receives the first message, from any endpoint of the worker, whose tag equals `tag` in
  *       the bits set in `tag_mask` (mask 0: any tag). RVX_OK or RVX_ERR_MSG_TRUNCATED when a
@@ -237,6 +238,8 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
     rvx__tag_op_t *op;
     rvx_status_t st;
     if (!ep || (len && !buf)) return RVX_ERR_INVALID_PARAM;
+    /* a receiver drops a longer announcement as malformed: refuse it here, not hang both sides */
+    if ((uint64_t)len >= RVX__TAG_MLEN_MAX) return RVX_ERR_EXCEEDS_LIMIT;
     t = rvx__tag_of(ep->worker);
     p = &t->peers[ep->rank];
     if (len < RVX__TAG_THRESH) {
