@@ -30,6 +30,28 @@ static void absurd_tag_length(rvx_worker_t *w, rvx_ep_t *ep)
     }
 }
 
+/* Lengths no process can have: refused with a status (no crash), and nothing registered. */
+static void absurd_mem_lengths(rvx_context_t *ctx)
+{
+    static char small[100];
+    rvx_mem_t *mem = (rvx_mem_t *)1;
+    rvx_status_t st;
+    st = rvx_mem_alloc(ctx, SIZE_MAX, &mem);
+    T_CHECK(st == RVX_ERR_NO_MEMORY && mem == NULL, "mem_alloc(SIZE_MAX): %s", rvx_status_str(st));
+    st = rvx_mem_alloc(ctx, SIZE_MAX - 4095, &mem);
+    T_CHECK(st == RVX_ERR_NO_MEMORY && mem == NULL, "mem_alloc(SIZE_MAX - 4095): %s", rvx_status_str(st));
+    st = rvx_mem_reg(ctx, small, (size_t)1 << 40, &mem);
+    T_CHECK(st == RVX_ERR_INVALID_PARAM && mem == NULL, "mem_reg of 2^40 bytes over 100: %s",
+            rvx_status_str(st));
+    st = rvx_mem_reg(ctx, small, SIZE_MAX, &mem);
+    T_CHECK(st == RVX_ERR_INVALID_PARAM && mem == NULL, "mem_reg(SIZE_MAX): %s", rvx_status_str(st));
+    st = rvx_mem_reg(ctx, (void *)(UINTPTR_MAX - 50), 100, &mem);
+    T_CHECK(st == RVX_ERR_INVALID_PARAM && mem == NULL, "mem_reg of a range that wraps: %s",
+            rvx_status_str(st));
+    T_OK(rvx_mem_reg(ctx, small, sizeof(small), &mem)); /* the sane one still works */
+    if (mem) rvx_mem_dereg(mem);
+}
+
 int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
@@ -42,6 +64,7 @@ int main(int argc, char **argv)
     T_OK(rvx_ep_create(w, 1 - me, &ep));
     T_OK(rvx_barrier(ctx));
     absurd_tag_length(w, ep);
+    absurd_mem_lengths(ctx);
     T_OK(rvx_barrier(ctx));
     rvx_worker_destroy(w);
     rvx_finalize(ctx);
