@@ -268,10 +268,18 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
     return rvx__tag_send_queued(t, op, req);
 }
 
+/* Argument checks of RVX_DEBUG builds (the slow paths check what they use in every build). */
+#if RVX_DEBUG
+#define RVX__CHECK_TAG(cond) if (cond) return RVX_ERR_INVALID_PARAM
+#else
+#define RVX__CHECK_TAG(cond) (void)0
+#endif
+
 /* Send a tagged message to ep's peer. Short messages are a claim, a few stores and a publish. */
 RVX_INLINE rvx_status_t rvx_tag_send(rvx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                      rvx_request_t *req)
 {
+    RVX__CHECK_TAG(!ep || (len && !buf));
     if (len <= RVX_TAG_SHORT_MAX && len < RVX__TAG_THRESH && RVX_LIKELY(!ep->worker->proto_queued)) {
         uint8_t *b = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], RVX__CHAN_REQUEST, 8 + len);
         if (RVX_LIKELY(b != NULL)) {
@@ -371,7 +379,9 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
 RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uint64_t tag,
                                      uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
-    struct rvx__tag_state *t = rvx__tag_of(w);
+    struct rvx__tag_state *t;
+    RVX__CHECK_TAG(!w || !req || (len && !buf));
+    t = rvx__tag_of(w);
     /* one test for the three: no unexpected message, no posted receive, no lone receive */
     if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
         rvx__tag_op_t *op = &t->lone_op;
@@ -388,6 +398,7 @@ RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uin
 static inline rvx_status_t rvx_tag_recv_from(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
                                              uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
+    RVX__CHECK_TAG(!w);
     return rvx__tag_recv_slow(w, src, buf, len, tag, tag_mask, req, info);
 }
 
@@ -395,6 +406,7 @@ static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t
                                          rvx_tag_info_t *info)
 {
     rvx__tag_op_t *u;
+    RVX__CHECK_TAG(!w);
     for (u = rvx__tag_of(w)->unx_head; u; u = u->next) {
         if (((u->tag ^ tag) & tag_mask) == 0) {
             if (info) {
@@ -412,8 +424,10 @@ static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t
  * or RVX_ERR_INVALID_PARAM if it is not waiting to be matched (done, or its data is arriving). */
 static inline rvx_status_t rvx_tag_cancel(rvx_worker_t *w, rvx_request_t *req)
 {
-    struct rvx__tag_state *t = rvx__tag_of(w);
+    struct rvx__tag_state *t;
     rvx__tag_op_t *op;
+    if (!w || !req) return RVX_ERR_INVALID_PARAM; /* a NULL req would match an empty lone slot */
+    t = rvx__tag_of(w);
     if (t->lone == req) {
         t->lone = NULL;
         req->status = RVX_ERR_CANCELED;
