@@ -52,6 +52,66 @@ static void absurd_mem_lengths(rvx_context_t *ctx)
     if (mem) rvx_mem_dereg(mem);
 }
 
+/* A call that returns RVX_INPROGRESS has set its request pending itself: a request that starts
+ * zeroed (RVX_OK) must not read as done before the data is there. */
+#define REGION (256 * 1024)
+static void requests_start_pending(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t *ep, int me)
+{
+    static unsigned char dst[REGION];
+    rvx_mem_t *mem;
+    t_remote_t *all;
+    rvx_rkey_t rkey;
+    rvx_request_t req;
+    rvx_status_t st;
+    uint64_t *mine, old = 0;
+    uint32_t old32 = 0;
+    static const size_t lens[] = {8, 4096, REGION};
+    unsigned i;
+
+    T_OK(rvx_mem_alloc(ctx, REGION, &mem));
+    t_fill(rvx_mem_addr(mem), REGION, 40 + (uint64_t)me);
+    mine = (uint64_t *)rvx_mem_addr(mem);
+    mine[0] = 1000;
+    all = t_exchange(ctx, mem);
+    T_OK(rvx_rkey_unpack(ep, all[1 - me].packed, &rkey));
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        memset(dst, 0, sizeof(dst));
+        memset(&req, 0, sizeof(req));
+        st = rvx_get(ep, dst + 8, lens[i] - 8, all[1 - me].addr + 8, &rkey, &req);
+        T_CHECK(st != RVX_INPROGRESS || req.status == RVX_INPROGRESS,
+                "get of %zu bytes returned RVX_INPROGRESS with its request not pending", lens[i]);
+        st = rvx_complete(w, st, &req);
+        T_OK(st);
+        if (lens[i] > 8) {
+            unsigned char want[64];
+            t_fill(want, sizeof(want), 40 + (uint64_t)(1 - me));
+            T_CHECK(memcmp(dst + 8, want + 8, lens[i] < 64 ? lens[i] - 8 : 56) == 0,
+                    "get of %zu bytes: data not there when its request completed", lens[i]);
+        }
+    }
+    T_OK(rvx_barrier(ctx));
+    memset(&req, 0, sizeof(req));
+    st = rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, all[1 - me].addr, &rkey, &old, &req);
+    T_CHECK(st != RVX_INPROGRESS || req.status == RVX_INPROGRESS,
+            "atomic64 returned RVX_INPROGRESS with its request not pending");
+    T_OK(rvx_complete(w, st, &req));
+    T_CHECK(old == 1000, "atomic64 fetched %llu before its request completed", (unsigned long long)old);
+    T_OK(rvx_barrier(ctx));
+    memset(&req, 0, sizeof(req));
+    st = rvx_atomic32(ep, RVX_AMO_ADD, 1, 0, all[1 - me].addr, &rkey, &old32, &req);
+    T_CHECK(st != RVX_INPROGRESS || req.status == RVX_INPROGRESS,
+            "atomic32 returned RVX_INPROGRESS with its request not pending");
+    T_OK(rvx_complete(w, st, &req));
+    T_CHECK(old32 == 1001, "atomic32 fetched %u before its request completed", old32);
+    T_OK(rvx_ep_flush(ep));
+    T_OK(rvx_barrier(ctx));
+    T_CHECK(mine[0] == 1002, "target holds %llu", (unsigned long long)mine[0]);
+    T_OK(rvx_barrier(ctx));
+    rvx_rkey_release(&rkey);
+    rvx_mem_dereg(mem);
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
@@ -65,6 +125,7 @@ int main(int argc, char **argv)
     T_OK(rvx_barrier(ctx));
     absurd_tag_length(w, ep);
     absurd_mem_lengths(ctx);
+    requests_start_pending(ctx, w, ep, me);
     T_OK(rvx_barrier(ctx));
     rvx_worker_destroy(w);
     rvx_finalize(ctx);
