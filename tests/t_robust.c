@@ -103,7 +103,19 @@ static void requests_start_pending(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t
             "atomic32 returned RVX_INPROGRESS with its request not pending");
     T_OK(rvx_complete(w, st, &req));
     T_CHECK(old32 == 1001, "atomic32 fetched %u before its request completed", old32);
-    T_OK(rvx_ep_flush(ep));
+    /* flushes: after a large put, a zeroed request must not read as flushed */
+    T_OK(rvx_put(ep, dst, REGION / 2, all[1 - me].addr + REGION / 2, &rkey));
+    memset(&req, 0, sizeof(req));
+    st = rvx_ep_flush_nb(ep, &req);
+    T_CHECK(st != RVX_INPROGRESS || req.status == RVX_INPROGRESS,
+            "ep flush returned RVX_INPROGRESS with its request not pending");
+    T_OK(rvx_complete(w, st, &req));
+    T_OK(rvx_put(ep, dst, REGION / 2, all[1 - me].addr + REGION / 2, &rkey));
+    memset(&req, 0, sizeof(req));
+    st = rvx_worker_flush_nb(w, &req);
+    T_CHECK(st != RVX_INPROGRESS || req.status == RVX_INPROGRESS,
+            "worker flush returned RVX_INPROGRESS with its request not pending");
+    T_OK(rvx_complete(w, st, &req));
     T_OK(rvx_barrier(ctx));
     T_CHECK(mine[0] == 1002, "target holds %llu", (unsigned long long)mine[0]);
     T_OK(rvx_barrier(ctx));
