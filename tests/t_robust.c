@@ -139,7 +139,19 @@ int main(int argc, char **argv)
     absurd_mem_lengths(ctx);
     requests_start_pending(ctx, w, ep, me);
     T_OK(rvx_barrier(ctx));
-    rvx_worker_destroy(w);
+    {
+        /* receives nothing will match: the worker's end completes them (the lone one, one from
+         * a source, one from anyone) */
+        static char rb[3][64];
+        rvx_request_t rr[3];
+        T_STATUS(rvx_tag_recv(w, rb[0], 64, 991, ~0ull, &rr[0], NULL), RVX_INPROGRESS);
+        T_STATUS(rvx_tag_recv_from(w, 1 - me, rb[1], 64, 992, ~0ull, &rr[1], NULL), RVX_INPROGRESS);
+        T_STATUS(rvx_tag_recv(w, rb[2], 64, 993, ~0ull, &rr[2], NULL), RVX_INPROGRESS);
+        rvx_worker_destroy(w);
+        for (int i = 0; i < 3; i++)
+            T_CHECK(rr[i].status == RVX_ERR_CANCELED, "receive %d after the worker's end: %s", i,
+                    rvx_status_str((rvx_status_t)rr[i].status));
+    }
     rvx_finalize(ctx);
     return t_exit();
 }
