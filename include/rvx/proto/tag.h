@@ -545,14 +545,18 @@ RVX_COLD void rvx__tag_rx_slow(rvx_ep_t *ep, unsigned chan, unsigned info, void 
     const uint8_t *body = (const uint8_t *)vbody;
     unsigned type = info & 0x3fff;
     switch (type) {
-    case RVX__TF_EAGER:
-        if (len >= 8) { rvx__tag_rx_eager(t, ep, body, len); return; }
+    case RVX__TF_EAGER: /* match information travels on the ordered request channel only */
+        if (len >= 8 && chan == RVX__CHAN_REQUEST) { rvx__tag_rx_eager(t, ep, body, len); return; }
         break;
     case RVX__TF_FIRST:
         if (len > 16 && chan == RVX__CHAN_REQUEST) { rvx__tag_rx_first(t, ep, body, len); return; }
         break;
     case RVX__TF_MID:
         if (chan == RVX__CHAN_REQUEST) { rvx__tag_rx_mid(t, ep, body, len); return; }
+        break;
+    case RVX__TF_ATS: case RVX__TF_RTR: case RVX__TF_FIN: case RVX__TF_KEY:
+        /* control frames answer a request: the reply channel only */
+        if (chan == RVX__CHAN_REPLY && rvx__rndv_rx(t, ep, chan, type, body, len)) return;
         break;
     default:
         if (rvx__rndv_rx(t, ep, chan, type, body, len)) return;
