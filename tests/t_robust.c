@@ -124,6 +124,46 @@ static void requests_start_pending(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t
     free(all);
 }
 
+#if RVX_RNDV == RVX_RNDV_GET
+/* A peer's ATS completes our rendezvous send with the status it carries: only a real status is
+ * taken; any other word fails the send with RVX_ERR_BAD_MESSAGE and is counted. Rank 0 sends,
+ * rank 1 answers the RTS with a forged ATS instead of reading. */
+static void peer_status_checked(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t *ep, int me)
+{
+    static const int32_t words[] = {-1000, 5};
+    static unsigned char big[2 * RVX_RNDV_THRESH_BYTES + 64];
+    unsigned i;
+    for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        uint64_t tag = 500 + i;
+        if (me == 0) {
+            rvx_request_t req;
+            rvx_worker_stats_t s;
+            rvx_status_t st = rvx_tag_send(ep, big, sizeof(big), tag, &req);
+            st = st == RVX_INPROGRESS ? t_wait_req(w, &req, "forged-ATS send", (long)i) : st;
+            T_CHECK(st == RVX_ERR_BAD_MESSAGE, "a send completed by ATS word %d: %d (%s)", words[i],
+                    (int)st, rvx_status_str(st));
+            rvx_worker_stats(w, &s);
+            T_CHECK(s.tag_bad_frame == i + 1, "bad frames counted: %llu", (unsigned long long)s.tag_bad_frame);
+        } else {
+            rvx_tag_info_t info;
+            rvx__tag_op_t *u;
+            uint8_t body[8], *p;
+            double t0 = t_now();
+            while (rvx_tag_probe(w, tag, ~0ull, &info) != RVX_OK && t_now() - t0 < 30) rvx_progress(w);
+            for (u = rvx__tag_of(w)->unx_head; u && u->tag != tag; u = u->next) {}
+            T_CHECK(u != NULL, "no rendezvous request arrived");
+            if (!u) return;
+            rvx__tag_st32(body, u->peer_id);
+            rvx__tag_st32(body + 4, (uint32_t)words[i]);
+            while (!(p = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], RVX__CHAN_REPLY, 8))) rvx_progress(w);
+            memcpy(p, body, 8);
+            rvx__tl_am_publish(&ep->tl[0], RVX__CHAN_REPLY, p, 8, RVX__TAG_CLASS | RVX__TF_ATS);
+        }
+        T_OK(rvx_barrier(ctx));
+    }
+}
+#endif
+
 int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
@@ -138,6 +178,9 @@ int main(int argc, char **argv)
     absurd_tag_length(w, ep);
     absurd_mem_lengths(ctx);
     requests_start_pending(ctx, w, ep, me);
+#if RVX_RNDV == RVX_RNDV_GET
+    peer_status_checked(ctx, w, ep, me);
+#endif
     T_OK(rvx_barrier(ctx));
     {
         /* receives nothing will match: the worker's end completes them (the lone one, one from
