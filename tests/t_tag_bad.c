@@ -60,6 +60,12 @@ int main(int argc, char **argv)
         v = (uint64_t)1 << 41;
         memcpy(b + 8, &v, 8);
         inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_FIRST), b, 26, 1);          /* absurd total */
+        v = ((uint64_t)1 << 40) - 1;
+        memcpy(b + 8, &v, 8);
+        inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_FIRST), b, 26, 1);          /* a total to allocate */
+        v = RVX_RNDV_THRESH_BYTES;
+        memcpy(b + 8, &v, 8);
+        inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_FIRST), b, 26, 1);          /* not eager any more */
         inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_MID), b, 10, 1);            /* no first fragment */
         inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_RTS), b, 10, 1);            /* short RTS */
         v = 100000;

@@ -487,7 +487,9 @@ RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
     uint64_t tag = rvx__tag_ld64(body), mlen = rvx__tag_ld64(body + 8);
     size_t n = len - 16;
     rvx__tag_op_t *op;
-    if (p->cur || mlen <= n || mlen >= RVX__TAG_MLEN_MAX) {
+    /* a sender fragments only what is below the rendezvous switch: a larger total would have us
+     * stage (allocate) whatever the peer names */
+    if (p->cur || mlen <= n || mlen >= RVX__TAG_THRESH) {
         rvx__tag_bad(ep, "dropped a first eager fragment (length %d) from rank %d", (int)(mlen & 0x7fffffff));
         return;
     }
