@@ -73,6 +73,8 @@ static void requests_start_pending(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t
     mine = (uint64_t *)rvx_mem_addr(mem);
     mine[0] = 1000;
     all = t_exchange(ctx, mem);
+    /* a key used on the wrong endpoint: our own key on the endpoint to the other rank */
+    T_STATUS(rvx_rkey_unpack(ep, all[me].packed, &rkey), RVX_ERR_INVALID_PARAM);
     T_OK(rvx_rkey_unpack(ep, all[1 - me].packed, &rkey));
     for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         memset(dst, 0, sizeof(dst));

@@ -460,7 +460,10 @@ static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
 {
     unsigned l;
     if (!mem || !buf) return RVX_ERR_INVALID_PARAM;
-    for (l = 0; l < RVX_LANES; l++) rvx__tl_rkey_pack(&mem->tl[l], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
+    for (l = 0; l < RVX_LANES; l++) {
+        rvx__tl_rkey_pack(&mem->tl[l], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
+        rvx__tl_rkey_stamp((uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE, rvx_rank(mem->ctx));
+    }
     return RVX_OK;
 }
 

@@ -399,6 +399,9 @@ RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
     memcpy(buf, &p, sizeof(p));
 }
 
+/* The key already names its process (pid), which unpack checks against the endpoint's peer. */
+RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank) { (void)buf; (void)rank; }
+
 RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
 {
     rvx__shm_packed_rkey_t p;
