@@ -75,6 +75,18 @@ static void requests_start_pending(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t
     all = t_exchange(ctx, mem);
     /* a key used on the wrong endpoint: our own key on the endpoint to the other rank */
     T_STATUS(rvx_rkey_unpack(ep, all[me].packed, &rkey), RVX_ERR_INVALID_PARAM);
+#if RVX_TL == RVX_TL_SHM
+    {
+        /* a peer's key whose length is stretched past the memory behind it is refused */
+        unsigned char forged[RVX_RKEY_PACKED_SIZE];
+        rvx__shm_packed_rkey_t k;
+        memcpy(&k, all[1 - me].packed, sizeof(k));
+        k.len = 64 * (uint64_t)REGION;
+        memcpy(forged, all[1 - me].packed, sizeof(forged));
+        memcpy(forged, &k, sizeof(k));
+        T_STATUS(rvx_rkey_unpack(ep, forged, &rkey), RVX_ERR_INVALID_PARAM);
+    }
+#endif
     T_OK(rvx_rkey_unpack(ep, all[1 - me].packed, &rkey));
     for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         memset(dst, 0, sizeof(dst));
