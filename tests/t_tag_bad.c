@@ -4,7 +4,8 @@
  * Rank 0 writes raw frames below the tag layer into rank 1's ring: unknown types, stray bits,
  * short bodies, fragments without a first one or longer than announced, a first fragment while
  * another message is being assembled, rendezvous frames of the wrong length or naming ids that do
- * not exist. Then a good eager message, an AM, and the message whose assembly was attacked. */
+ * not exist, eager frames on the reply channel and control frames on the request channel (on
+ * shm and on rc_mlx5). Then a good eager message, an AM, and the message whose assembly was attacked. */
 #define RVX_TAG 1
 #define RVX_AM_HANDLERS(X) X(HELLO, on_hello)
 #include <rvx/rvx.h>
@@ -59,6 +60,12 @@ int main(int argc, char **argv)
         v = (uint64_t)1 << 41;
         memcpy(b + 8, &v, 8);
         inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_FIRST), b, 26, 1);          /* absurd total */
+        v = ((uint64_t)1 << 40) - 1;
+        memcpy(b + 8, &v, 8);
+        inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_FIRST), b, 26, 1);          /* a total to allocate */
+        v = RVX_RNDV_THRESH_BYTES;
+        memcpy(b + 8, &v, 8);
+        inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_FIRST), b, 26, 1);          /* not eager any more */
         inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_MID), b, 10, 1);            /* no first fragment */
         inject(ep, RVX__CHAN_REQUEST, TF(RVX__TF_RTS), b, 10, 1);            /* short RTS */
         v = 100000;
@@ -74,6 +81,20 @@ int main(int argc, char **argv)
                    type == RVX__TF_ATS || type == RVX__TF_FIN ? 8 : type == RVX__TF_RTR ? RVX__RNDV_RTR_LEN
                    : type == RVX__TF_KEY ? 16 : 40, 1);
         inject(ep, RVX__CHAN_REQUEST, 2u << 14, b, 8, 0);                    /* class 2: an AM-side count */
+        /* frames on the wrong channel: an eager message of the tag the receiver waits for, with
+         * other data, on the reply channel (it would match first); control frames on the
+         * request channel */
+        v = 99;
+        memcpy(b, &v, 8);
+        memset(b + 8, 0xee, 40);
+        inject(ep, RVX__CHAN_REPLY, TF(RVX__TF_EAGER), b, 8 + 20, 1);
+        inject(ep, RVX__CHAN_REPLY, TF(RVX__TF_EAGER), b, 8 + 40, 1);
+        memset(b, 0, 64);
+        v = 12345;
+        memcpy(b, &v, 4);
+        for (type = RVX__TF_ATS; type <= RVX__TF_KEY; type++)
+            inject(ep, RVX__CHAN_REQUEST, TF(type), b,
+                   type == RVX__TF_ATS || type == RVX__TF_FIN ? 8 : type == RVX__TF_RTR ? RVX__RNDV_RTR_LEN : 16, 1);
         /* a fragmented message, attacked while it is assembled */
         v = 77;
         memcpy(b, &v, 8);

@@ -33,6 +33,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define RVX_RKEY_PACKED_SIZE (RVX_LANES * RVX__TL_RKEY_PACKED_SIZE) /* one key per lane */
 /* A worker's address: one tl address per lane, each padded to 8 bytes (they hold 64-bit fields,
@@ -396,11 +398,26 @@ RVX_COLD rvx_status_t rvx__mem_finish(rvx_context_t *ctx, rvx_mem_t *mem, rvx_st
 
 /* Memory that peers can reach by plain loads and stores on shm, and that is registered with the
  * NIC on mlx5. Zero-filled. */
+/* No process has more address space than this (x86-64 and aarch64 user space: 2^47 bytes). */
+#define RVX__MEM_LEN_MAX ((size_t)1 << 47)
+
+/* [addr, addr + len) does not wrap and is mapped throughout: msync walks the mappings, not the
+ * pages, and fails with ENOMEM at the first hole. A NIC's registration would fail there too;
+ * shm's cross-memory attach would otherwise expose whatever is mapped later in the range. */
+static inline int rvx__mem_range_mapped(const void *addr, size_t len)
+{
+    uintptr_t a = (uintptr_t)addr, pg = (uintptr_t)sysconf(_SC_PAGESIZE), base;
+    if (len > RVX__MEM_LEN_MAX || a + len < a || a + len > UINTPTR_MAX - pg) return 0;
+    base = a & ~(pg - 1);
+    return msync((void *)base, a + len - base, MS_ASYNC) == 0;
+}
+
 static inline rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem_t **memp)
 {
     rvx_mem_t *mem;
     if (!ctx || !memp || !len) return RVX_ERR_INVALID_PARAM;
     *memp = NULL;
+    if (len > RVX__MEM_LEN_MAX) return RVX_ERR_NO_MEMORY; /* page rounding must not wrap */
     mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
     if (!mem) return RVX_ERR_NO_MEMORY;
     mem->allocated = 1;
@@ -413,6 +430,7 @@ static inline rvx_status_t rvx_mem_reg(rvx_context_t *ctx, void *addr, size_t le
     rvx_mem_t *mem;
     if (!ctx || !memp || !addr || !len) return RVX_ERR_INVALID_PARAM;
     *memp = NULL;
+    if (!rvx__mem_range_mapped(addr, len)) return RVX_ERR_INVALID_PARAM;
     mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
     if (!mem) return RVX_ERR_NO_MEMORY;
     return rvx__mem_finish(ctx, mem, rvx__tl_mem_reg(&ctx->tl[0], addr, len, &mem->tl[0]), memp);
@@ -442,7 +460,10 @@ static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
 {
     unsigned l;
     if (!mem || !buf) return RVX_ERR_INVALID_PARAM;
-    for (l = 0; l < RVX_LANES; l++) rvx__tl_rkey_pack(&mem->tl[l], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
+    for (l = 0; l < RVX_LANES; l++) {
+        rvx__tl_rkey_pack(&mem->tl[l], (uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE);
+        rvx__tl_rkey_stamp((uint8_t *)buf + l * RVX__TL_RKEY_PACKED_SIZE, rvx_rank(mem->ctx));
+    }
     return RVX_OK;
 }
 

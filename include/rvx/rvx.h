@@ -63,7 +63,8 @@
  * Workers and endpoints (core.h)
  *   rvx_status_t rvx_worker_create(rvx_context_t *ctx, rvx_worker_t **w)
  *       collective: every rank creates its k-th worker in the same order
- *   void rvx_worker_destroy(rvx_worker_t *w)                   destroys its endpoints too
+ *   void rvx_worker_destroy(rvx_worker_t *w)                   destroys its endpoints too;
+ *       every request still pending on it ends (posted tag receives: RVX_ERR_CANCELED)
  *   void rvx_worker_stats(const rvx_worker_t *w, rvx_worker_stats_t *out)
  *   rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **ep)
  *       both sides create endpoints to each other; the same ep again if one exists; on rc_mlx5

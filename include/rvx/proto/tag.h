@@ -4,7 +4,8 @@
  *
  *   rvx_tag_send(ep, buf, len, tag, req)
  *       RVX_OK: sent, buf may be reused (eager); RVX_INPROGRESS: req completes later (a large
- *       message, or the ring to the peer is full); an error: nothing was sent.
+ *       message, or the ring to the peer is full); an error: nothing was sent (2^40 bytes or
+ *       more: RVX_ERR_EXCEEDS_LIMIT).
  *   rvx_tag_recv(worker, buf, len, tag, tag_mask, req, info)      (req is required)
  *       Receives the first message, from any endpoint of the worker, whose tag equals `tag` in
  *       the bits set in `tag_mask` (mask 0: any tag). RVX_OK or RVX_ERR_MSG_TRUNCATED when a
@@ -237,6 +238,8 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
     rvx__tag_op_t *op;
     rvx_status_t st;
     if (!ep || (len && !buf)) return RVX_ERR_INVALID_PARAM;
+    /* a receiver drops a longer announcement as malformed: refuse it here, not hang both sides */
+    if ((uint64_t)len >= RVX__TAG_MLEN_MAX) return RVX_ERR_EXCEEDS_LIMIT;
     t = rvx__tag_of(ep->worker);
     p = &t->peers[ep->rank];
     if (len < RVX__TAG_THRESH) {
@@ -265,10 +268,18 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
     return rvx__tag_send_queued(t, op, req);
 }
 
+/* Argument checks of RVX_DEBUG builds (the slow paths check what they use in every build). */
+#if RVX_DEBUG
+#define RVX__CHECK_TAG(cond) if (cond) return RVX_ERR_INVALID_PARAM
+#else
+#define RVX__CHECK_TAG(cond) (void)0
+#endif
+
 /* Send a tagged message to ep's peer. Short messages are a claim, a few stores and a publish. */
 RVX_INLINE rvx_status_t rvx_tag_send(rvx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                      rvx_request_t *req)
 {
+    RVX__CHECK_TAG(!ep || (len && !buf));
     if (len <= RVX_TAG_SHORT_MAX && len < RVX__TAG_THRESH && RVX_LIKELY(!ep->worker->proto_queued)) {
         uint8_t *b = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], RVX__CHAN_REQUEST, 8 + len);
         if (RVX_LIKELY(b != NULL)) {
@@ -368,7 +379,9 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
 RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uint64_t tag,
                                      uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
-    struct rvx__tag_state *t = rvx__tag_of(w);
+    struct rvx__tag_state *t;
+    RVX__CHECK_TAG(!w || !req || (len && !buf));
+    t = rvx__tag_of(w);
     /* one test for the three: no unexpected message, no posted receive, no lone receive */
     if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
         rvx__tag_op_t *op = &t->lone_op;
@@ -385,6 +398,7 @@ RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uin
 static inline rvx_status_t rvx_tag_recv_from(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
                                              uint64_t tag_mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
+    RVX__CHECK_TAG(!w);
     return rvx__tag_recv_slow(w, src, buf, len, tag, tag_mask, req, info);
 }
 
@@ -392,6 +406,7 @@ static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t
                                          rvx_tag_info_t *info)
 {
     rvx__tag_op_t *u;
+    RVX__CHECK_TAG(!w);
     for (u = rvx__tag_of(w)->unx_head; u; u = u->next) {
         if (((u->tag ^ tag) & tag_mask) == 0) {
             if (info) {
@@ -409,8 +424,10 @@ static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t
  * or RVX_ERR_INVALID_PARAM if it is not waiting to be matched (done, or its data is arriving). */
 static inline rvx_status_t rvx_tag_cancel(rvx_worker_t *w, rvx_request_t *req)
 {
-    struct rvx__tag_state *t = rvx__tag_of(w);
+    struct rvx__tag_state *t;
     rvx__tag_op_t *op;
+    if (!w || !req) return RVX_ERR_INVALID_PARAM; /* a NULL req would match an empty lone slot */
+    t = rvx__tag_of(w);
     if (t->lone == req) {
         t->lone = NULL;
         req->status = RVX_ERR_CANCELED;
@@ -470,7 +487,9 @@ RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
     uint64_t tag = rvx__tag_ld64(body), mlen = rvx__tag_ld64(body + 8);
     size_t n = len - 16;
     rvx__tag_op_t *op;
-    if (p->cur || mlen <= n || mlen >= RVX__TAG_MLEN_MAX) {
+    /* a sender fragments only what is below the rendezvous switch: a larger total would have us
+     * stage (allocate) whatever the peer names */
+    if (p->cur || mlen <= n || mlen >= RVX__TAG_THRESH) {
         rvx__tag_bad(ep, "dropped a first eager fragment (length %d) from rank %d", (int)(mlen & 0x7fffffff));
         return;
     }
@@ -528,14 +547,18 @@ RVX_COLD void rvx__tag_rx_slow(rvx_ep_t *ep, unsigned chan, unsigned info, void 
     const uint8_t *body = (const uint8_t *)vbody;
     unsigned type = info & 0x3fff;
     switch (type) {
-    case RVX__TF_EAGER:
-        if (len >= 8) { rvx__tag_rx_eager(t, ep, body, len); return; }
+    case RVX__TF_EAGER: /* match information travels on the ordered request channel only */
+        if (len >= 8 && chan == RVX__CHAN_REQUEST) { rvx__tag_rx_eager(t, ep, body, len); return; }
         break;
     case RVX__TF_FIRST:
         if (len > 16 && chan == RVX__CHAN_REQUEST) { rvx__tag_rx_first(t, ep, body, len); return; }
         break;
     case RVX__TF_MID:
         if (chan == RVX__CHAN_REQUEST) { rvx__tag_rx_mid(t, ep, body, len); return; }
+        break;
+    case RVX__TF_ATS: case RVX__TF_RTR: case RVX__TF_FIN: case RVX__TF_KEY:
+        /* control frames answer a request: the reply channel only */
+        if (chan == RVX__CHAN_REPLY && rvx__rndv_rx(t, ep, chan, type, body, len)) return;
         break;
     default:
         if (rvx__rndv_rx(t, ep, chan, type, body, len)) return;

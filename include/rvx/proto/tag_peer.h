@@ -283,6 +283,18 @@ static void rvx__tag_worker_fini(rvx_worker_t *w)
         t->unx_head = u->next;
         rvx__tag_done(t, u, RVX_ERR_CANCELED);
     }
+    /* receives nothing matched: their requests end too, none stays RVX_INPROGRESS */
+    if (RVX__LONE_POSTED(t)) {
+        t->lone->status = RVX_ERR_CANCELED;
+        t->lone = NULL;
+    }
+    while (t->exp_head) {
+        rvx__tag_op_t *op = t->exp_head;
+        rvx_request_t *req = op->req;
+        rvx__tag_q_del(&t->exp_head, &t->exp_tail, op);
+        rvx__tag_op_free(t, op);
+        if (req) req->status = RVX_ERR_CANCELED;
+    }
     if (t->bounce) rvx_mem_dereg(t->bounce);
 #if RVX__TAG_RCACHE
     rvx__rcache_fini(&t->rcache);

@@ -412,7 +412,8 @@ RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcod
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
-    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    if (!req) req = &own;
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     while (done < len) {
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
@@ -446,13 +447,14 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
-    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    if (!req) req = &own;
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     while (done < len) {
         size_t n = len - done < RVX__MLX5_BOUNCE_CHUNK ? len - done : RVX__MLX5_BOUNCE_CHUNK;
         int last = done + n == len;
         rvx__mlx5_op_t o;
         uint8_t *b = rvx__mlx5_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
+        if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED);
         o.kind = RVX__MLX5_ON_COPY;
         o.sig = 0;
         o.nbb = 0;
@@ -517,7 +519,8 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
 
     slot = rvx__mlx5_bounce(c, 8);
     if (RVX_UNLIKELY(!slot)) return c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
-    if (wait) { req = &own; own.status = RVX_INPROGRESS; }
+    if (wait) req = &own;
+    if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     RVX__MLX5_NEED(c, nbb);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
@@ -715,7 +718,8 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
         return RVX_ERR_INVALID_PARAM;
     if (!rvx__mlx5_credit(c))
         return !c->failed ? RVX_ERR_NO_RESOURCE : c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
-    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    if (!req) req = &own;
+    req->status = RVX_INPROGRESS;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);

@@ -176,13 +176,24 @@ RVX_COLD int rvx__shm_memfd(const char *name, size_t len)
 RVX_COLD void *rvx__shm_map_peer(int pid, int fd, size_t len, const char *what)
 {
     char path[64];
+    struct stat sb;
     void *p;
     int lfd;
+    sb.st_size = 0;
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
     lfd = open(path, O_RDWR | O_CLOEXEC);
     if (lfd < 0) {
         rvx__log("cannot open %s of process %d (%s): %s; shared memory needs processes of one "
                  "user on one machine", what, pid, path, strerror(errno));
+        return NULL;
+    }
+    /* the length a peer names is checked against the memfd's real size: a page mapped past its
+     * end raises SIGBUS at the first access */
+    if (fstat(lfd, &sb) != 0 || sb.st_size < 0 || len > (uint64_t)sb.st_size) {
+        rvx__log("%s of process %d: %zu bytes named, the memory holds %lld; refused", what, pid,
+                 len, (long long)sb.st_size);
+        close(lfd);
+        errno = EINVAL;
         return NULL;
     }
     p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
@@ -399,6 +410,9 @@ RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
     memcpy(buf, &p, sizeof(p));
 }
 
+/* The key already names its process (pid), which unpack checks against the endpoint's peer. */
+RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank) { (void)buf; (void)rank; }
+
 RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
 {
     rvx__shm_packed_rkey_t p;
@@ -418,7 +432,7 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
         rkey->maplen = p.len;
     } else if (p.fd >= 0 && p.len) {
         rkey->lbase = (uint8_t *)rvx__shm_map_peer(p.pid, p.fd, p.len, "a memory region");
-        if (!rkey->lbase) return RVX_ERR_PEER_FAILED;
+        if (!rkey->lbase) return errno == EINVAL ? RVX_ERR_INVALID_PARAM : RVX_ERR_PEER_FAILED;
         rkey->maplen = p.len;
     }
     return RVX_OK;

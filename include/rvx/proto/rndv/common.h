@@ -208,6 +208,16 @@ static void rvx__rndv_sent(struct rvx__tag_state *t, rvx__tag_op_t *op)
     else rvx__tag_done(t, op, RVX_OK);                     /* AM data all sent */
 }
 
+/* The status word of a peer's ATS, FIN or KEY: RVX_OK or one of our error codes. Anything else
+ * is not trusted: counted as a bad frame, and the operation fails with RVX_ERR_BAD_MESSAGE. */
+RVX_COLD rvx_status_t rvx__rndv_peer_status(rvx_ep_t *ep, uint32_t word)
+{
+    int32_t st = (int32_t)word;
+    if (st <= RVX_OK && st >= RVX_ERR_BAD_MESSAGE) return (rvx_status_t)st;
+    rvx__tag_bad(ep, "a rendezvous frame carried %d, not a status, from rank %d", (int)st);
+    return RVX_ERR_BAD_MESSAGE;
+}
+
 /* A control frame of an op: its peer's id and a 32-bit word (a status); 0 if the ring is full. */
 RVX_COLD int rvx__rndv_ctrl_status(rvx__tag_op_t *op, unsigned type, uint32_t word)
 {
@@ -304,7 +314,7 @@ RVX_COLD int rvx__rndv_rx_fin(struct rvx__tag_state *t, rvx_ep_t *ep, const uint
     if (len != 8 || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__KIND_RECV)) ||
         op->state != RVX__RS_WAIT)
         return 0;
-    st = (int32_t)rvx__tag_ld32(b + 4);
+    st = rvx__rndv_peer_status(ep, rvx__tag_ld32(b + 4));
     rvx__tag_done(t, op, rvx__tag_rstatus(op, st < 0 ? (rvx_status_t)st : (rvx_status_t)op->status));
     return 1;
 }

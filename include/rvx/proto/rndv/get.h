@@ -33,7 +33,7 @@ RVX_COLD int rvx__get_rx_ats(struct rvx__tag_state *t, rvx_ep_t *ep, const uint8
     if (len != 8 || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__KIND_SEND)) ||
         op->state != RVX__SS_WAIT)
         return 0;
-    st = (int32_t)rvx__tag_ld32(b + 4);
+    st = rvx__rndv_peer_status(ep, rvx__tag_ld32(b + 4));
     rvx__tag_done(t, op, st < 0 && st != RVX_ERR_MSG_TRUNCATED ? (rvx_status_t)st : RVX_OK);
     return 1;
 }

@@ -154,6 +154,7 @@ RVX_COLD int rvx__pipe_rx_key(struct rvx__tag_state *t, rvx_ep_t *ep, const uint
     if (nk > RVX__PIPE_KEYS_MAX || len != 16 + nk * RVX__PIPE_KEY_LEN || (st < 0 && nk)) return 0;
     if (op->state != RVX__SS_PIPE) /* keys still on the way when the send stopped on an error */
         return op->state == RVX__SS_FLUSH || op->state == RVX__SS_FIN || op->state == RVX__S_ZOMBIE;
+    st = rvx__rndv_peer_status(ep, (uint32_t)st);
     if (st < 0) {
         if (!op->status) op->status = st;
     } else {

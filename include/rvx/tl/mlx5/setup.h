@@ -41,7 +41,7 @@ typedef struct rvx__mlx5_packed_rkey {
     uint64_t base;
     uint64_t len;
     uint32_t rkey;
-    uint32_t pad;
+    uint32_t owner;   /* rank + 1 of the process that packed it (rvx__tl_rkey_stamp) */
 } rvx__mlx5_packed_rkey_t;
 #define RVX__TL_RKEY_PACKED_SIZE sizeof(rvx__mlx5_packed_rkey_t)
 
@@ -291,8 +291,16 @@ RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
     memcpy(buf, &p, sizeof(p));
 }
 
+/* Name the packing process in its key: a key unpacked on an endpoint to another rank is refused
+ * (its number means nothing to that peer's NIC, or worse, names another region there). */
+RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank)
+{
+    uint32_t owner = (uint32_t)rank + 1;
+    memcpy((uint8_t *)buf + offsetof(rvx__mlx5_packed_rkey_t, owner), &owner, sizeof(owner));
+}
+
 /* Byte-swap once: a put stores rkey_word as the raddr segment's second 8 bytes. `rank` is the
- * peer the key came from, for the log. */
+ * peer the key came from: it must be the key's owner. */
 RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx_rkey_t *rkey, int rank)
 {
     rvx__mlx5_packed_rkey_t p;
@@ -301,6 +309,10 @@ RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx_rkey_t *rkey, i
     if (p.magic != RVX__MLX5_MAGIC || p.base + p.len < p.base) {
         rvx__log("rkey_unpack: not an " RVX__MLX5_TL " rkey (corrupt, or from another transport) "
                  "for rank %d", rank);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    if (p.owner != (uint32_t)rank + 1) {
+        rvx__log("rkey_unpack: a key of rank %d unpacked on the endpoint to rank %d", (int)p.owner - 1, rank);
         return RVX_ERR_INVALID_PARAM;
     }
     rkey->rkey_word = (uint64_t)rvx_htobe32(p.rkey);

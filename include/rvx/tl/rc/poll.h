@@ -468,6 +468,7 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
     if (c->failed) rvx__mlx5_hold(c); /* every WQE comes back with an error CQE */
     else rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
     if (!req) return RVX_ERR_INVALID_PARAM;
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     req->tl_private[0] = 0;
     req->tl_private[1] = c->sq.pi;
     if (c->flush_tail) c->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
@@ -490,6 +491,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
     }
     if (!busy) return RVX_OK;
     if (!req) return RVX_ERR_INVALID_PARAM;
+    req->status = RVX_INPROGRESS;
     req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
     ifc->wflush = req;
     return RVX_INPROGRESS;
