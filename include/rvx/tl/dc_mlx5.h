@@ -133,6 +133,8 @@ typedef struct rvx__tl_iface {
     struct ibv_qp  *dct;
     rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
     unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
+    unsigned long   dci_taken;   /* DCIs taken from an endpoint whose work had completed */
+    unsigned long   pool_waits;  /* times a post found every DCI holding outstanding work */
     uint8_t        *bounce;
     struct ibv_mr  *bounce_mr;
     uint32_t        bounce_lkey;

@@ -202,6 +202,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
         idle_held->ep->dci = NULL; /* its holder's work is complete: it takes another next time */
         idle_held->ep = NULL;
         busy_free = idle_held;
+        ifc->dci_taken++;
     }
     if (busy_free) ifc->next_dci = (unsigned)(busy_free - ifc->dci + 1) % RVX_DC_NUM_DCI;
     return busy_free;
@@ -214,6 +215,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
 {
     rvx__tl_iface_t *ifc = ep->ifc;
     unsigned spins = 0, k;
+    int counted = 0;
     for (;;) {
         rvx__dc_dci_t *d = ep->dci;
         if (!d) {
@@ -222,6 +224,9 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
             if (d) {
                 d->ep = ep;
                 ep->dci = d;
+            } else if (!counted) {
+                counted = 1;
+                ifc->pool_waits++;
             }
         }
         if (d && !rvx__mlx5_sq_full(&d->sq, nbb)) return d;
