@@ -96,6 +96,9 @@ typedef struct rvx__dc_dci {
     uint32_t              sig_out;     /* signaled WQEs not yet completed */
     uint32_t              last_sig_pi; /* pi just past the last signaled WQE */
     uint32_t              wflush_pi;   /* a worker flush waits for ci to reach this */
+    uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 4: a put8's first ctrl
+                                        * word before the byte swap (0: no one-WQEBB put8, the
+                                        * address segment is the 48-byte form) */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
     uint8_t               hold;        /* failed with WQEs to come: counted in outstanding */
     rvx_request_t        *flush_head, *flush_tail;
@@ -222,8 +225,8 @@ RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
 
 /* RDMA WRITE with the data inline: ctrl, address, raddr, inline segment, zeros to the end of the
  * last WQEBB. */
-RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                           uint64_t raddr, const rvx_rkey_t *rkey)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + RVX__MLX5_INLINE_DS(len), units, flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
@@ -246,6 +249,45 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
     if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
     rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
     return RVX_OK;
+}
+
+#if defined(__x86_64__)
+/* Not the one-WQEBB case (no DCI held, a full queue, the WQE that asks for a completion, the
+ * 48-byte address form): the general inline path. */
+RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
+                                        const rvx_rkey_t *rkey)
+{
+    return rvx__dc_put_inline(ep, src, 8, raddr, rkey);
+}
+
+/* An 8-byte put: one WQEBB (ctrl, address, raddr, inline 8) built in SSE registers, stored to the
+ * DCI's queue and to its BlueFlame register (mlx5/wqe.h, rvx__mlx5_bb_dc_write8). */
+RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
+                                     const rvx_rkey_t *rkey)
+{
+    rvx__dc_dci_t *d = ep->dci;
+    rvx__mlx5_bb_t bb;
+    uint32_t pi;
+    if (RVX_UNLIKELY(!d)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    pi = d->sq.pi;
+    if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
+        return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), ep->av_lo, src, raddr,
+                           rkey);
+    rvx__mlx5_post_bb(&d->sq, pi, &bb);
+    return RVX_OK;
+}
+#endif
+
+/* Put short: ctrl, address, raddr, inline data. */
+RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && len == 8) return rvx__dc_put8(ep, src, raddr, rkey);
+#endif
+    return rvx__dc_put_inline(ep, src, len, raddr, rkey);
 }
 
 /* Room in the DCI's bounce ring for len bytes (64-aligned), given back in WQE order. */

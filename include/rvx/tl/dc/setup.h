@@ -57,6 +57,8 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     else memset(d->ops, 0, (size_t)dq.sq.wqe_cnt * sizeof(*d->ops));
     if (!d->ops) return RVX_ERR_NO_MEMORY;
     rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf, RVX__DC_SQ_RESERVE);
+    d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
+                 (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->nops = d->sig_out = d->last_sig_pi = d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
     return RVX_OK;
