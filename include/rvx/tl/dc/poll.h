@@ -248,7 +248,8 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len)
             d->b_head = pos + len;
             return d->bounce + off;
         }
-        if (d->failed) return NULL;
+        /* failed, or recovered meanwhile and no longer the caller's: the endpoint has failed */
+        if (d->failed || !d->ep) return NULL;
         rvx__dc_sig_tail(d);
         if (d->sq.ci == d->sq.pi) d->b_tail = d->b_head; /* nothing in flight: all of it is free */
         else if (rvx__dc_drain(d->ifc)) spins = 0;

@@ -281,8 +281,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
         if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);
         if (spins > 20000) break; /* the peer is gone without telling: the DCI's retries end it */
     }
-    if (ep->dci && ep->dci->sq.ci == ep->dci->sq.pi) ep->dci->ep = NULL;
-    else if (ep->dci) ep->dci->ep = NULL; /* its error CQEs still come; they find no endpoint */
+    if (ep->dci) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
     ep->dci = NULL;
     ep->live = 0;
     ifc->nlive--;
