@@ -56,7 +56,11 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     if (!d->ops) d->ops = (rvx__dc_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*d->ops));
     else memset(d->ops, 0, (size_t)dq.sq.wqe_cnt * sizeof(*d->ops));
     if (!d->ops) return RVX_ERR_NO_MEMORY;
-    rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf, RVX__DC_SQ_RESERVE);
+    /* at most 4 x RVX_MLX5_TX_DEPTH WQEBBs in flight per DCI, whatever the queue's size: the CQ
+     * is sized for that many (each WQE may come back as an error CQE) */
+    rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf,
+                      RVX__DC_SQ_RESERVE + (dq.sq.wqe_cnt > 4u * RVX_MLX5_TX_DEPTH ?
+                                            dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->nops = d->sig_out = d->last_sig_pi = d->wflush_pi = 0;
