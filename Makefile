@@ -24,12 +24,12 @@ EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 # the same examples built for rc_mlx5 (run on rvxsim here, on a ConnectX where there is one)
 EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_counter ring halo)
-TEST_SRCS := $(filter-out tests/t_rc_% tests/t_lanes.c,$(wildcard tests/t_*.c))
+TEST_SRCS := $(filter-out tests/t_rc_% tests/t_dc_% tests/t_lanes.c,$(wildcard tests/t_*.c))
 TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
-              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc
+              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -38,6 +38,12 @@ RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
 RC_SHARED_TESTS := t_rma t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_tag_bad
 RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
+# dc_mlx5 builds: the shared tests dc_mlx5 carries in this release (RMA and atomics; messages are
+# not carried yet), plus the dc-only tests (tests/t_dc_*.c); run on rvxsim as dc/<name>.
+DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5
+DC_SHARED_TESTS := t_rma t_atomics
+DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
+                $(patsubst tests/%.c,$(B)/tests-dc/%,$(wildcard tests/t_dc_*.c))
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
 PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
@@ -47,7 +53,7 @@ LAUNCH_BINS := $(B)/launch/peer_kill
 .PHONY: all deps run test bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain
 .DEFAULT_GOAL := all
 
-all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
+all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
 
 # The rvxsim model (its own makefile fragment; it shares no code with include/).
 -include sim/sim.mk
@@ -74,6 +80,10 @@ $(B)/examples-rc/%: examples/%.c $(HEADERS)
 $(B)/tests-rc/%: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
+
+$(B)/tests-dc/%: tests/%.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
 
 # ---- tag matching: the tag tests once per rendezvous protocol, from the same source
 TAG_RNDV := get put am pipeline
@@ -150,6 +160,10 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 # ---- end of PMIx builds
 
 $(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
+
+$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
@@ -266,7 +280,7 @@ test: deps all
 hwcheck: deps all
 	@tools/hwcheck.sh
 
-icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc sim
+icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc sim
 	@bench/icount.sh
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat

@@ -9,7 +9,9 @@
 #ifndef RVX_BENCH_COMMON_H
 #define RVX_BENCH_COMMON_H
 
-#ifdef BENCH_ICOUNT
+/* BENCH_NO_AM: a transport that carries no messages (dc_mlx5 in this release): no handler, no
+ * am_short8 wrapper. */
+#if defined(BENCH_ICOUNT) && !defined(BENCH_NO_AM)
 #define RVX_AM_HANDLERS(X) X(SINK, on_sink)
 #endif
 #include <rvx/rvx.h>
@@ -77,12 +79,14 @@ static inline void bench_self_launch(char **argv, const char *prog, int timeout_
  * op's noinline wrapper collected, N and 2N times; whatever keeps queues from filling (flushes,
  * draining) runs in the loops here, outside the wrappers. */
 
+#ifndef BENCH_NO_AM
 static uint64_t sunk;
 static void on_sink(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
 {
     (void)t; (void)n; (void)p; (void)len;
     sunk += a[0];
 }
+#endif
 
 /* The operations every transport has, each exactly what an application would write. */
 RVX_NOINLINE rvx_status_t bench_put8(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr, const rvx_rkey_t *rk)
@@ -94,10 +98,12 @@ RVX_NOINLINE int bench_progress_idle(rvx_worker_t *w) { return rvx_progress(w); 
 
 RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progress(w); }
 
+#ifndef BENCH_NO_AM
 RVX_NOINLINE rvx_status_t bench_am_short8(rvx_ep_t *ep, uint64_t arg)
 {
     return rvx_am_short(ep, RVX_AM_SINK, &arg, 1);
 }
+#endif
 
 RVX_NOINLINE rvx_status_t bench_amo_add8(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk)
 {

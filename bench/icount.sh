@@ -71,3 +71,17 @@ for entry in put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8
   awk -v op="$name" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
     'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
 done
+
+# dc_mlx5 (build/bench/icount_dc), on rvxsim likewise: an endpoint to the process's own DCT.
+tl=dc_mlx5
+for entry in put8:bench_put8 get8:bench_get8 flush_ready:bench_flush_ready \
+             progress_idle:bench_progress_idle progress_live_empty:bench_progress_live_empty \
+             amo_add8:bench_amo_add8; do
+  op=${entry%%:*}; fn=${entry#*:}
+  bin=build/bench/icount_dc
+  [ -x $bin ] || { echo "icount: $bin not built (make): dc_mlx5 skipped"; break; }
+  a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
+  c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
+  awk -v op="$op" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
+    'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run every rvx test: the C tests (build/tests/t_*), their rc_mlx5 builds (build/tests-rc/t_*, run
-# on rvxsim), the script tests (tests/t_*.sh) and the rvxsim tests (build/sim/tests/t_*). One line per test, the log of each failure,
+# Run every rvx test: the C tests (build/tests/t_*), their rc_mlx5 and dc_mlx5 builds
+# (build/tests-rc/t_*, build/tests-dc/t_*, run on rvxsim), the script tests (tests/t_*.sh) and the rvxsim tests (build/sim/tests/t_*). One line per test, the log of each failure,
 # and a last line "N passed, N failed, N skipped". Exit status 1 if anything failed.
 # A test exits 0 (pass), 77 (skip: it prints why) or anything else (fail).
 # Usage: tests/run.sh [name-filter]
@@ -44,6 +44,10 @@ done
 # runs them on a real one)
 for t in build/tests-rc/t_*; do
   [ -x "$t" ] && run_one "rc/$(basename "$t")" env LD_LIBRARY_PATH=build/sim "$t"
+done
+# dc_mlx5 builds, on rvxsim as well
+for t in build/tests-dc/t_*; do
+  [ -x "$t" ] && run_one "dc/$(basename "$t")" env LD_LIBRARY_PATH=build/sim "$t"
 done
 if ls build/sim/tests/t_* >/dev/null 2>&1; then
   for t in build/sim/tests/t_*; do

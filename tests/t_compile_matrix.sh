@@ -8,6 +8,8 @@ srcs=(examples/*.c tests/t_unit.c tests/t_tl_contract.c tests/t_am.c tests/t_bad
 # tag matching (RVX_TAG=1) under every rendezvous protocol, and the AM + tag build: "file:flags"
 for p in GET PUT AM PIPELINE; do srcs+=("tests/t_tag.c:-DRVX_RNDV=RVX_RNDV_$p"); done
 srcs+=(tests/t_tag_bad.c)
+# dc_mlx5: the shared RMA test and the DCI pool test
+srcs+=("tests/t_rma.c:-DRVX_TL=RVX_TL_DC_MLX5" tests/t_dc_pool.c)
 fails=0 n=0
 for cc in gcc clang; do
   case $cc in gcc) cxx=g++ ;; clang) cxx=clang++ ;; esac

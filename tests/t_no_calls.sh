@@ -35,4 +35,7 @@ for rcbin in build/bench/icount_rc build/bench/icount_rc_db; do
   check $rcbin bench_put8 bench_flush_ready bench_progress_idle bench_progress_live_empty \
     bench_am_short8 bench_amo_add8
 done
+# dc_mlx5 (the operations this release carries)
+check build/bench/icount_dc bench_put8 bench_flush_ready bench_progress_idle bench_progress_live_empty \
+  bench_amo_add8
 [ $fails -eq 0 ]

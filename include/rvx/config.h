@@ -2,7 +2,7 @@
  *
  * Define any of these before including <rvx/rvx.h> (or with -D); one build is one configuration.
  *
- *   RVX_TL              transport: RVX_TL_SHM (default) or RVX_TL_RC_MLX5 (link with
+ *   RVX_TL              transport: RVX_TL_SHM (default), RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5 (link with
  *                       -libverbs -lmlx5; RVX_MLX5_* options below)
  *   RVX_RNDV            rendezvous protocol: RVX_RNDV_GET (default), RVX_RNDV_PUT, RVX_RNDV_AM,
  *                       RVX_RNDV_PIPELINE (used by tag matching)
@@ -57,9 +57,9 @@
 #elif RVX_TL == RVX_TL_RC_MLX5
 #define RVX_TL_NAME "rc_mlx5"
 #elif RVX_TL == RVX_TL_DC_MLX5
-#error "RVX_TL=RVX_TL_DC_MLX5: the dc_mlx5 transport is not part of this release yet; build with RVX_TL=RVX_TL_SHM"
+#define RVX_TL_NAME "dc_mlx5"
 #else
-#error "RVX_TL has an unknown value: define it as RVX_TL_SHM or RVX_TL_RC_MLX5"
+#error "RVX_TL has an unknown value: define it as RVX_TL_SHM, RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5"
 #endif
 
 /* ---- bootstrap ------------------------------------------------------------------------------ */
@@ -269,7 +269,25 @@
 #define RVX__TL_SHORT_MAX 64
 #endif
 
-#if RVX_TL == RVX_TL_RC_MLX5
+#if RVX_TL == RVX_TL_DC_MLX5
+/* dc_mlx5 (see tl/dc_mlx5.h) takes the RVX_MLX5_* options below (TX_DEPTH is per DCI), and:
+ *   RVX_DC_NUM_DCI      initiators per worker (default 8): endpoints with work outstanding at once
+ *   RVX_DC_BOUNCE_BYTES registered copy ring per DCI (default 256 KiB) */
+#ifndef RVX_DC_NUM_DCI
+#define RVX_DC_NUM_DCI 8
+#endif
+#if RVX_DC_NUM_DCI < 1 || RVX_DC_NUM_DCI > 64
+#error "RVX_DC_NUM_DCI must be between 1 and 64"
+#endif
+#ifndef RVX_DC_BOUNCE_BYTES
+#define RVX_DC_BOUNCE_BYTES (256 * 1024)
+#endif
+#if RVX_CAN_RECEIVE
+#error "RVX_TL=RVX_TL_DC_MLX5 carries RMA and atomics in this release, not messages: build without RVX_AM_HANDLERS and RVX_TAG, or use RVX_TL_RC_MLX5"
+#endif
+#endif
+
+#if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
 /* rc_mlx5 (see tl/rc_mlx5.h):
  *   RVX_MLX5_DOORBELL   RVX_MLX5_DB_BF (default): BlueFlame 64-byte copies of one-WQEBB WQEs;
  *                       RVX_MLX5_DB_8B: the 8-byte doorbell only
@@ -350,6 +368,9 @@
 #endif
 #if RVX_TL == RVX_TL_RC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_MLX5_BOUNCE_BYTES
 #error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_MLX5_BOUNCE_BYTES"
+#endif
+#if RVX_TL == RVX_TL_DC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_DC_BOUNCE_BYTES
+#error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_DC_BOUNCE_BYTES"
 #endif
 
 /* ---- the name of this build ----------------------------------------------------------------- */

@@ -205,6 +205,8 @@
 #include "tl/shm.h"
 #elif RVX_TL == RVX_TL_RC_MLX5
 #include "tl/rc_mlx5.h"
+#elif RVX_TL == RVX_TL_DC_MLX5
+#include "tl/dc_mlx5.h"
 #endif
 
 #include "core.h"

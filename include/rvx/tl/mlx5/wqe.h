@@ -331,6 +331,29 @@ RVX_INLINE void rvx__mlx5_bb_send8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint3
                               (long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
 }
 
+/* RDMA WRITE of 8 bytes, inline, through a DC initiator with the 16-byte (base) address segment,
+ * in one WQEBB (ctrl 16 + address 16 + raddr 16 + inline 4 + 8, padded):
+ *   q[0] ctrl: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se, imm all 0
+ *   q[1] address segment: dc_key (big-endian) | dqp_dct, stat_rate_sl, fl_mlid, rlid (av_lo,
+ *        already in the segment's byte order)
+ *   q[2] raddr segment: raddr | rkey, reserved 0 (rkey_word)
+ *   q[3] inline segment: byte_count (8 | MLX5_INLINE_SEG), the 8 payload bytes, 4 bytes of 0 */
+RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
+                                       uint64_t key_be, uint64_t av_lo, const void *src,
+                                       uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    /* q[3], bytes 48-63: inline byte_count | the payload, shifted up 4 bytes | zeros */
+    bb->q[3] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),
+                            _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
+    /* q[2], bytes 32-47: raddr (big-endian) | rkey + reserved */
+    bb->q[2] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
+                                             (const double *)(const void *)&rkey->rkey_word));
+    /* q[1], bytes 16-31: the address segment */
+    bb->q[1] = _mm_set_epi64x((long long)av_lo, (long long)key_be);
+    /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | zeros (unsignaled, no fence) */
+    bb->q[0] = _mm_cvtsi64_si128((long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
+}
+
 RVX_INLINE void rvx__mlx5_bb_store(uint8_t *dst, const rvx__mlx5_bb_t *bb)
 {
     _mm_store_si128((__m128i *)(void *)dst, bb->q[0]);

@@ -1,0 +1,299 @@
+/* rvx/tl/dc/setup.h: dc_mlx5's set-up (cold): the CQ, the DCT on its SRQ, the pool of DCIs and
+ * their state transitions (also used to recover a failed DCI), the address, endpoints. Every
+ * object is per worker; nothing here runs per rank except building an endpoint's address segment
+ * fields from the address, with no verbs call. Included at the end of tl/dc_mlx5.h. */
+#ifndef RVX_TL_DC_SETUP_H
+#define RVX_TL_DC_SETUP_H
+
+RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
+
+/* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp *qp)
+{
+    struct ibv_qp_attr qa;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_INIT;
+    qa.pkey_index = 0;
+    qa.port_num = ctx->port;
+    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT)) goto fail;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTR;
+    qa.path_mtu = ctx->mtu;
+    qa.ah_attr.port_num = ctx->port;
+    if (ctx->is_roce) {
+        qa.ah_attr.is_global = 1;
+        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
+        qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
+    }
+    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV)) goto fail;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTS;
+    qa.timeout = (uint8_t)RVX_MLX5_TIMEOUT;
+    qa.retry_cnt = (uint8_t)RVX_MLX5_RETRY;
+    qa.rnr_retry = RVX__MLX5_RNR_RETRY;
+    qa.sq_psn = RVX__MLX5_PSN;
+    qa.max_rd_atomic = RVX__MLX5_RD_ATOMIC;
+    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+        goto fail;
+    return RVX_OK;
+fail:
+    rvx__log("dc_mlx5: DCI 0x%x to RTS failed: %s", qp->qp_num, strerror(errno));
+    return RVX_ERR_IO;
+}
+
+/* A DCI's send queue and book-keeping, from its first WQEBB (after creation or RESET). */
+RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
+{
+    struct mlx5dv_qp dq;
+    rvx__mlx5_bf_t *bf;
+    rvx_status_t st = rvx__mlx5_qp_obj(d->qp, &dq);
+    if (st != RVX_OK) return st;
+    bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
+    if (!bf) return RVX_ERR_NO_MEMORY;
+    if (!d->ops) d->ops = (rvx__dc_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*d->ops));
+    else memset(d->ops, 0, (size_t)dq.sq.wqe_cnt * sizeof(*d->ops));
+    if (!d->ops) return RVX_ERR_NO_MEMORY;
+    /* at most 4 x RVX_MLX5_TX_DEPTH WQEBBs in flight per DCI, whatever the queue's size: the CQ
+     * is sized for that many (each WQE may come back as an error CQE) */
+    rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf,
+                      RVX__DC_SQ_RESERVE + (dq.sq.wqe_cnt > 4u * RVX_MLX5_TX_DEPTH ?
+                                            dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
+    d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
+                 (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
+    d->nops = d->sig_out = d->last_sig_pi = d->wflush_pi = 0;
+    d->b_head = d->b_tail = 0;
+    return RVX_OK;
+}
+
+RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d, unsigned i)
+{
+    rvx__tl_ctx_t *ctx = ifc->ctx;
+    struct ibv_qp_init_attr_ex ia;
+    struct mlx5dv_qp_init_attr da;
+    memset(&ia, 0, sizeof(ia));
+    memset(&da, 0, sizeof(da));
+    ia.qp_type = IBV_QPT_DRIVER;
+    ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ia.pd = ctx->pd;
+    ia.send_cq = ifc->ibcq;
+    ia.recv_cq = ifc->ibcq;
+    ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
+    da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+    d->ifc = ifc;
+    d->bounce = ifc->bounce + (size_t)i * RVX_DC_BOUNCE_BYTES;
+    d->qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
+    if (!d->qp) {
+        rvx__log("dc_mlx5: cannot create a DCI on %s: %s", ctx->name, strerror(errno));
+        return RVX_ERR_NO_RESOURCE;
+    }
+    if (ia.cap.max_inline_data < RVX__TL_SHORT_MAX) {
+        rvx__log("dc_mlx5: the DCI takes %u inline bytes, this build needs %d (RVX_MLX5_INLINE)",
+                 ia.cap.max_inline_data, RVX__TL_SHORT_MAX);
+        return RVX_ERR_UNSUPPORTED;
+    }
+    d->qpn = d->qp->qp_num;
+    if (rvx__dc_dci_ready(ctx, d->qp) != RVX_OK) return RVX_ERR_IO;
+    return rvx__dc_dci_fresh(ifc, d);
+}
+
+/* A DCI in ERR whose WQEs have all come back: RESET -> INIT -> RTR -> RTS, a fresh queue, and
+ * back to the pool. The endpoint that held it stays failed; no one else notices. */
+RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
+{
+    rvx__tl_iface_t *ifc = d->ifc;
+    struct ibv_qp_attr qa;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RESET;
+    if (d->ep) d->ep->dci = NULL;
+    d->ep = NULL;
+    if (ibv_modify_qp(d->qp, &qa, IBV_QP_STATE) || rvx__dc_dci_ready(ifc->ctx, d->qp) != RVX_OK ||
+        rvx__dc_dci_fresh(ifc, d) != RVX_OK) {
+        rvx__log("dc_mlx5: DCI 0x%x could not be recovered: the pool has one DCI less", d->qpn);
+        return; /* stays failed: never handed out again */
+    }
+    d->failed = 0;
+}
+
+/* ---- the iface ------------------------------------------------------------------------------ */
+
+/* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails):
+ * sized by what can be outstanding, not by the job. */
+RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__tl_iface_t *ifc)
+{
+    int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 64;
+    ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
+    if (!ifc->ibcq) {
+        rvx__log("dc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
+        return RVX_ERR_NO_RESOURCE;
+    }
+    return rvx__mlx5_cq_init(&ifc->cq, ifc->ibcq);
+}
+
+/* The DCT: on a small SRQ (no message arrives in this release), RESET -> INIT -> RTR, after which
+ * it has its number. */
+RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
+{
+    rvx__tl_ctx_t *ctx = ifc->ctx;
+    struct ibv_srq_init_attr sa;
+    struct ibv_qp_init_attr_ex ia;
+    struct mlx5dv_qp_init_attr da;
+    struct ibv_qp_attr qa;
+    memset(&sa, 0, sizeof(sa));
+    sa.attr.max_wr = 16;
+    sa.attr.max_sge = 1;
+    ifc->srq = ibv_create_srq(ctx->pd, &sa);
+    if (!ifc->srq) {
+        rvx__log("dc_mlx5: cannot create an SRQ: %s", strerror(errno));
+        return RVX_ERR_NO_RESOURCE;
+    }
+    memset(&ia, 0, sizeof(ia));
+    memset(&da, 0, sizeof(da));
+    ia.qp_type = IBV_QPT_DRIVER;
+    ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ia.pd = ctx->pd;
+    ia.send_cq = ifc->ibcq;
+    ia.recv_cq = ifc->ibcq;
+    ia.srq = ifc->srq;
+    da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
+    da.dc_init_attr.dct_access_key = RVX__DC_KEY;
+    ifc->dct = mlx5dv_create_qp(ctx->ib, &ia, &da);
+    if (!ifc->dct) {
+        rvx__log("dc_mlx5: cannot create a DCT on %s: %s", ctx->name, strerror(errno));
+        return RVX_ERR_NO_RESOURCE;
+    }
+    if (rvx__mlx5_qp_to_init(ctx, ifc->dct) != RVX_OK) return RVX_ERR_IO;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTR;
+    qa.path_mtu = ctx->mtu;
+    qa.min_rnr_timer = RVX__MLX5_MIN_RNR_TIMER;
+    qa.ah_attr.port_num = ctx->port;
+    if (ctx->is_roce) {
+        qa.ah_attr.is_global = 1;
+        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
+        qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
+    }
+    if (ibv_modify_qp(ifc->dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
+                                         IBV_QP_PATH_MTU)) {
+        rvx__log("dc_mlx5: DCT to RTR failed: %s", strerror(errno));
+        return RVX_ERR_IO;
+    }
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
+{
+    unsigned i;
+    for (i = 0; i < RVX_DC_NUM_DCI; i++) {
+        if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
+        free(ifc->dci[i].ops);
+    }
+    if (ifc->dct) ibv_destroy_qp(ifc->dct);
+    if (ifc->srq) ibv_destroy_srq(ifc->srq);
+    if (ifc->bounce_mr) ibv_dereg_mr(ifc->bounce_mr);
+    free(ifc->bounce);
+    if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
+    rvx__mlx5_bf_free(&ifc->bfs);
+    memset(ifc, 0, sizeof(*ifc));
+}
+
+RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                         int nranks)
+{
+    size_t bytes = (size_t)RVX_DC_NUM_DCI * RVX_DC_BOUNCE_BYTES;
+    unsigned i;
+    rvx_status_t st;
+    memset(ifc, 0, sizeof(*ifc));
+    ifc->ctx = ctx;
+    ifc->rank = rank;
+    ifc->nranks = nranks;
+    ifc->av_bytes = ctx->is_roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
+    ifc->bounce = (uint8_t *)rvx__mlx5_alloc(ctx, bytes);
+    if (!ifc->bounce) return RVX_ERR_NO_MEMORY;
+    ifc->bounce_mr = rvx__mlx5_reg(ctx, ifc->bounce, bytes, "the DCI bounce rings");
+    if (!ifc->bounce_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
+    ifc->bounce_lkey = ifc->bounce_mr->lkey;
+    if ((st = rvx__dc_iface_cq(ifc)) != RVX_OK) goto fail;
+    if ((st = rvx__dc_iface_dct(ifc)) != RVX_OK) goto fail;
+    for (i = 0; i < RVX_DC_NUM_DCI; i++)
+        if ((st = rvx__dc_dci_create(ifc, &ifc->dci[i], i)) != RVX_OK) goto fail;
+    return RVX_OK;
+fail:
+    rvx__tl_iface_fini(ifc);
+    return st;
+}
+
+RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
+{
+    memset(addr, 0, sizeof(*addr));
+    addr->magic = RVX__MLX5_MAGIC;
+    addr->dctn = ifc->dct->qp_num;
+    addr->lid = ifc->ctx->lid;
+    addr->is_roce = ifc->ctx->is_roce;
+    memcpy(addr->gid, ifc->ctx->gid.raw, 16);
+}
+
+/* Nothing to connect: a DCI reaches any DCT by its address. */
+RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+{
+    (void)ifc; (void)addrs; (void)size;
+    return RVX_OK;
+}
+
+/* ---- endpoints ------------------------------------------------------------------------------ */
+
+/* The address segment's fields, built once: bytes 8-15 of the base form are dqp_dct (the DCT
+ * number, no extended flag), stat_rate_sl 0, fl_mlid 0, rlid. */
+RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
+                                         const rvx__tl_addr_t *addr)
+{
+    uint32_t dq;
+    uint16_t lid;
+    memset(ep, 0, sizeof(*ep));
+    if (addr->magic != RVX__MLX5_MAGIC || addr->is_roce != ifc->ctx->is_roce) {
+        rvx__log("dc_mlx5: the address of rank %d is not a dc_mlx5 address of this fabric", rank);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    dq = rvx_htobe32(addr->dctn & RVX__MLX5_QPN_MASK);
+    lid = rvx_htobe16(addr->lid);
+    memcpy((uint8_t *)&ep->av_lo, &dq, 4);
+    memcpy((uint8_t *)&ep->av_lo + 6, &lid, 2);
+    ep->dctn = addr->dctn;
+    memcpy(ep->gid, addr->gid, 16);
+    ep->ifc = ifc;
+    ep->rank = rank;
+    ep->err = RVX_OK;
+    ep->live = 1;
+    ifc->nlive++;
+    return RVX_OK;
+}
+
+/* Its work completes (an unsignaled tail gets a signaled NOP), then the DCI goes back. */
+RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+    unsigned spins = 0;
+    if (!ep->live) return;
+    if (ep->dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
+    while (ep->dci && ep->dci->sq.ci != ep->dci->sq.pi) {
+        if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);
+        if (spins > 20000) break; /* the peer is gone without telling: the DCI's retries end it */
+    }
+    if (ep->dci) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
+    ep->dci = NULL;
+    ep->live = 0;
+    ifc->nlive--;
+}
+
+RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
+{
+    return rvx__mlx5_rkey_unpack(buf, rkey, ep->rank);
+}
+
+#endif /* RVX_TL_DC_SETUP_H */

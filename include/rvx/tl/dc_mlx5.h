@@ -1,0 +1,568 @@
+/* rvx/tl/dc_mlx5.h: dynamically connected transport on an NVIDIA ConnectX (mlx5), driven directly.
+ *
+ * The transport for large jobs: what a process holds does not grow with the number of ranks.
+ * Set-up goes through rdma-core (mlx5dv_create_qp with the DC attributes); the data path writes
+ * WQEs with the shared mlx5 layer (tl/mlx5/: segment writers, the one commit point, CQ reading),
+ * adding the address segment that names the target of each WQE.
+ *
+ * Objects
+ *   ctx    one ibv_context and PD per process (tl/mlx5/setup.h, as rc_mlx5)
+ *   iface  per worker: one CQ, one DCT (the target every peer writes to) on a small SRQ, a pool of
+ *          RVX_DC_NUM_DCI initiators (DCIs) with one registered bounce ring each. The CQ takes
+ *          every WQE the DCIs can hold, never a figure per rank. Its address is 32 bytes: DCT
+ *          number, LID, GID.
+ *   ep     per peer only the address segment's fields (built once when the endpoint is created,
+ *          no verbs call), the DCI it holds, and its status.
+ *
+ * Which DCI an endpoint uses. An endpoint takes a DCI on its first operation and holds it while it
+ * has work outstanding: its WQEs go to one send queue, so they execute in the order posted, and
+ * flush and fence mean what they mean on rc_mlx5. Once all its work has completed the DCI may be
+ * taken by another endpoint (lazily, when one needs a DCI and none is free); an endpoint that
+ * finds its DCI taken gets another, after its earlier work, so order is kept. Fairness: an
+ * endpoint that keeps posting keeps its DCI; with more busy endpoints than DCIs, the others wait.
+ * A full pool: a put that needs a DCI while every DCI holds outstanding work asks each for a
+ * completion (a signaled NOP after an unsignaled tail) and polls the CQ until one retires all its
+ * work; it waits there (inside the call) and never returns RVX_ERR_NO_RESOURCE.
+ *
+ * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
+ * retries exhausted -> RVX_ERR_PEER_FAILED), marks the endpoint that held the DCI failed, and the
+ * WQEs after it complete with RVX_ERR_CANCELED. When all of them have come back, the DCI goes
+ * RESET -> INIT -> RTR -> RTS and back to the pool: other endpoints are not affected.
+ *
+ * This release carries RMA (put short/bcopy/zcopy, get bcopy/zcopy), the atomics, flush and
+ * progress; messages (AM, tag matching) are not carried yet (config.h says so). */
+#ifndef RVX_TL_DC_MLX5_H
+#define RVX_TL_DC_MLX5_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+
+#include "contract.h"
+#define RVX__MLX5_TL "dc_mlx5"
+#include "mlx5/hw.h"
+#include "mlx5/wqe.h"
+#include "mlx5/cq.h"
+#include "mlx5/setup.h"
+
+#define RVX__DC_KEY        0x7276784443000001ull /* the DC access key of every rvx DCT */
+#define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
+#define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
+#define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+
+/* ---- types ---------------------------------------------------------------------------------- */
+
+/* A worker's address: everything a peer needs to reach its DCT. */
+typedef struct rvx__tl_addr {
+    uint64_t magic;
+    uint32_t dctn;
+    uint16_t lid;
+    uint8_t  is_roce;
+    uint8_t  pad;
+    uint8_t  gid[16];
+} rvx__tl_addr_t;
+#define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
+
+enum {
+    RVX__DC_ON_NONE = 0,
+    RVX__DC_ON_REQ,         /* complete req */
+    RVX__DC_ON_COPY,        /* copy len bytes from src (bounce) to dst, then complete req if set */
+    RVX__DC_ON_FETCH32,
+    RVX__DC_ON_FETCH64
+};
+
+/* What happens when the WQE starting at a WQEBB retires. */
+typedef struct rvx__dc_op {
+    uint8_t        kind;
+    uint8_t        sig;
+    uint16_t       nbb;
+    uint32_t       len;
+    uint64_t       bounce;  /* bounce ring position to give back (0: none) */
+    void          *dst;
+    const void    *src;
+    rvx_request_t *req;
+} rvx__dc_op_t;
+
+struct rvx__tl_iface;
+struct rvx__tl_ep;
+
+/* One initiator of the pool. */
+typedef struct rvx__dc_dci {
+    rvx__mlx5_sq_t        sq;
+    struct rvx__tl_ep    *ep;          /* the endpoint holding it, or NULL */
+    struct rvx__tl_iface *ifc;
+    rvx__dc_op_t         *ops;
+    uint32_t              nops;
+    uint32_t              sig_out;     /* signaled WQEs not yet completed */
+    uint32_t              last_sig_pi; /* pi just past the last signaled WQE */
+    uint32_t              wflush_pi;   /* a worker flush waits for ci to reach this */
+    uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 4: a put8's first ctrl
+                                        * word before the byte swap (0: no one-WQEBB put8, the
+                                        * address segment is the 48-byte form) */
+    uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
+    uint8_t               hold;        /* failed with WQEs to come: counted in outstanding */
+    rvx_request_t        *flush_head, *flush_tail;
+    uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
+    uint64_t              b_head, b_tail;
+    struct ibv_qp        *qp;
+    uint32_t              qpn;
+} rvx__dc_dci_t;
+
+/* Per peer: the address segment's fields (av_lo: bytes 8-15 of the base form, as stored), the
+ * GID for the extended form, the DCI held, the status. */
+typedef struct rvx__tl_ep {
+    rvx__dc_dci_t        *dci;
+    struct rvx__tl_iface *ifc;
+    uint64_t              av_lo;
+    uint32_t              dctn;
+    uint8_t               failed;
+    uint8_t               live;
+    uint16_t              pad;
+    uint8_t               gid[16];
+    rvx_status_t          err;
+    int                   rank;
+} rvx__tl_ep_t;
+
+typedef struct rvx__tl_iface {
+    /* hot: progress reads these */
+    unsigned        nlive;
+    unsigned        outstanding; /* signaled WQEs not yet completed, all DCIs */
+    rvx__mlx5_cq_t  cq;
+    unsigned        av_bytes;    /* RVX__DC_AV_BASE or RVX__DC_AV_EXT */
+    /* cold */
+    rvx__tl_ctx_t  *ctx;
+    struct ibv_cq  *ibcq;
+    struct ibv_srq *srq;
+    struct ibv_qp  *dct;
+    rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
+    unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
+    unsigned long   dci_taken;   /* DCIs taken from an endpoint whose work had completed */
+    unsigned long   pool_waits;  /* times a post found every DCI holding outstanding work */
+    uint8_t        *bounce;
+    struct ibv_mr  *bounce_mr;
+    uint32_t        bounce_lkey;
+    rvx__mlx5_bf_t *bfs;
+    int             rank, nranks;
+    rvx_request_t  *wflush;
+} rvx__tl_iface_t;
+
+/* The cold paths the hot ones fall into (tl/dc/poll.h). */
+RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb);
+RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len);
+RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req);
+RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc);
+RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req);
+RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
+                                       uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
+                                       void *fetch);
+
+/* ---- posting -------------------------------------------------------------------------------- */
+
+/* The DCI the endpoint's next WQE of nbb WQEBBs goes to: the one it holds when there is room,
+ * else (cold) one from the pool, waiting for room or a free DCI. NULL: the endpoint failed. */
+RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
+{
+    rvx__dc_dci_t *d = ep->dci;
+    if (RVX_LIKELY(d != NULL && !rvx__mlx5_sq_full(&d->sq, nbb))) return d;
+    return rvx__dc_get_slow(ep, nbb);
+}
+
+RVX_INLINE rvx_status_t rvx__dc_ep_status(const rvx__tl_ep_t *ep)
+{
+    return ep->err != RVX_OK ? ep->err : RVX_ERR_PEER_FAILED;
+}
+
+/* Book-keeping of a signaled WQE that starts at pi and ends at end. */
+RVX_INLINE void rvx__dc_mark_sig(rvx__dc_dci_t *d, uint32_t pi, uint32_t end)
+{
+    rvx__dc_op_t *o = &d->ops[pi & d->sq.mask];
+    o->sig = 1;
+    o->nbb = (uint16_t)(end - pi);
+    d->sig_out++;
+    d->last_sig_pi = end;
+    d->ifc->outstanding++;
+}
+
+/* What the CQE handler does when the WQE at pi retires. */
+RVX_INLINE void rvx__dc_on_retire(rvx__dc_dci_t *d, uint32_t pi, const rvx__dc_op_t *o)
+{
+    rvx__dc_op_t *e = &d->ops[pi & d->sq.mask];
+    e->kind = o->kind;
+    e->len = o->len;
+    e->dst = o->dst;
+    e->src = o->src;
+    e->req = o->req;
+    e->bounce = o->bounce;
+    d->nops++;
+}
+
+/* The address segment after the ctrl segment: the base form is the access key and av_lo (DCT
+ * number, SL 0, LID); the extended form (RoCE) adds the GRH fields, as mlx5dv_set_dgram_seg
+ * writes them. Returns where the next segment goes (ctrl + address fill whole 16-byte units, and
+ * with the extended form a whole WQEBB, after which the queue may wrap). */
+RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint8_t *wqe)
+{
+    uint8_t *seg = wqe + sizeof(struct mlx5_wqe_ctrl_seg);
+    if (RVX_LIKELY(d->ifc->av_bytes == RVX__DC_AV_BASE)) {
+        uint64_t key = rvx_htobe64(RVX__DC_KEY);
+        memcpy(seg, &key, 8);
+        memcpy(seg + 8, &ep->av_lo, 8);
+        return seg + RVX__DC_AV_BASE;
+    }
+    rvx__mlx5_set_av(seg, RVX__DC_KEY, ep->dctn, 1, 0, 0, 0xc000, NULL, 0, RVX__MLX5_HOP_LIMIT,
+                     1u << 30 | (uint32_t)d->ifc->ctx->gid_index << 20, ep->gid);
+    seg += RVX__DC_AV_EXT;
+    return seg == rvx__mlx5_sq_end(&d->sq) ? d->sq.buf : seg;
+}
+
+/* DS of the address segment. */
+RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
+{
+    return ifc->av_bytes / RVX__MLX5_SEG;
+}
+
+/* ---- put ------------------------------------------------------------------------------------ */
+
+/* RDMA WRITE with the data inline: ctrl, address, raddr, inline segment, zeros to the end of the
+ * last WQEBB. */
+RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                           uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + RVX__MLX5_INLINE_DS(len), units, flags;
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    rvx__dc_dci_t *d;
+    uint8_t *wqe, *seg;
+    size_t used;
+    if (len == 0) return RVX_OK;
+    d = rvx__dc_get(ep, nbb);
+    if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
+    pi = d->sq.pi;
+    wqe = rvx__mlx5_slot(&d->sq, pi);
+    flags = rvx__mlx5_moderate(&d->sq, 0);
+    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds, flags, 0);
+    seg = rvx__dc_set_av(d, ep, wqe);
+    rvx__mlx5_set_raddr(seg, raddr, rkey);
+    seg = rvx__mlx5_next_seg(&d->sq, seg);
+    units = rvx__mlx5_set_inline(&d->sq, seg, src, len);
+    used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
+    rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
+    if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    return RVX_OK;
+}
+
+#if defined(__x86_64__)
+/* Not the one-WQEBB case (no DCI held, a full queue, the WQE that asks for a completion, the
+ * 48-byte address form): the general inline path. */
+RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
+                                        const rvx_rkey_t *rkey)
+{
+    return rvx__dc_put_inline(ep, src, 8, raddr, rkey);
+}
+
+/* An 8-byte put: one WQEBB (ctrl, address, raddr, inline 8) built in SSE registers, stored to the
+ * DCI's queue and to its BlueFlame register (mlx5/wqe.h, rvx__mlx5_bb_dc_write8). */
+RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
+                                     const rvx_rkey_t *rkey)
+{
+    rvx__dc_dci_t *d = ep->dci;
+    rvx__mlx5_bb_t bb;
+    uint32_t pi;
+    if (RVX_UNLIKELY(!d)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    pi = d->sq.pi;
+    if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
+        return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), ep->av_lo, src, raddr,
+                           rkey);
+    rvx__mlx5_post_bb(&d->sq, pi, &bb);
+    return RVX_OK;
+}
+#endif
+
+/* Put short: ctrl, address, raddr, inline data. */
+RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && len == 8) return rvx__dc_put8(ep, src, raddr, rkey);
+#endif
+    return rvx__dc_put_inline(ep, src, len, raddr, rkey);
+}
+
+/* Room in the DCI's bounce ring for len bytes (64-aligned), given back in WQE order. */
+RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, size_t len)
+{
+    uint64_t pos = d->b_head, off;
+    len = (len + 63) & ~(size_t)63;
+    off = pos % RVX_DC_BOUNCE_BYTES;
+    if (off + len > RVX_DC_BOUNCE_BYTES) { pos += RVX_DC_BOUNCE_BYTES - off; off = 0; }
+    if (RVX_UNLIKELY(pos + len - d->b_tail > RVX_DC_BOUNCE_BYTES)) return rvx__dc_bounce_wait(d, len);
+    d->b_head = pos + len;
+    return d->bounce + off;
+}
+
+/* One WQE with a raddr segment and a data segment: WRITE or READ (opcode) from/to local memory
+ * addr (lkey), on DCI d (which has room: rvx__dc_get). `o`: what to do when it retires; sig
+ * forces a CQE. */
+RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned opcode,
+                                  const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+                                  const rvx_rkey_t *rkey, const rvx__dc_op_t *o, int sig)
+{
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi = d->sq.pi;
+    uint8_t *wqe = rvx__mlx5_slot(&d->sq, pi), *seg;
+    flags = rvx__mlx5_moderate(&d->sq, sig);
+    rvx__mlx5_set_ctrl(wqe, pi, 0, opcode, d->sq.qpn8, ds, flags, 0);
+    seg = rvx__dc_set_av(d, ep, wqe);
+    rvx__mlx5_set_raddr(seg, raddr, rkey);
+    seg = rvx__mlx5_next_seg(&d->sq, seg);
+    rvx__mlx5_set_data(seg, len, lkey, addr);
+    rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
+    if (o) rvx__dc_on_retire(d, pi, o);
+    if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
+    if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&d->sq);
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
+#define RVX__DC_RDMA_NBB(ifc) RVX__MLX5_NBB(3 + rvx__dc_av_ds(ifc))
+
+/* Put bcopy: copy into the DCI's bounce ring (chunks of RVX_PUT_BCOPY_MAX), one WRITE each. The
+ * source can be reused on return. */
+RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    size_t done = 0;
+    while (done < len) {
+        size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
+        rvx__dc_dci_t *d;
+        rvx__dc_op_t o;
+        uint8_t *b;
+        if (n <= RVX__TL_SHORT_MAX) {
+            rvx_status_t st = rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
+            if (st != RVX_OK) return st;
+            done += n;
+            continue;
+        }
+        d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
+        b = rvx__dc_bounce(d, n);
+        if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
+        memcpy(b, (const uint8_t *)src + done, n);
+        memset(&o, 0, sizeof(o));
+        o.bounce = d->b_head;
+        rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, ep->ifc->bounce_lkey,
+                          raddr + done, rkey, &o, 0);
+        done += n;
+    }
+    return RVX_OK;
+}
+
+/* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
+ * completes when the last one has (without a request, the call waits). */
+RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, const uint8_t *buf,
+                                           size_t len, const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                           const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    rvx_request_t own;
+    size_t done = 0;
+    if (len == 0) return RVX_OK;
+    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    while (done < len) {
+        size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
+        int last = done + n == len;
+        rvx__dc_dci_t *d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_op_t o;
+        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
+        memset(&o, 0, sizeof(o));
+        o.kind = RVX__DC_ON_REQ;
+        o.req = req;
+        rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
+                          last ? &o : NULL, last);
+        done += n;
+    }
+    return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
+}
+
+RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem, raddr,
+                              rkey, req);
+}
+
+/* ---- get ------------------------------------------------------------------------------------ */
+
+/* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
+ * with the last chunk. Without a request the call waits. */
+RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    rvx_request_t own;
+    size_t done = 0;
+    if (len == 0) return RVX_OK;
+    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    while (done < len) {
+        size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
+        int last = done + n == len;
+        rvx__dc_dci_t *d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_op_t o;
+        uint8_t *b;
+        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
+        b = rvx__dc_bounce(d, n);
+        if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
+        o.kind = RVX__DC_ON_COPY;
+        o.sig = 0;
+        o.nbb = 0;
+        o.len = (uint32_t)n;
+        o.dst = (uint8_t *)dst + done;
+        o.src = b;
+        o.req = last ? req : NULL;
+        o.bounce = d->b_head;
+        rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, ep->ifc->bounce_lkey,
+                          raddr + done, rkey, &o, last);
+        done += n;
+    }
+    return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
+}
+
+RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem, raddr,
+                              rkey, req);
+}
+
+/* ---- atomics -------------------------------------------------------------------------------- */
+
+/* One atomic WQE: ctrl, address, raddr, the atomic segment(s), a data segment for the old value
+ * (an 8-byte bounce slot, copied to *fetch when the WQE completes). native: ATOMIC_FA / ATOMIC_CS
+ * (64-bit); masked: opmod 0x08 | log2(size)-2 with {swap/add, compare/boundary, masks}. */
+RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned size, uint64_t a,
+                                    uint64_t b, uint64_t amask, uint64_t bmask, uint64_t raddr,
+                                    const rvx_rkey_t *rkey, void *fetch, rvx_request_t *req)
+{
+    int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+    int cs8 = masked && size == 8 && opcode == MLX5_OPCODE_ATOMIC_MASKED_CS;
+    unsigned ds = 4 + rvx__dc_av_ds(ep->ifc) + (cs8 ? 1 : 0), flags;
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    unsigned opmod = masked ? RVX__MLX5_OPMOD_MASKED(size) : 0u;
+    rvx__dc_dci_t *d;
+    uint8_t *wqe, *seg, *slot;
+    rvx__dc_op_t o;
+    rvx_request_t own;
+    int wait = fetch && !req;
+
+    d = rvx__dc_get(ep, nbb);
+    if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
+    slot = rvx__dc_bounce(d, 8);
+    if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
+    if (wait) { req = &own; own.status = RVX_INPROGRESS; }
+    pi = d->sq.pi;
+    wqe = rvx__mlx5_slot(&d->sq, pi);
+    flags = rvx__mlx5_moderate(&d->sq, fetch != NULL);
+    rvx__mlx5_set_ctrl(wqe, pi, opmod, opcode, d->sq.qpn8, ds, flags, 0);
+    seg = rvx__dc_set_av(d, ep, wqe);
+    rvx__mlx5_set_raddr(seg, raddr, rkey);
+    seg = rvx__mlx5_next_seg(&d->sq, seg);
+    if (cs8) seg = rvx__mlx5_set_masked_cs64(&d->sq, seg, a, b, amask, bmask);
+    else if (size == 8) rvx__mlx5_set_atomic(seg, a, b);
+    else rvx__mlx5_set_masked32(seg, (uint32_t)a, (uint32_t)b, (uint32_t)amask, (uint32_t)bmask);
+    seg = rvx__mlx5_next_seg(&d->sq, seg);
+    rvx__mlx5_set_data(seg, size, ep->ifc->bounce_lkey, slot);
+    rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
+    o.kind = fetch ? (size == 8 ? RVX__DC_ON_FETCH64 : RVX__DC_ON_FETCH32) : RVX__DC_ON_NONE;
+    o.sig = 0;
+    o.nbb = 0;
+    o.len = size;
+    o.dst = fetch;
+    o.src = slot;
+    o.req = fetch ? req : NULL;
+    o.bounce = d->b_head;
+    rvx__dc_on_retire(d, pi, &o);
+    if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
+    rvx__mlx5_set_fence(&d->sq);
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    if (wait) return rvx__dc_wait_req(ep->ifc, &own);
+    return fetch ? RVX_INPROGRESS : RVX_OK;
+}
+
+/* An rvx_amo_op_t as one NIC atomic (the mapping rc_mlx5 uses, see proto/amo.h). */
+RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size, uint64_t v,
+                                       uint64_t cmp, uint64_t raddr, const rvx_rkey_t *rkey,
+                                       void *fetch, rvx_request_t *req)
+{
+    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull;
+    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
+    switch (op) {
+    case RVX_AMO_ADD: break;
+    case RVX_AMO_SUB: v = (0 - v) & ones; break;
+    case RVX_AMO_INC: v = 1; break;
+    case RVX_AMO_DEC: v = ones; break;
+    case RVX_AMO_GET: v = 0; break;
+    case RVX_AMO_CAS:
+        if (size == 8)
+            return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_CS, 8, v, cmp, 0, 0, raddr, rkey, fetch, req);
+        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, 4, v, cmp, ones, ones, raddr, rkey,
+                           fetch, req);
+    case RVX_AMO_SET:
+    case RVX_AMO_SWAP:
+        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, ones, 0, raddr, rkey,
+                           fetch, req);
+    case RVX_AMO_AND:
+        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, size, 0, 0, ~v & ones, 0, raddr,
+                           rkey, fetch, req);
+    case RVX_AMO_OR:
+        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, v, 0, raddr, rkey,
+                           fetch, req);
+    case RVX_AMO_XOR:
+        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_FA, size, v, ones, 0, 0, raddr, rkey,
+                           fetch, req);
+    default: /* MULT, MIN, MAX, UMIN, UMAX: compare-and-swap loop, done when the call returns */
+        return rvx__dc_amo_loop(ep, op, size, v, raddr, rkey, fetch);
+    }
+    return rvx__dc_amo(ep, fa, size, v, 0, 0, 0, raddr, rkey, fetch, req);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_atomic64(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
+                                         uint64_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+                                         uint64_t *fetch, rvx_request_t *req)
+{
+    return rvx__dc_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
+                                         uint32_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+                                         uint32_t *fetch, rvx_request_t *req)
+{
+    return rvx__dc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
+}
+
+/* ---- progress and flush --------------------------------------------------------------------- */
+
+/* Progress: nothing while no signaled work is outstanding (this release carries no messages, so
+ * nothing arrives unasked); otherwise one look at the CQE at the consumer index. */
+RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+{
+    if (!ifc->outstanding) return 0;
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) return 0;
+    return rvx__dc_progress_slow(ifc);
+}
+
+/* Done at once when the endpoint holds no DCI or its DCI has retired everything: its work is
+ * complete. Otherwise the slow path (a signaled NOP covers an unsignaled tail). */
+RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+{
+    const rvx__dc_dci_t *d = ep->dci;
+    if (!d || d->sq.ci == d->sq.pi) return ep->err;
+    return rvx__dc_flush_slow(ep, req);
+}
+
+/* ---- cold code ------------------------------------------------------------------------------ */
+
+#include "dc/setup.h"
+#include "dc/poll.h"
+
+#endif /* RVX_TL_DC_MLX5_H */
