@@ -367,7 +367,8 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
-    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    if (!req) req = &own;
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     while (done < len) {
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
@@ -402,7 +403,8 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
-    if (!req) { req = &own; own.status = RVX_INPROGRESS; }
+    if (!req) req = &own;
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         int last = done + n == len;
@@ -459,7 +461,8 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
     slot = rvx__dc_bounce(d, 8);
     if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
-    if (wait) { req = &own; own.status = RVX_INPROGRESS; }
+    if (wait) req = &own;
+    if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     pi = d->sq.pi;
     wqe = rvx__mlx5_slot(&d->sq, pi);
     flags = rvx__mlx5_moderate(&d->sq, fetch != NULL);

@@ -311,6 +311,7 @@ RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req)
     if (d->failed) rvx__dc_hold(d); /* every WQE comes back with an error CQE */
     else rvx__dc_sig_tail(d);
     if (!req) return RVX_ERR_INVALID_PARAM;
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     req->tl_private[0] = 0;
     req->tl_private[1] = d->sq.pi;
     if (d->flush_tail) d->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
@@ -335,6 +336,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
     }
     if (!busy) return RVX_OK;
     if (!req) return RVX_ERR_INVALID_PARAM;
+    req->status = RVX_INPROGRESS;
     req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
     ifc->wflush = req;
     return RVX_INPROGRESS;
