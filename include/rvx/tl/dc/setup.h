@@ -28,17 +28,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp 
         qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
     }
     if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV)) goto fail;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTS;
-    qa.timeout = (uint8_t)RVX_MLX5_TIMEOUT;
-    qa.retry_cnt = (uint8_t)RVX_MLX5_RETRY;
-    qa.rnr_retry = RVX__MLX5_RNR_RETRY;
-    qa.sq_psn = RVX__MLX5_PSN;
-    qa.max_rd_atomic = RVX__MLX5_RD_ATOMIC;
-    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-        goto fail;
-    return RVX_OK;
+    return rvx__mlx5_qp_to_rts(qp, -1); /* RC's RTS attributes are exactly the DCI's */
 fail:
     rvx__log("dc_mlx5: DCI 0x%x to RTS failed: %s", qp->qp_num, strerror(errno));
     return RVX_ERR_IO;

@@ -464,6 +464,7 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_to_rtr(const rvx__tl_ctx_t *ctx, struct ibv_q
     return RVX_OK;
 }
 
+/* RTR -> RTS; `rank` is the peer of a connected QP, or -1 for an initiator with no fixed peer. */
 RVX_COLD rvx_status_t rvx__mlx5_qp_to_rts(struct ibv_qp *qp, int rank)
 {
     struct ibv_qp_attr qa;
@@ -476,7 +477,8 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_to_rts(struct ibv_qp *qp, int rank)
     qa.max_rd_atomic = RVX__MLX5_RD_ATOMIC;
     if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
-        rvx__log(RVX__MLX5_TL ": QP to RTS (towards rank %d) failed: %s", rank, strerror(errno));
+        if (rank < 0) rvx__log(RVX__MLX5_TL ": QP 0x%x to RTS failed: %s", qp->qp_num, strerror(errno));
+        else rvx__log(RVX__MLX5_TL ": QP to RTS (towards rank %d) failed: %s", rank, strerror(errno));
         return RVX_ERR_IO;
     }
     return RVX_OK;
