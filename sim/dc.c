@@ -425,6 +425,11 @@ bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p)
 	return done;
 }
 
+bool dc_waits(const struct sim_qp *dct)
+{
+	return dct->dc && dct->dc->acks;
+}
+
 /* Per engine pass: ACKs that did not fit, and a little garbage collection of initiators idle
  * for longer than any retransmission can take (one bucket per pass: constant cost). */
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now)

@@ -393,6 +393,7 @@ void dc_hdr(struct sim_qp *qp, struct pkt *p);
 bool dc_response_ok(struct sim_qp *qp, const struct pkt *p);
 bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p);
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
+bool dc_waits(const struct sim_qp *dct);     /* ACKs owed that did not fit yet */
 /* engine.c: the responder's handling of one request packet (RC rules) */
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
 
