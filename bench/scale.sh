@@ -11,7 +11,7 @@
 #   scale-goal <tl> <what> <value> <limit> <met|not met>
 #   scale-cap <tl> <N> <reason>             a point not run, and why
 # Fields: qps registered_mib rss_mib cq_entries create_s (the figures the goals name), and
-# srq_entries verbs heap_kib exchange_s (bench/scale.c says what each one is).
+# create_cpu_s srq_entries verbs heap_kib exchange_s (bench/scale.c says what each one is).
 #
 # Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N ("2 4 8 16 32 64"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (420:
 # wall-clock seconds per transport; a next N whose predicted run does not fit is not run, and
@@ -71,7 +71,7 @@ awk '
   $1 == "scale" { k = $2 SUBSEP $4; n[k]++; sx[k] += $3; sy[k] += $5; sxx[k] += $3 * $3; sxy[k] += $3 * $5
                   v[$2, $4, $3] = $5; tl[$2] = 1; fld[$4] = 1 }
   END {
-    split("qps registered_mib rss_mib cq_entries create_s srq_entries verbs heap_kib exchange_s", order, " ")
+    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib exchange_s", order, " ")
     for (t in tl) for (i = 1; i in order; i++) {
       f = order[i]; k = t SUBSEP f
       if (!(k in n)) continue

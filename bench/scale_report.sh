@@ -10,8 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -s "$in" ] || { echo "scale_report: $in is empty"; exit 1; }
 
-fields="qps registered_mib rss_mib cq_entries create_s verbs heap_kib srq_entries exchange_s"
-heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | creation s | verbs calls | heap KiB | SRQ entries | exchange s |"
+fields="qps registered_mib rss_mib cq_entries create_s create_cpu_s verbs heap_kib srq_entries exchange_s"
+heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | creation s | creation CPU s | verbs calls | heap KiB | SRQ entries | exchange s |"
 {
   echo "<!-- scale: written by make scale (bench/scale.sh, bench/scale_report.sh); edits are overwritten -->"
   echo "## Scale: per-process cost against the job's size, on rvxsim"
@@ -29,7 +29,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "verbs of worker and endpoint creation (a kernel command each on hardware)."
   echo
   echo "$heads"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -v fields="$fields" '
     $1 == "scale" { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
     END {
@@ -87,12 +87,12 @@ for tl in $(awk '$1 == "scale" { print $2 }' "$in" | sort -u); do
 done
 tls=$(awk '$1 == "scale" { print $2 }' "$in" | sort -u)
 {
-  echo "set terminal pngcairo size 1200,800 font ',9' noenhanced"
+  echo "set terminal pngcairo size 1600,800 font ',9' noenhanced"
   echo "set output '$png'"
-  echo "set multiplot layout 2,3 title 'rvx per-process cost against ranks (rvxsim; points measured, lines fitted)'"
+  echo "set multiplot layout 2,4 title 'rvx per-process cost against ranks (rvxsim; points measured, lines fitted)'"
   echo "set logscale x 2; set xrange [2:16384]; set grid; set key top left; set xlabel 'ranks N'"
   echo "set samples 200"
-  for f in qps registered_mib rss_mib cq_entries create_s heap_kib; do
+  for f in qps registered_mib rss_mib cq_entries create_s create_cpu_s verbs heap_kib; do
     echo "set title '$f'; set logscale y"
     plot="plot"
     i=1
