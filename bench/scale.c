@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TAG_HELLO 0x5ca1e000ull
 
@@ -234,11 +235,11 @@ int main(void)
         }
         fflush(stdout);
     }
-    CHECK(rvx_barrier(ctx)); /* nobody tears down while a peer may still write to it */
-    rvx_worker_destroy(w);
-    rvx_mem_dereg(mem);
-    rvx_finalize(ctx);
-    free(eps);
-    free(all);
-    return bad != 0;
+    /* Everyone is done with the exchange, then everyone leaves at once without tearing down
+     * (the kernel frees a process's verbs objects, as it does for one that crashes). Teardown is
+     * not measured here, and an rc_mlx5 endpoint torn down after its peer left waits out the
+     * transport's retries. */
+    CHECK(rvx_barrier(ctx));
+    fflush(stdout);
+    _exit(bad != 0);
 }

@@ -36,10 +36,11 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
       nf = split(fields, f, " ")
       for (i = 1; i <= nr; i++) {
         split(row[i], k, SUBSEP); line = "| " k[1] " | " k[2]
-        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? v[k[1], k[2], f[j]] : "-")
+        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? fmt(v[k[1], k[2], f[j]]) : "-")
         print line " |"
       }
-    }' "$in"
+    }
+    function fmt(x) { return x == int(x) ? sprintf("%d", x) : sprintf("%.3g", x) }' "$in"
   echo
   echo "Least squares y = a + b·N over the measured points (b: the cost of one more rank), and the"
   echo "line at N = 1,024 and 16,384:"
@@ -49,7 +50,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   awk '$1 == "scale-fit" { a[$2, $3] = $4; b[$2, $3] = $5; if (!(($2, $3) in s)) { s[$2, $3] = 1; o[++n] = $2 SUBSEP $3 } }
        $1 == "scale-proj" { p[$2, $4, $3] = $5 }
        END { for (i = 1; i <= n; i++) { split(o[i], k, SUBSEP)
-               printf "| %s | %s | %s | %s | %s | %s |\n", k[1], k[2], a[k[1], k[2]], b[k[1], k[2]],
+               printf "| %s | %s | %.4g | %.4g | %.4g | %.4g |\n", k[1], k[2], a[k[1], k[2]], b[k[1], k[2]],
                       p[k[1], k[2], 1024], p[k[1], k[2], 16384] } }' "$in"
   echo
   echo "Goals (dc_mlx5 projected at N = 16,384; rc_mlx5 at N = 128):"
@@ -58,11 +59,11 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "|---|---|---|---|---|"
   awk '$1 == "scale-goal" { v = $6; for (i = 7; i <= NF; i++) v = v " " $i
          printf "| %s | %s | %s | <= %s | %s |\n", $2, $3, $4, $5, v }' "$in"
-  if grep -q "^scale-cap " "$in"; then
+  if grep -q "^scale-cap \|^scale-retry " "$in"; then
     echo
-    echo "Not run:"
+    echo "Not run, or run twice:"
     echo
-    grep "^scale-cap " "$in" | sed 's/^scale-cap \([^ ]*\) \([0-9]*\) /- \1 at N = \2: /'
+    grep "^scale-cap \|^scale-retry " "$in" | sed 's/^scale-\(cap\|retry\) \([^ ]*\) \([0-9]*\) /- \2 at N = \3: /'
   fi
   echo
   echo "Command: \`make scale\` (bench/scale.sh; the plot: bench/scale.png). Raw lines: build/scale/scale.txt."
