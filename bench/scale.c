@@ -117,11 +117,12 @@ static int exchange(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t **eps, rvx_mem
     unsigned char *keys = (unsigned char *)malloc((size_t)n * RVX_RKEY_PACKED_SIZE);
     uint64_t *addrs = (uint64_t *)malloc((size_t)n * sizeof(*addrs)), mine, one = (uint64_t)me + 1;
     volatile uint64_t *slot = (volatile uint64_t *)rvx_mem_addr(mem);
+    unsigned char packed[RVX_RKEY_PACKED_SIZE];
     int r, bad = 0;
     if (!keys || !addrs) exit(1);
     mine = (uint64_t)(uintptr_t)rvx_mem_addr(mem);
-    CHECK(rvx_rkey_pack(mem, keys + (size_t)me * RVX_RKEY_PACKED_SIZE));
-    CHECK(rvx_allgather(ctx, keys + (size_t)me * RVX_RKEY_PACKED_SIZE, RVX_RKEY_PACKED_SIZE, keys));
+    CHECK(rvx_rkey_pack(mem, packed));
+    CHECK(rvx_allgather(ctx, packed, RVX_RKEY_PACKED_SIZE, keys));
     CHECK(rvx_allgather(ctx, &mine, sizeof(mine), addrs));
     for (r = 0; r < n; r++) {
         rvx_rkey_t rk;
