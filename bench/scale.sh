@@ -14,15 +14,17 @@
 # Fields: qps registered_mib rss_mib cq_entries create_s (the figures the goals name), and
 # create_cpu_s srq_entries verbs heap_kib exchange_s (bench/scale.c says what each one is).
 #
-# Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N ("2 4 8 16 32 64"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (600:
-# wall-clock seconds per transport; a next N whose predicted run does not fit is not run, and
-# said so), SCALE_TIMEOUT_S (300, per job), SCALE_RESULTS=1 to write the table into
-# bench/RESULTS.md and the plot bench/scale.png (make scale does; a partial run does not).
+# Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N
+# ("2 4 8 16 32 64 128"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (420: wall-clock seconds
+# per transport; a next N whose predicted run does not fit, in time or in half of the memory
+# available, is not run, and said so), SCALE_TIMEOUT_S (300, per job), SCALE_RESULTS=1 to write
+# the table into bench/RESULTS.md and the plot bench/scale.png (make scale does; a partial run
+# does not).
 set -u
 cd "$(dirname "$0")/.."
-ns=${SCALE_N:-"2 4 8 16 32 64"}
+ns=${SCALE_N:-"2 4 8 16 32 64 128"}
 tls=${SCALE_TL:-"dc_mlx5 rc_mlx5"}
-budget=${SCALE_BUDGET_S:-600}
+budget=${SCALE_BUDGET_S:-420}
 tmo=${SCALE_TIMEOUT_S:-300}
 out=${SCALE_OUT:-build/scale}
 mkdir -p "$out"
@@ -37,7 +39,7 @@ fail=0
 for tl in $tls; do
   bin=build/bench/scale_${tl%_mlx5}
   [ -x "$bin" ] || { echo "scale: $bin is missing (make $bin)"; exit 1; }
-  start=$SECONDS last_n=0 last_s=0
+  start=$SECONDS last_n=0 last_s=0 last_rss=0
   for n in $ns; do
     used=$((SECONDS - start))
     # the next job's wall time, if it grows with N^2 as a full wire-up does (at least 1 s more)
@@ -45,6 +47,14 @@ for tl in $tls; do
       predict=$(awk -v s="$last_s" -v a="$last_n" -v b="$n" 'BEGIN { printf "%d", s * (b / a) ^ 2 + 1 }')
       if [ $((used + predict)) -gt "$budget" ]; then
         say "scale-cap $tl $n predicted ${predict} s, over the ${budget} s budget (${used} s used; SCALE_BUDGET_S)"
+        break
+      fi
+      # and its memory: N processes of the last job's worst RSS, grown by the N ratio, within
+      # half of what the machine has available now
+      avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+      need=$(awk -v r="$last_rss" -v a="$last_n" -v b="$n" 'BEGIN { printf "%d", r * (b / a) * b }')
+      if [ -n "$avail" ] && [ "$need" -gt $((avail / 2)) ]; then
+        say "scale-cap $tl $n predicted ${need} MiB of RSS for $n processes, over half of the ${avail} MiB available"
         break
       fi
     fi
@@ -75,6 +85,7 @@ for tl in $tls; do
       fail=1
       break
     fi
+    last_rss=$(awk -v t="$tl" '$1 == "scale" && $2 == t && $4 == "rss_mib" { print $5 }' "$log.out")
     grep "^scale " "$log.out" | tee -a "$out/scale.txt"
     grep -h "^scale-build " "$log.out" >>"$out/builds.txt"
   done
@@ -88,7 +99,7 @@ awk '
     split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib exchange_s", order, " ")
     for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
       t = tls[j]; f = order[i]; k = t SUBSEP f
-      if (!(k in n)) continue
+      if (n[k] < 2) continue         # a line needs two points
       d = n[k] * sxx[k] - sx[k] * sx[k]
       b = d > 0 ? (n[k] * sxy[k] - sx[k] * sy[k]) / d : 0
       a = (sy[k] - b * sx[k]) / n[k]
