@@ -59,7 +59,7 @@ void sim_stats_rdma(int dev, bool read, uint64_t bytes);
 /* What this process holds of the adapter, for rvxsim_counters(): control verbs called (each one a
  * command to the kernel on hardware), and gauges of live objects with their peaks. MODEL_BYTES is
  * the heap the model holds for objects and per-peer state (QP, CQ and SRQ buffers, DCT initiator
- * state, peer mappings), so that a tool can tell the application's memory from the model's. */
+ * state, the record of each peer inbox mapped), so that a tool can tell the application's memory from the model's. */
 enum sim_obj { SIM_OBJ_QPS, SIM_OBJ_MR_BYTES, SIM_OBJ_CQES, SIM_OBJ_SRQ_WQES, SIM_OBJ_MODEL_BYTES,
 	       SIM_OBJ_N };
 void sim_count_verb(void);
