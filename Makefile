@@ -9,6 +9,8 @@
 #   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
+#   make scale     per-process cost against the job's size, rc_mlx5 and dc_mlx5 on rvxsim: fit, projection
+#                  to 16,384 ranks, bench/RESULTS.md table and bench/scale.png (SCALE_N, SCALE_TL)
 #   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
 #   make deps      install the Debian packages the project needs (run, test and bench call it)
 
@@ -29,7 +31,8 @@ TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
-              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc
+              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc \
+              $(B)/bench/scale_rc $(B)/bench/scale_dc
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -50,7 +53,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain
+.PHONY: all deps run test bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain scale
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -234,6 +237,25 @@ bench/thresh_%.png: $(B)/thresh/rvxthresh_%
 thresh: deps $(addprefix bench/thresh_,$(addsuffix .png,$(FABRICS)))
 	@for f in $(FABRICS); do echo "== $$f"; sed -n 3,5p $(B)/thresh/$$f.txt; done
 # ---- end of threshold tool
+
+# ---- make scale: bench/scale.c per transport, as an application builds it (active messages and
+# tags) where the transport carries them, else its RMA-only build (said so in the output); run by
+# bench/scale.sh at growing N on rvxsim. A run limited by SCALE_N or SCALE_TL prints its lines and
+# leaves bench/RESULTS.md and bench/scale.png alone.
+SCALE_TL_rc := RVX_TL_RC_MLX5
+SCALE_TL_dc := RVX_TL_DC_MLX5
+.PHONY: scale
+$(B)/bench/scale_rc $(B)/bench/scale_dc: $(B)/bench/scale_%: bench/scale.c $(HEADERS)
+	@mkdir -p $(@D)
+	@msg=1; $(CC) -std=gnu11 -E $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=1 $< >/dev/null 2>&1 || \
+	  { msg=0; echo "scale_$*: $(SCALE_TL_$*) carries no messages in this release: RMA-only build"; }; \
+	  echo "$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=$$msg -o $@ $< $(RC_LIBS)"; \
+	  $(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=$$msg -o $@ $< $(RC_LIBS)
+
+scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc
+	@$(if $(SCALE_N),SCALE_N="$(SCALE_N)") $(if $(SCALE_TL),SCALE_TL="$(SCALE_TL)") \
+	  SCALE_RESULTS=$(if $(SCALE_N)$(SCALE_TL),0,1) bench/scale.sh
+# ---- end of make scale
 
 # ---- make explain: the disassembly of rc_mlx5's put, flush and progress wrappers, each
 # instruction annotated with its source line and grouped by purpose (tools/explain.sh). Always

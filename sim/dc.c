@@ -136,6 +136,7 @@ int dc_init(struct sim_qp *qp, int type, uint64_t key)
 	}
 	qp->dc = d;
 	qp->dc_type = (uint8_t)type;
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)(sizeof(*d) + d->tab_size * sizeof(*d->tab)));
 	return 0;
 }
 
@@ -148,8 +149,10 @@ void dc_free(struct sim_qp *qp)
 	for (uint32_t i = 0; d->tab && i < d->tab_size; i++)
 		for (struct dc_ini *e = d->tab[i], *n; e; e = n) {
 			n = e->next;
+			sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)(sizeof(*e) + RESP_LEN));
 			free(e);
 		}
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)(sizeof(*d) + d->tab_size * sizeof(*d->tab)));
 	free(d->tab);
 	free(d);
 	qp->dc = NULL;
@@ -308,6 +311,7 @@ static void ini_grow(struct sim_dc *d)
 			nt[h] = e;
 		}
 	free(d->tab);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)((ns - d->tab_size) * sizeof(*nt)));
 	d->tab = nt;
 	d->tab_size = ns;
 }
@@ -321,6 +325,7 @@ static struct dc_ini *ini_add(struct sim_dc *d, uint16_t lid, uint32_t qpn)
 		return NULL;
 	if (d->count >= d->tab_size)
 		ini_grow(d);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)(sizeof(*e) + RESP_LEN));
 	e->lid = lid;
 	e->qpn = qpn;
 	h = ini_hash(lid, qpn, d->tab_size);
@@ -420,6 +425,11 @@ bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p)
 	return done;
 }
 
+bool dc_waits(const struct sim_qp *dct)
+{
+	return dct->dc && dct->dc->acks;
+}
+
 /* Per engine pass: ACKs that did not fit, and a little garbage collection of initiators idle
  * for longer than any retransmission can take (one bucket per pass: constant cost). */
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now)
@@ -445,6 +455,7 @@ int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now)
 	while ((e = *pp)) {
 		if (!e->ack_listed && now > e->last_ns + idle) {
 			*pp = e->next;
+			sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)(sizeof(*e) + RESP_LEN));
 			free(e);
 			d->count--;
 			continue;

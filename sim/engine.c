@@ -1777,6 +1777,16 @@ static int cq_work(struct sim_cq *cq)
 	return 1;
 }
 
+/* Something the QP must come back to without a packet or a verb to wake the engine: messages in
+ * flight (retry timer), an RNR back-off, an ACK or a READ response waiting for room, a doorbell
+ * not yet complete, a DCT's ACKs owed. */
+static bool qp_waits(const struct sim_qp *qp)
+{
+	return qp->out_tail != qp->out_head || qp->rnr_waiting || qp->ack_pending || qp->rd_active ||
+	       qp->sq_db_pending_since || qp->bf_pend[0] || qp->bf_pend[1] ||
+	       (qp->dc_type == SIM_DCT && dc_waits(qp));
+}
+
 static void *engine_main(void *arg)
 {
 	struct sim_ctx *sc = arg;
@@ -1790,6 +1800,7 @@ static void *engine_main(void *arg)
 
 	while (!atomic_load(&sc->stop)) {
 		int work = 0;
+		bool waits = false;
 
 		/* timers need microseconds, not nanoseconds: read the clock every few busy rounds */
 		if ((loops++ & 7) == 0)
@@ -1797,8 +1808,10 @@ static void *engine_main(void *arg)
 
 		pthread_mutex_lock(&sc->lock);
 		work |= drain_inbox(sc);
-		for (struct sim_qp *qp = sc->qps; qp; qp = qp->next)
+		for (struct sim_qp *qp = sc->qps; qp; qp = qp->next) {
 			work |= qp_work(sc, qp, now);
+			waits |= qp_waits(qp);
+		}
 		for (struct sim_cq *cq = sc->cqs; cq; cq = cq->next)
 			work |= cq_work(cq);
 		if (sim_env.trace)
@@ -1847,8 +1860,12 @@ static void *engine_main(void *arg)
 		now = sim_now_ns();
 		fabric_sleep(sc, sleep_ns);
 		/* Direct-verbs doorbells cannot wake the engine: while traffic is recent, keep the
-		 * sleeps short; after 10 ms of quiet, back off to 1 ms so an idle process costs little. */
-		sleep_ns = MIN(sleep_ns * 2, now - idle_since < 10000000ull ? 100000L : 1000000L);
+		 * sleeps short; after 10 ms of quiet, back off to 1 ms so an idle process costs little;
+		 * after 100 ms with no timer to serve, to 10 ms, so that the engines of a job of many
+		 * processes on few cores (make scale: 64 on 2) do not take the CPU from the ranks that
+		 * work. Packets and the verbs wake the engine at once whatever it sleeps. */
+		sleep_ns = MIN(sleep_ns * 2, now - idle_since < 10000000ull ? 100000L :
+			       waits || now - idle_since < 100000000ull ? 1000000L : 10000000L);
 	}
 	return NULL;
 }

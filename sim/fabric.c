@@ -198,6 +198,7 @@ void fabric_close(struct sim_ctx *sc)
 		n = r->next;
 		if (r->ib && r->ib != sc->inbox)
 			munmap(r->ib, sizeof(*r->ib));
+		sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*r));
 		free(r);
 	}
 	sc->remotes = NULL;
@@ -242,6 +243,7 @@ static struct fabric_inbox *remote(struct sim_ctx *sc, uint16_t lid)
 		munmap(ib, sizeof(*ib));
 		return NULL;
 	}
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, sizeof(*r));
 	r->lid = lid;
 	r->ib = ib;
 	r->next = sc->remotes;
@@ -258,6 +260,7 @@ void fabric_forget_peer(struct sim_ctx *sc, uint16_t lid)
 		if (r->lid == lid) {
 			*pp = r->next;
 			munmap(r->ib, sizeof(*r->ib));
+			sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*r));
 			free(r);
 			return;
 		}

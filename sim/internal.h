@@ -56,6 +56,14 @@ void sim_env_init(void);
 /* Bytes moved by RDMA WRITE / READ WQEs that completed without error, per requester device;
  * written at exit to RVXSIM_STATS_FILE. */
 void sim_stats_rdma(int dev, bool read, uint64_t bytes);
+/* What this process holds of the adapter, for rvxsim_counters(): control verbs called (each one a
+ * command to the kernel on hardware), and gauges of live objects with their peaks. MODEL_BYTES is
+ * the heap the model holds for objects and per-peer state (QP, CQ and SRQ buffers, DCT initiator
+ * state, the record of each peer inbox mapped), so that a tool can tell the application's memory from the model's. */
+enum sim_obj { SIM_OBJ_QPS, SIM_OBJ_MR_BYTES, SIM_OBJ_CQES, SIM_OBJ_SRQ_WQES, SIM_OBJ_MODEL_BYTES,
+	       SIM_OBJ_N };
+void sim_count_verb(void);
+void sim_count_obj(enum sim_obj what, int64_t delta);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
@@ -245,6 +253,7 @@ struct sim_qp {
 	uint32_t rd_seq, rd_off;
 	bool rd_active;
 
+	size_t model_bytes;          /* heap held for this QP (SIM_OBJ_MODEL_BYTES) */
 	uint8_t dc_type;             /* 0, SIM_DCI or SIM_DCT */
 	struct sim_dc *dc;           /* DC state (dc.c) */
 	struct sim_qp *next;
@@ -384,6 +393,7 @@ void dc_hdr(struct sim_qp *qp, struct pkt *p);
 bool dc_response_ok(struct sim_qp *qp, const struct pkt *p);
 bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p);
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
+bool dc_waits(const struct sim_qp *dct);     /* ACKs owed that did not fit yet */
 /* engine.c: the responder's handling of one request packet (RC rules) */
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
 

@@ -133,6 +133,42 @@ static void stats_write(void)
 	close(fd);
 }
 
+/* ---- rvxsim_counters: control verbs and live objects of this process ---- */
+static _Atomic uint64_t cnt_verbs;
+static _Atomic int64_t cnt_obj[SIM_OBJ_N], cnt_peak[SIM_OBJ_N];
+
+void sim_count_verb(void)
+{
+	atomic_fetch_add_explicit(&cnt_verbs, 1, memory_order_relaxed);
+}
+
+void sim_count_obj(enum sim_obj what, int64_t delta)
+{
+	int64_t v = atomic_fetch_add(&cnt_obj[what], delta) + delta;
+	int64_t p = atomic_load(&cnt_peak[what]);
+
+	while (v > p && !atomic_compare_exchange_weak(&cnt_peak[what], &p, v))
+		;
+}
+
+/* One line of name=value pairs (names stay; new ones may be added at the end), for tools that
+ * measure what a program costs the adapter. Returns what snprintf returns. */
+SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
+{
+	static const char *const names[SIM_OBJ_N] = { "qps", "mr_bytes", "cqes", "srq_wqes",
+							 "model_bytes" };
+	size_t off = 0;
+	int n = snprintf(buf, len, "verbs=%llu", (unsigned long long)atomic_load(&cnt_verbs));
+
+	for (int i = 0; i < SIM_OBJ_N && n >= 0; i++) {
+		off += (size_t)n;
+		n = snprintf(buf + MIN(off, len), len - MIN(off, len), " %s=%lld %s_peak=%lld",
+			     names[i], (long long)atomic_load(&cnt_obj[i]), names[i],
+			     (long long)atomic_load(&cnt_peak[i]));
+	}
+	return n < 0 ? n : (int)(off + (size_t)n);
+}
+
 static void env_load(void)
 {
 	const char *s;

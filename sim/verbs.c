@@ -143,6 +143,7 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	struct ibv_context *c;
 	int p[2];
 
+	sim_count_verb();
 	pthread_once(&dev_once, devices_init);
 	sc = calloc(1, sizeof(*sc));
 	if (!sc) {
@@ -211,12 +212,14 @@ SIM_EXPORT int ibv_close_device(struct ibv_context *ctx)
 {
 	struct sim_ctx *sc = to_sctx(ctx);
 
+	sim_count_verb();
 	engine_stop(sc);
 	fabric_close(sc);
 	/* objects the application did not destroy: free what we own */
 	while (sc->mrs) {
 		struct sim_mr *m = sc->mrs;
 		sc->mrs = m->next;
+		sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
 		free(m);
 	}
 	free(sc->mr_tab);
@@ -242,6 +245,7 @@ SIM_EXPORT int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr 
 {
 	struct sim_ctx *sc = to_sctx(ctx);
 
+	sim_count_verb();
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "20.31.1014");
 	a->node_guid = htobe64(sc->guid);
@@ -286,6 +290,7 @@ SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _c
 	struct sim_ctx *sc = to_sctx(ctx);
 	struct ibv_port_attr *a = (struct ibv_port_attr *)pa;
 
+	sim_count_verb();
 	if (port != 1)
 		return EINVAL;
 	memset(a, 0, sizeof(*a));
@@ -414,7 +419,10 @@ SIM_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 
 SIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 {
 	static uint32_t pdn = 1;
-	struct sim_pd *pd = calloc(1, sizeof(*pd));
+	struct sim_pd *pd;
+
+	sim_count_verb();
+	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
@@ -426,6 +434,7 @@ SIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	sim_count_verb();
 	if (atomic_load(&((struct sim_pd *)pd)->users))
 		return EBUSY;
 	free(pd);
@@ -462,6 +471,7 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
 			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
 
+	sim_count_verb();
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
 		errno = EINVAL;
@@ -522,6 +532,8 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	sc->mrs = m;
 	pthread_mutex_unlock(&sc->lock);
 	pd_get(pd);
+	sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)length);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, sizeof(*m));
 	return &m->mr;
 }
 
@@ -541,6 +553,7 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	struct sim_ctx *sc = to_sctx(mr->context);
 	struct sim_mr *m = (struct sim_mr *)mr, **pp;
 
+	sim_count_verb();
 	pthread_mutex_lock(&sc->lock);
 	if (m->mr.handle < sc->mr_tab_size && sc->mr_tab[m->mr.handle] == m)
 		sc->mr_tab[m->mr.handle] = NULL;
@@ -551,6 +564,8 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 		}
 	pthread_mutex_unlock(&sc->lock);
 	pd_put(m->mr.pd);
+	sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*m));
 	free(m);
 	return 0;
 }
@@ -653,6 +668,12 @@ static void cqx_init(struct sim_cq *cq)
 	cq->cqx.read_dlid_path_bits = cqx_dlid_path_bits;
 }
 
+/* the heap a CQ holds: entries, doorbell record, UAR page */
+static size_t cq_bytes(const struct sim_cq *cq)
+{
+	return sizeof(*cq) + (size_t)cq->cqe_cnt * cq->cqe_size + 64 + 4096;
+}
+
 SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 					     struct ibv_comp_channel *ch, int vec,
 					     uint32_t cqe_size, bool ignore_overrun)
@@ -660,6 +681,7 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 	struct sim_ctx *sc = to_sctx(ctx);
 	struct sim_cq *cq;
 
+	sim_count_verb();
 	if (cqe < 1 || cqe > SIM_MAX_CQE || vec < 0 || vec >= ctx->num_comp_vectors ||
 	    (cqe_size != 64 && cqe_size != 128)) {
 		errno = EINVAL;
@@ -705,6 +727,8 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 	cq->next = sc->cqs;
 	sc->cqs = cq;
 	pthread_mutex_unlock(&sc->lock);
+	sim_count_obj(SIM_OBJ_CQES, cq->cqe_cnt);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)cq_bytes(cq));
 	return &cq->cq;
 }
 
@@ -807,6 +831,7 @@ SIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct sim_ctx *sc = to_sctx(ibcq->context);
 	struct sim_cq **pp;
 
+	sim_count_verb();
 	pthread_mutex_lock(&sc->lock);
 	for (struct sim_qp *q = sc->qps; q; q = q->next)
 		if (q->scq == cq || q->rcq == cq) {
@@ -829,6 +854,8 @@ SIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	while (ibcq->comp_events_completed != cq->sw_arm_sn)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
+	sim_count_obj(SIM_OBJ_CQES, -(int64_t)cq->cqe_cnt);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)cq_bytes(cq));
 	free(cq->buf);
 	free(cq->dbrec);
 	free(cq->uar);
@@ -1024,6 +1051,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	size_t rq_bytes, sq_bytes;
 	int err;
 
+	sim_count_verb();
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD &&
 	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
 		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UD and DC only)",
@@ -1116,6 +1144,12 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	sc->qps = qp;
 	pthread_mutex_unlock(&sc->lock);
 	pd_get(pd);
+	sim_count_obj(SIM_OBJ_QPS, 1);
+	qp->model_bytes = sizeof(*qp) + qp->buf_size + 64 + 4096 +
+			  MAX(qp->sq_wqe_cnt, 1u) * (sizeof(uint64_t) + sizeof(uint16_t)) +
+			  MAX(qp->rq_wqe_cnt, 1u) * sizeof(uint64_t) +
+			  SIM_MAX_OUTSTANDING * sizeof(struct sq_rec);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)qp->model_bytes);
 	TRACE("create qp 0x%x: sq wqe_cnt %u at +%zu, rq wqe_cnt %u stride %u, max_inline %u",
 	      qp->qpn, qp->sq_wqe_cnt, rq_bytes, qp->rq_wqe_cnt, qp->rq_stride, qp->max_inline);
 	return &qp->qp;
@@ -1132,6 +1166,7 @@ SIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct sim_ctx *sc = qp->sc;
 	struct sim_qp **pp;
 
+	sim_count_verb();
 	pthread_mutex_lock(&sc->lock);
 	for (pp = &sc->qps; *pp; pp = &(*pp)->next)
 		if (*pp == qp) {
@@ -1142,6 +1177,8 @@ SIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&sc->lock);
 	free(qp->tx_data);
 	pd_put(ibqp->pd);
+	sim_count_obj(SIM_OBJ_QPS, -1);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)qp->model_bytes);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	qp_free(qp);
@@ -1229,6 +1266,7 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	int cur, next, err = 0;
 	char why[160] = "";
 
+	sim_count_verb();
 	pthread_mutex_lock(&sc->lock);
 	cur = qp->state;
 	next = (mask & IBV_QP_STATE) ? (int)a->qp_state : cur;
@@ -1347,6 +1385,7 @@ SIM_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask
 {
 	struct sim_qp *qp = to_sqp(ibqp);
 
+	sim_count_verb();
 	(void)mask;
 	pthread_mutex_lock(&qp->sc->lock);
 	*a = qp->attr;
@@ -1601,11 +1640,18 @@ static int post_recv_op(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 
 /* ------------------------------------------------------------------ SRQ */
 
+/* the heap an SRQ holds: WQEs, doorbell record, work request ids */
+static size_t srq_bytes(const struct sim_srq *s)
+{
+	return sizeof(*s) + (size_t)s->wqe_cnt * (s->stride + sizeof(uint64_t)) + 64;
+}
+
 SIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia)
 {
 	struct sim_ctx *sc = to_sctx(pd->context);
 	struct sim_srq *s;
 
+	sim_count_verb();
 	if (ia->attr.max_wr == 0 || ia->attr.max_wr > SIM_MAX_SRQ_WR || ia->attr.max_sge > 31) {
 		errno = EINVAL;
 		return NULL;
@@ -1651,6 +1697,8 @@ SIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init
 	sc->srqs = s;
 	pthread_mutex_unlock(&sc->lock);
 	pd_get(pd);
+	sim_count_obj(SIM_OBJ_SRQ_WQES, s->wqe_cnt);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)srq_bytes(s));
 	return &s->srq;
 }
 
@@ -1658,6 +1706,7 @@ SIM_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int m
 {
 	struct sim_srq *s = to_ssrq(srq);
 
+	sim_count_verb();
 	if (mask & IBV_SRQ_MAX_WR) {
 		sim_unsupported("ibv_modify_srq(IBV_SRQ_MAX_WR)");
 		return EOPNOTSUPP;
@@ -1675,6 +1724,8 @@ SIM_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int m
 SIM_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a)
 {
 	struct sim_srq *s = to_ssrq(srq);
+
+	sim_count_verb();
 	a->max_wr = s->wqe_cnt - 1;
 	a->max_sge = s->max_gs;
 	a->srq_limit = s->limit;
@@ -1686,6 +1737,7 @@ SIM_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	struct sim_srq *s = to_ssrq(srq), **pp;
 	struct sim_ctx *sc = to_sctx(srq->context);
 
+	sim_count_verb();
 	pthread_mutex_lock(&sc->lock);
 	for (struct sim_qp *q = sc->qps; q; q = q->next)
 		if (q->srq == s) {
@@ -1699,6 +1751,8 @@ SIM_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 		}
 	pthread_mutex_unlock(&sc->lock);
 	pd_put(srq->pd);
+	sim_count_obj(SIM_OBJ_SRQ_WQES, -(int64_t)s->wqe_cnt);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)srq_bytes(s));
 	free(s->buf);
 	free(s->dbrec);
 	free(s->wrid);
@@ -1747,6 +1801,7 @@ SIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 {
 	struct sim_ah *ah;
 
+	sim_count_verb();
 	if (sim_env.link_eth && !attr->is_global) {
 		errno = EINVAL;
 		return NULL;
@@ -1778,6 +1833,7 @@ SIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 
 SIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	sim_count_verb();
 	pd_put(ah->pd);
 	free(ah);
 	return 0;

@@ -1,0 +1,246 @@
+/* scale: what one process spends on a job of N ranks. Each rank creates a worker and an endpoint
+ * to every other rank, then exchanges with every peer once: an 8-byte put into each peer's slot
+ * (flushed and checked after a barrier), an active message and a tag message to each peer in
+ * builds that carry them (SCALE_MSG=1: the AM + TAG build an application would use). Rank 0
+ * prints, for the worst rank, lines `scale <tl> <N> <field> <value>`:
+ *
+ *   create_s        rvx_worker_create plus the N-1 rvx_ep_create calls, wall-clock seconds
+ *                   (waits for the slowest rank included: the wire-up is collective)
+ *   create_cpu_s    the same, CPU seconds of the calling thread (rvx and the verbs it calls; on
+ *                   an oversubscribed machine the figure that does not depend on the others)
+ *   qps             QPs this process holds after the exchange (rvxsim's count, DCT included)
+ *   registered_mib  bytes registered by rvx (peak after the exchange, less the bench's own region)
+ *   cq_entries      CQ entries allocated (as the adapter sizes them: a power of two)
+ *   srq_entries     SRQ receive WQEs allocated
+ *   verbs           control verbs called by worker and endpoint creation (a kernel command each
+ *                   on hardware: create, modify, query, register)
+ *   heap_kib        memory the allocator handed out from before creation to after the exchange
+ *                   (mallinfo2), less the registered bytes (rvx allocates them from the heap) and
+ *                   what rvxsim holds for the adapter's objects and its own per-peer state (its
+ *                   model_bytes): rvx's own unregistered memory, endpoints included
+ *   rss_mib         peak resident set size of the process (getrusage)
+ *   exchange_s      the exchange with every peer, wall-clock seconds
+ *
+ * The adapter-side figures come from rvxsim_counters(), rvxsim's own accounting; on a real adapter
+ * they are not printed. bench/scale.sh runs this at growing N and fits the cost per rank.
+ *
+ *   rvxrun -n N build/bench/scale_rc       (LD_LIBRARY_PATH=build/sim for rvxsim) */
+#ifndef SCALE_MSG
+#define SCALE_MSG 1
+#endif
+#if SCALE_MSG
+#define RVX_TAG 1
+#define RVX_AM_HANDLERS(X) X(HELLO, on_hello)
+#endif
+#include <rvx/rvx.h>
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TAG_HELLO 0x5ca1e000ull
+
+enum { F_CREATE, F_CPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_RSS, F_EXCH, F_N };
+static const char *const field_name[F_N] = {
+    "create_s", "create_cpu_s", "qps", "registered_mib", "cq_entries", "srq_entries", "verbs", "heap_kib",
+    "rss_mib", "exchange_s",
+};
+/* fields only rvxsim can give */
+static const int field_sim[F_N] = {0, 0, 1, 1, 1, 1, 1, 0, 0, 0};
+
+#if SCALE_MSG
+static volatile int hellos;
+static void on_hello(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    hellos++;
+}
+#endif
+
+#define CHECK(call)                                                                             \
+    do {                                                                                        \
+        rvx_status_t st_ = (call);                                                              \
+        if (st_ < 0) {                                                                          \
+            fprintf(stderr, "scale: rank %d: %s:%d: %s: %s\n", me, __FILE__, __LINE__, #call,  \
+                    rvx_status_str(st_));                                                       \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+static double clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#define now_s() clock_s(CLOCK_MONOTONIC)
+#define cpu_s() clock_s(CLOCK_THREAD_CPUTIME_ID)
+
+/* rvxsim's counters of this process (verbs, qps_peak, mr_bytes_peak, ...); 0 on rdma-core. */
+typedef struct { double verbs, qps, mr_bytes, cqes, srq_wqes, model_bytes, mr_now; } sim_counts_t;
+
+static int sim_counts(sim_counts_t *c)
+{
+    int (*fn)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "rvxsim_counters");
+    char line[512], *s;
+    memset(c, 0, sizeof(*c));
+    if (!fn || fn(line, sizeof(line)) <= 0) return 0;
+    if ((s = strstr(line, "verbs="))) c->verbs = strtod(s + 6, NULL);
+    if ((s = strstr(line, "qps_peak="))) c->qps = strtod(s + 9, NULL);
+    if ((s = strstr(line, "mr_bytes_peak="))) c->mr_bytes = strtod(s + 14, NULL);
+    if ((s = strstr(line, "cqes_peak="))) c->cqes = strtod(s + 10, NULL);
+    if ((s = strstr(line, "srq_wqes_peak="))) c->srq_wqes = strtod(s + 14, NULL);
+    /* what the model holds and what is registered now (not their peaks): both are taken off
+     * the heap the process holds */
+    if ((s = strstr(line, " model_bytes="))) c->model_bytes = strtod(s + 13, NULL);
+    if ((s = strstr(line, " mr_bytes="))) c->mr_now = strtod(s + 10, NULL);
+    return 1;
+}
+
+static double heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (double)mi.uordblks + (double)mi.hblkhd;
+}
+
+static int me;
+
+/* Every peer once: a put of (me + 1) into our slot of its array, then (builds with messages)
+ * an active message and a tag message. Returns the number of wrong slots or messages. */
+static int exchange(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t **eps, rvx_mem_t *mem, int n)
+{
+    unsigned char *keys = (unsigned char *)malloc((size_t)n * RVX_RKEY_PACKED_SIZE);
+    uint64_t *addrs = (uint64_t *)malloc((size_t)n * sizeof(*addrs)), mine, one = (uint64_t)me + 1;
+    volatile uint64_t *slot = (volatile uint64_t *)rvx_mem_addr(mem);
+    unsigned char packed[RVX_RKEY_PACKED_SIZE];
+    int r, bad = 0;
+    if (!keys || !addrs) exit(1);
+    mine = (uint64_t)(uintptr_t)rvx_mem_addr(mem);
+    CHECK(rvx_rkey_pack(mem, packed));
+    CHECK(rvx_allgather(ctx, packed, RVX_RKEY_PACKED_SIZE, keys));
+    CHECK(rvx_allgather(ctx, &mine, sizeof(mine), addrs));
+    for (r = 0; r < n; r++) {
+        rvx_rkey_t rk;
+        if (r == me) continue;
+        CHECK(rvx_rkey_unpack(eps[r], keys + (size_t)r * RVX_RKEY_PACKED_SIZE, &rk));
+        CHECK(rvx_put(eps[r], &one, sizeof(one), addrs[r] + (uint64_t)me * 8, &rk));
+        rvx_rkey_release(&rk);
+    }
+    CHECK(rvx_worker_flush(w));
+#if SCALE_MSG
+    {
+        rvx_request_t *rreq = (rvx_request_t *)calloc((size_t)n, sizeof(*rreq));
+        rvx_request_t *sreq = (rvx_request_t *)calloc((size_t)n, sizeof(*sreq));
+        rvx_status_t *rst = (rvx_status_t *)calloc((size_t)n, sizeof(*rst));
+        uint64_t *rbuf = (uint64_t *)calloc((size_t)n, sizeof(*rbuf)), sum = 0;
+        if (!rreq || !sreq || !rst || !rbuf) exit(1);
+        for (r = 0; r < n; r++) {
+            if (r == me) continue;
+            rvx_request_init(&rreq[r]);
+            rst[r] = rvx_tag_recv_from(w, r, &rbuf[r], 8, TAG_HELLO | (uint64_t)r, ~0ull, &rreq[r], NULL);
+            CHECK(rst[r]);
+        }
+        for (r = 0; r < n; r++) {
+            rvx_status_t st;
+            uint64_t arg = (uint64_t)me;
+            if (r == me) continue;
+            rvx_am_retry(w, st, rvx_am_short(eps[r], RVX_AM_HELLO, &arg, 1));
+            CHECK(st);
+            rvx_request_init(&sreq[r]);
+            CHECK(rvx_complete(w, rvx_tag_send(eps[r], &one, 8, TAG_HELLO | (uint64_t)me, &sreq[r]), &sreq[r]));
+        }
+        for (r = 0; r < n; r++) {
+            if (r == me) continue;
+            CHECK(rvx_complete(w, rst[r], &rreq[r])); /* an immediate match left rreq as it was */
+            sum += rbuf[r];
+        }
+        while (hellos < n - 1) rvx_progress(w);
+        /* every peer's tag message, each carrying its rank + 1 */
+        bad += sum != (uint64_t)n * (uint64_t)(n + 1) / 2 - one;
+        free(rreq); free(sreq); free(rst); free(rbuf);
+    }
+#endif
+    CHECK(rvx_barrier(ctx));
+    for (r = 0; r < n; r++)
+        if (r != me && slot[r] != (uint64_t)r + 1) bad++;
+    free(keys);
+    free(addrs);
+    return bad;
+}
+
+int main(void)
+{
+    rvx_context_t *ctx;
+    rvx_worker_t *w;
+    rvx_mem_t *mem;
+    rvx_ep_t **eps;
+    sim_counts_t c0, c1, c2;
+    double t0, t1, t2, u0, u1, h0, h1, v[F_N], *all;
+    struct rusage ru;
+    int n, r, f, sim, bad;
+
+    CHECK(rvx_init(&ctx));
+    me = rvx_rank(ctx);
+    n = rvx_size(ctx);
+    eps = (rvx_ep_t **)calloc((size_t)n, sizeof(*eps));
+    all = (double *)calloc((size_t)n * F_N, sizeof(double));
+    if (!eps || !all) return 1;
+    /* the bench's own region, registered before anything is counted */
+    CHECK(rvx_mem_alloc(ctx, (size_t)n * 8, &mem));
+    CHECK(rvx_barrier(ctx));
+
+    sim = sim_counts(&c0);
+    h0 = heap_bytes();
+    t0 = now_s();
+    u0 = cpu_s();
+    CHECK(rvx_worker_create(ctx, &w));
+    for (r = 0; r < n; r++)
+        if (r != me) CHECK(rvx_ep_create(w, r, &eps[r]));
+    u1 = cpu_s();
+    t1 = now_s();
+    sim_counts(&c1);
+    CHECK(rvx_barrier(ctx));
+
+    bad = exchange(ctx, w, eps, mem, n);
+    t2 = now_s();
+    sim_counts(&c2);
+    h1 = heap_bytes();
+    getrusage(RUSAGE_SELF, &ru);
+
+    v[F_CREATE] = t1 - t0;
+    v[F_CPU] = u1 - u0;
+    v[F_QPS] = c2.qps - c0.qps;
+    v[F_REG] = (c2.mr_bytes - c0.mr_bytes) / 1048576.0;
+    v[F_CQE] = c2.cqes - c0.cqes;
+    v[F_SRQ] = c2.srq_wqes - c0.srq_wqes;
+    v[F_VERBS] = c1.verbs - c0.verbs;
+    v[F_HEAP] = (h1 - h0 - (c2.model_bytes - c0.model_bytes) - (c2.mr_now - c0.mr_now)) / 1024.0;
+    v[F_RSS] = (double)ru.ru_maxrss / 1024.0;
+    v[F_EXCH] = t2 - t1;
+    CHECK(rvx_allgather(ctx, v, sizeof(v), all));
+    if (bad) fprintf(stderr, "scale: rank %d: %d peers' data wrong after the exchange\n", me, bad);
+
+    if (me == 0) {
+        printf("scale-build %s %d %s\n", RVX_TL_NAME, n, SCALE_MSG ? "am+tag" : "rma");
+        for (f = 0; f < F_N; f++) {
+            double worst = all[f];
+            if (field_sim[f] && !sim) continue;
+            for (r = 1; r < n; r++)
+                if (all[(size_t)r * F_N + f] > worst) worst = all[(size_t)r * F_N + f];
+            printf("scale %s %d %s %.6g\n", RVX_TL_NAME, n, field_name[f], worst);
+        }
+        fflush(stdout);
+    }
+    /* Everyone is done with the exchange, then everyone leaves at once without tearing down
+     * (the kernel frees a process's verbs objects, as it does for one that crashes). Teardown is
+     * not measured here, and an rc_mlx5 endpoint torn down after its peer left waits out the
+     * transport's retries. */
+    CHECK(rvx_barrier(ctx));
+    fflush(stdout);
+    _exit(bad != 0);
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# make scale: what one process of an N-rank job costs, per transport, on rvxsim.
+#
+# For each transport, build/bench/scale_<tl> (bench/scale.c) runs under `rvxrun -n N` at
+# N = SCALE_N (default 2 4 8 ... 64), each job on a fresh fabric directory; then a least-squares
+# line y = a + b*N per field gives the cost per added rank (b) and the projection at N = 1,024
+# and 16,384. Output (stdout, and build/scale/scale.txt):
+#   scale <tl> <N> <field> <value>          measured: the worst rank of the job
+#   scale-fit <tl> <field> <a> <b>          the fitted line (b: per added rank)
+#   scale-proj <tl> <N> <field> <value>     projected from the fit
+#   scale-goal <tl> <what> <value> <limit> <met|not met>
+#   scale-cap <tl> <N> <reason>             a point not run (or failed twice), and why
+#   scale-retry <tl> <N> <reason>           a job that failed and was run once more
+# Fields: qps registered_mib rss_mib cq_entries create_s (the figures the goals name), and
+# create_cpu_s srq_entries verbs heap_kib exchange_s (bench/scale.c says what each one is).
+#
+# Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N
+# ("2 4 8 16 32 64 128"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (420: wall-clock seconds
+# per transport; a next N whose predicted run does not fit, in time or in half of the memory
+# available, is not run, and said so), SCALE_TIMEOUT_S (300, per job), SCALE_RESULTS=1 to write
+# the table into bench/RESULTS.md and the plot bench/scale.png (make scale does; a partial run
+# does not).
+set -u
+cd "$(dirname "$0")/.."
+ns=${SCALE_N:-"2 4 8 16 32 64 128"}
+tls=${SCALE_TL:-"dc_mlx5 rc_mlx5"}
+budget=${SCALE_BUDGET_S:-420}
+tmo=${SCALE_TIMEOUT_S:-300}
+out=${SCALE_OUT:-build/scale}
+mkdir -p "$out"
+: >"$out/scale.txt"
+: >"$out/builds.txt"
+say() { echo "$*" | tee -a "$out/scale.txt"; }
+fabric=${RVXSIM_FABRIC_DIR:-/dev/shm/rvxsim-$(id -u)}
+fail=0
+
+# SCALE_INPUT=file: no runs, the fit of the `scale` lines in that file (tests/t_scale.sh)
+[ -n "${SCALE_INPUT:-}" ] && { grep "^scale " "$SCALE_INPUT" >"$out/scale.txt"; tls=; }
+for tl in $tls; do
+  bin=build/bench/scale_${tl%_mlx5}
+  [ -x "$bin" ] || { echo "scale: $bin is missing (make $bin)"; exit 1; }
+  start=$SECONDS last_n=0 last_s=0 last_rss=0
+  for n in $ns; do
+    used=$((SECONDS - start))
+    # the next job's wall time, if it grows with N^2 as a full wire-up does (at least 1 s more)
+    if [ "$last_n" -gt 0 ]; then
+      predict=$(awk -v s="$last_s" -v a="$last_n" -v b="$n" 'BEGIN { printf "%d", s * (b / a) ^ 2 + 1 }')
+      if [ $((used + predict)) -gt "$budget" ]; then
+        say "scale-cap $tl $n predicted ${predict} s, over the ${budget} s budget (${used} s used; SCALE_BUDGET_S)"
+        break
+      fi
+      # and its memory: N processes of the last job's worst RSS, grown by the N ratio, within
+      # half of what the machine has available now
+      avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+      need=$(awk -v r="$last_rss" -v a="$last_n" -v b="$n" 'BEGIN { printf "%d", r * (b / a) * b }')
+      if [ -n "$avail" ] && [ "$need" -gt $((avail / 2)) ]; then
+        say "scale-cap $tl $n predicted ${need} MiB of RSS for $n processes, over half of the ${avail} MiB available"
+        break
+      fi
+    fi
+    for try in 1 2; do
+      log=$out/${tl}_$n.log
+      [ "$try" = 2 ] && log=$out/${tl}_$n.again.log
+      t0=$SECONDS
+      # A fresh fabric directory per job: inboxes of an earlier job are never in the way. The
+      # transport timer follows the QPs' own timeout (about 1 s, 7 retries) rather than rvxsim's
+      # 2 s cap on all retries: with 64 processes on 2 cores (and other load), a responder's
+      # engine can wait seconds for the CPU, which a NIC never does.
+      RVXSIM_FABRIC_DIR=$fabric-scale-$n RVXSIM_RETRY_TIMEOUT_MS=${RVXSIM_RETRY_TIMEOUT_MS:-30000} \
+        LD_LIBRARY_PATH=build/sim build/bin/rvxrun -n "$n" -t "$tmo" -g 5 "$bin" >"$log.out" 2>"$log"
+      rc=$?
+      rm -rf "$fabric-scale-$n"
+      last_n=$n last_s=$((SECONDS - t0))
+      [ $rc -eq 0 ] && grep -q "^scale $tl $n create_s" "$log.out" && break
+      if [ "$try" = 1 ] && [ $((SECONDS - start + last_s)) -le "$budget" ]; then
+        say "scale-retry $tl $n the job failed (exit $rc after ${last_s} s; log $log): once more"
+      else
+        say "scale-cap $tl $n the job failed (exit $rc after ${last_s} s; log $log)"
+        try=2
+      fi
+      grep -v "killed by signal" "$log" | tail -n 3 | sed 's/^/  | /'
+      [ "$try" = 2 ] && break
+    done
+    if [ $rc -ne 0 ] || ! grep -q "^scale $tl $n create_s" "$log.out"; then
+      fail=1
+      break
+    fi
+    last_rss=$(awk -v t="$tl" '$1 == "scale" && $2 == t && $4 == "rss_mib" { print $5 }' "$log.out")
+    grep "^scale " "$log.out" | tee -a "$out/scale.txt"
+    grep -h "^scale-build " "$log.out" >>"$out/builds.txt"
+  done
+done
+
+# Least squares per transport and field over the measured points; projections; goals.
+awk '
+  $1 == "scale" { k = $2 SUBSEP $4; n[k]++; sx[k] += $3; sy[k] += $5; sxx[k] += $3 * $3; sxy[k] += $3 * $5
+                  if (!($2 in tl)) { tl[$2] = 1; tls[++ntl] = $2 } }
+  END {
+    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib exchange_s", order, " ")
+    for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
+      t = tls[j]; f = order[i]; k = t SUBSEP f
+      if (n[k] < 2) continue         # a line needs two points
+      d = n[k] * sxx[k] - sx[k] * sx[k]
+      b = d > 0 ? (n[k] * sxy[k] - sx[k] * sy[k]) / d : 0
+      a = (sy[k] - b * sx[k]) / n[k]
+      A[t, f] = a; B[t, f] = b
+      printf "scale-fit %s %s %.6g %.6g\n", t, f, a, b
+      printf "scale-proj %s 1024 %s %.6g\n", t, f, a + b * 1024
+      printf "scale-proj %s 16384 %s %.6g\n", t, f, a + b * 16384
+    }
+    # the goals: dc_mlx5 at 16,384 projected; rc_mlx5 at 128 projected (at: 0 means the slope)
+    goal("dc_mlx5", "qps", 16384, 1, 64)
+    goal("dc_mlx5", "registered_mib", 16384, 1, 32)
+    goal("dc_mlx5", "heap_kib", 0, 1024, 256, "heap_bytes_per_peer")
+    goal("dc_mlx5", "verbs", 0, 1, 0, "verbs_per_peer")
+    goal("rc_mlx5", "registered_mib", 128, 1, 16)
+    goal("rc_mlx5", "qps", 0, 1, 1, "qps_per_peer")
+    goal("rc_mlx5", "heap_kib", 0, 1024, 256, "heap_bytes_per_peer")
+    goal("rc_mlx5", "cq_entries", 0, 1, 0, "cq_entries_per_peer")
+  }
+  # A fitted figure against its limit; a slope within rounding of the limit meets it (fits of
+  # integer counts leave residues of 1e-15).
+  function goal(t, f, at, scale, lim, name,   val) {
+    if (!((t, f) in A)) return
+    val = (at ? A[t, f] + B[t, f] * at : B[t, f]) * scale
+    if (name == "") name = f "@" at
+    printf "scale-goal %s %s %.4g %s %s\n", t, name, val, lim, val <= lim + 1e-6 ? "met" : "not met"
+  }
+' "$out/scale.txt" | tee "$out/fit.txt"
+cat "$out/fit.txt" >>"$out/scale.txt"
+
+if [ "${SCALE_RESULTS:-0}" = 1 ]; then
+  bench/scale_report.sh "$out/scale.txt" || fail=1
+fi
+exit $fail

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The "Scale" section of bench/RESULTS.md and bench/scale.png, from the lines bench/scale.sh
+# wrote (build/scale/scale.txt). Usage: bench/scale_report.sh [scale.txt]
+set -u
+cd "$(dirname "$0")/.."
+in=${1:-build/scale/scale.txt}
+res=bench/RESULTS.md
+png=bench/scale.png
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -s "$in" ] || { echo "scale_report: $in is empty"; exit 1; }
+
+fields="qps registered_mib rss_mib cq_entries create_s create_cpu_s verbs heap_kib srq_entries exchange_s"
+heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | creation s | creation CPU s | verbs calls | heap KiB | SRQ entries | exchange s |"
+{
+  echo "<!-- scale: written by make scale (bench/scale.sh, bench/scale_report.sh); edits are overwritten -->"
+  echo "## Scale: per-process cost against the job's size, on rvxsim"
+  echo
+  echo "Produced by \`make scale\` on $(date -u +%Y-%m-%d): $(nproc) cores, $(uname -sr)."
+  echo "bench/scale.c built per transport as an application builds it (builds: $(awk '$1 == "scale-build" { b[$2 " " $4] = 1 } END { for (k in b) s = s (s ? ", " : "") k; print s }' "$(dirname "$in")/builds.txt" 2>/dev/null | sed 's/ am+tag/: AM + tags/g; s/ rma/: RMA only (no messages in this release)/g')),"
+  echo "run by \`rvxrun -n N\` on rvxsim: each rank creates a worker and an endpoint to every peer, then"
+  echo "puts to, sends an active message to and sends a tag message to every peer (RMA only where"
+  echo "there are no messages). Figures of the worst rank. QPs, registered bytes, CQ and SRQ entries and"
+  echo "verbs calls are rvxsim's counters (\`rvxsim_counters\`); creation time, peak RSS and heap are the"
+  echo "process's own (clock, getrusage, mallinfo2). Heap: what the allocator handed out from before"
+  echo "creation to after the exchange, less registered memory and less what the model holds for the"
+  echo "adapter's objects (QP, CQ, SRQ buffers, DCT initiator state). Peak RSS includes the model's"
+  echo "objects and the pages of the peers' fabric inboxes the process touched. Verbs calls: control"
+  echo "verbs of worker and endpoint creation (a kernel command each on hardware)."
+  echo
+  echo "$heads"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  awk -v fields="$fields" '
+    $1 == "scale" { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+    END {
+      nf = split(fields, f, " ")
+      for (i = 1; i <= nr; i++) {
+        split(row[i], k, SUBSEP); line = "| " k[1] " | " k[2]
+        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? fmt(v[k[1], k[2], f[j]]) : "-")
+        print line " |"
+      }
+    }
+    function fmt(x) { return x == int(x) ? sprintf("%d", x) : sprintf("%.3g", x) }' "$in"
+  echo
+  echo "Least squares y = a + b·N over the measured points (b: the cost of one more rank), and the"
+  echo "line at N = 1,024 and 16,384:"
+  echo
+  echo "| transport | field | a | b per rank | N = 1,024 | N = 16,384 |"
+  echo "|---|---|---|---|---|---|"
+  awk '$1 == "scale-fit" { a[$2, $3] = $4; b[$2, $3] = $5; if (!(($2, $3) in s)) { s[$2, $3] = 1; o[++n] = $2 SUBSEP $3 } }
+       $1 == "scale-proj" { p[$2, $4, $3] = $5 }
+       END { for (i = 1; i <= n; i++) { split(o[i], k, SUBSEP)
+               printf "| %s | %s | %.4g | %.4g | %.4g | %.4g |\n", k[1], k[2], a[k[1], k[2]], b[k[1], k[2]],
+                      p[k[1], k[2], 1024], p[k[1], k[2], 16384] } }' "$in"
+  echo
+  echo "Goals (dc_mlx5 projected at N = 16,384; rc_mlx5 at N = 128):"
+  echo
+  echo "| transport | figure | value | goal | verdict |"
+  echo "|---|---|---|---|---|"
+  awk '$1 == "scale-goal" { v = $6; for (i = 7; i <= NF; i++) v = v " " $i
+         printf "| %s | %s | %s | <= %s | %s |\n", $2, $3, $4, $5, v }' "$in"
+  if grep -q "^scale-cap \|^scale-retry " "$in"; then
+    echo
+    echo "Not run, or run twice:"
+    echo
+    grep "^scale-cap \|^scale-retry " "$in" | sed 's/^scale-\(cap\|retry\) \([^ ]*\) \([0-9]*\) /- \2 at N = \3: /'
+  fi
+  echo
+  echo "Command: \`make scale\` (bench/scale.sh; the plot: bench/scale.png). Raw lines: build/scale/scale.txt."
+  echo "<!-- /scale -->"
+} >"$tmp/section"
+
+if grep -q "^<!-- scale:" "$res"; then
+  awk -v f="$tmp/section" '/^<!-- scale:/ { while ((getline l < f) > 0) print l; skip = 1; next }
+    /^<!-- \/scale -->/ { skip = 0; next } !skip' "$res" >"$tmp/res" && cat "$tmp/res" >"$res"
+else
+  { echo; cat "$tmp/section"; } >>"$res"
+fi
+echo "scale: section written to $res"
+
+# The plot: one panel per figure, measured points and the fitted line out to 16,384 ranks.
+command -v gnuplot >/dev/null || { echo "scale: gnuplot missing (make deps); no plot"; exit 1; }
+for tl in $(awk '$1 == "scale" { print $2 }' "$in" | sort -u); do
+  for f in $fields; do
+    awk -v t="$tl" -v f="$f" '$1 == "scale" && $2 == t && $4 == f { print $3, $5 }' "$in" >"$tmp/$tl.$f.dat"
+    awk -v t="$tl" -v f="$f" '$1 == "scale-fit" && $2 == t && $3 == f { print $4, $5 }' "$in" >"$tmp/$tl.$f.fit"
+  done
+done
+tls=$(awk '$1 == "scale" { print $2 }' "$in" | sort -u)
+{
+  echo "set terminal pngcairo size 1600,800 font ',9' noenhanced"
+  echo "set output '$png'"
+  echo "set multiplot layout 2,4 title 'rvx per-process cost against ranks (rvxsim; points measured, lines fitted)'"
+  echo "set logscale x 2; set xrange [2:16384]; set grid; set key top left; set xlabel 'ranks N'"
+  echo "set samples 200"
+  for f in qps registered_mib rss_mib cq_entries create_s create_cpu_s verbs heap_kib; do
+    echo "set title '$f'; set logscale y"
+    plot="plot"
+    i=1
+    for tl in $tls; do
+      fit=$(cat "$tmp/$tl.$f.fit" 2>/dev/null)
+      [ -s "$tmp/$tl.$f.dat" ] || continue
+      a=${fit% *} b=${fit#* }
+      plot="$plot '$tmp/$tl.$f.dat' with points pt 7 lc $i title '$tl',"
+      [ -n "$fit" ] && plot="$plot (($a)+($b)*x) > 0 ? ($a)+($b)*x : 1/0 with lines lc $i notitle,"
+      i=$((i + 1))
+    done
+    echo "${plot%,}"
+  done
+  echo "unset multiplot"
+} >"$tmp/plot.gp"
+gnuplot "$tmp/plot.gp" && echo "scale: plot written to $png"

@@ -1,0 +1,118 @@
+/*
+ * t_counters: rvxsim_counters(), the model's per-process accounting that make scale reads. Every
+ * control verb adds one to verbs=; QPs, registered bytes, CQ entries (as allocated: a power of
+ * two) and SRQ WQEs follow creation and destruction, their peaks stay; the model's own heap
+ * (model_bytes) grows with a QP and is given back with it.
+ */
+#include "simtest.h"
+#include <dlfcn.h>
+
+struct counts { long long verbs, qps, qps_peak, mr, mr_peak, cqes, cqes_peak, srq, srq_peak, model; };
+
+/* name=value in the line; every name follows a space but the first */
+static long long field(const char *line, const char *name)
+{
+	char padded[600], key[64];
+	const char *s;
+
+	snprintf(padded, sizeof(padded), " %s", line);
+	snprintf(key, sizeof(key), " %s=", name);
+	s = strstr(padded, key);
+	if (!CHECKF(s != NULL, "no %s in \"%s\"", name, line))
+		return -1;
+	return strtoll(s + strlen(key), NULL, 10);
+}
+
+static struct counts get(void)
+{
+	int (*fn)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "rvxsim_counters");
+	char line[512];
+	struct counts c;
+	int n;
+
+	REQUIRE(fn != NULL);
+	n = fn(line, sizeof(line));
+	REQUIRE(n > 0 && n < (int)sizeof(line));
+	CHECK_EQ(fn(line, 8), n);          /* a short buffer: the length it needs, as snprintf */
+	fn(line, sizeof(line));
+	c.verbs = field(line, "verbs");
+	c.qps = field(line, "qps");
+	c.qps_peak = field(line, "qps_peak");
+	c.mr = field(line, "mr_bytes");
+	c.mr_peak = field(line, "mr_bytes_peak");
+	c.cqes = field(line, "cqes");
+	c.cqes_peak = field(line, "cqes_peak");
+	c.srq = field(line, "srq_wqes");
+	c.srq_peak = field(line, "srq_wqes_peak");
+	c.model = field(line, "model_bytes");
+	return c;
+}
+
+int main(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct counts c0, c1, c2;
+	static char buf[3 * 4096];
+	int n = 0;
+
+	st_init("t_counters", 30);
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0)
+		st_skip(ST_SKIP_NODEV);
+	c0 = get();
+	ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	REQUIRE(ctx != NULL);
+	pd = ibv_alloc_pd(ctx);
+	REQUIRE(pd != NULL);
+	c1 = get();
+	CHECK_EQ(c1.verbs - c0.verbs, 2);  /* open, alloc_pd */
+
+	/* one of each: 1 + 1 + 1 + 1 verbs */
+	cq = ibv_create_cq(ctx, 100, NULL, NULL, 0);
+	REQUIRE(cq != NULL);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr != NULL);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 40, .max_sge = 1 } };
+	srq = ibv_create_srq(pd, &sa);
+	REQUIRE(srq != NULL);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_send_sge = 1 },
+	};
+	qp = ibv_create_qp(pd, &qa);
+	REQUIRE(qp != NULL);
+	c2 = get();
+	CHECK_EQ(c2.verbs - c1.verbs, 4);
+	CHECK_EQ(c2.qps - c1.qps, 1);
+	CHECK_EQ(c2.mr - c1.mr, (long long)sizeof(buf));
+	CHECK_EQ(c2.cqes - c1.cqes, 128);  /* 100 + 1 rounded up, as libmlx5 allocates */
+	CHECK_EQ(c2.srq - c1.srq, 64);     /* 40 + 1 rounded up */
+	CHECKF(c2.model - c1.model > 128 * 64, "model_bytes grew by %lld only", c2.model - c1.model);
+	CHECK(c2.qps_peak >= c2.qps && c2.mr_peak >= c2.mr && c2.cqes_peak >= c2.cqes);
+
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+	c1 = get();
+	CHECK_EQ(c1.verbs - c2.verbs, 4);
+	CHECK_EQ(c1.qps, c0.qps);
+	CHECK_EQ(c1.mr, c0.mr);
+	CHECK_EQ(c1.cqes, c0.cqes);
+	CHECK_EQ(c1.srq, c0.srq);
+	CHECK_EQ(c1.model, c0.model);
+	/* the peaks remember */
+	CHECK_EQ(c1.qps_peak, c2.qps_peak);
+	CHECK_EQ(c1.mr_peak, c2.mr_peak);
+	CHECK_EQ(c1.cqes_peak, c2.cqes_peak);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	st_exit();
+}
