@@ -47,14 +47,17 @@ RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t s
     if (!c->flush_head) c->flush_tail = NULL;
 }
 
+/* The conn fails with st. Reported on stderr unless report is 0: a peer that has left makes the
+ * work nobody waits for (credit returns, keepalives, unsignaled writes) run out of retries, and
+ * that is no failure of the job; the status still reaches the endpoint's flush and status. */
 RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd, unsigned vendor,
-                             uint16_t idx)
+                             uint16_t idx, int report)
 {
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
         c->tx_limit = 0; /* sends take the slow path, which sees the failure */
-        rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
+        if (report) rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
                  "the endpoint is marked failed", c->rank, rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);
     }
@@ -91,10 +94,13 @@ RVX_COLD void rvx__mlx5_req_err(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
     uint32_t end;
+    int gone = e->syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ||
+               e->syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
-        rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx);
+        rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx,
+                       !gone || o->kind != RVX__MLX5_ON_NONE);
     else if (!c->failed)
-        rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx);
+        rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
     rvx__mlx5_retire(c, start, RVX_OK);
     end = start + (o->nbb ? o->nbb : 1u);
     if (o->sig) {
@@ -124,9 +130,9 @@ RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe 
     c->rq_flushed++;
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
-                       e->vendor_err_synd, rvx_htobe16(e->wqe_counter));
+                       e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
     else if (!c->failed)
-        rvx__mlx5_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0);
+        rvx__mlx5_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0, 1);
 }
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */

@@ -453,17 +453,32 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     return RVX_OK;
 }
 
+/* Whether a WQE not yet retired carries something a caller will look at (a request, a copy or a
+ * fetch into its memory). Credit returns, keepalives, hellos and unsignaled puts do not. */
+RVX_COLD int rvx__mlx5_owes(const rvx__mlx5_conn_t *c)
+{
+    uint32_t i;
+    if (!c->nops) return 0;
+    for (i = c->sq.ci; i != c->sq.pi; i++)
+        if (c->ops[i & c->sq.mask].kind != RVX__MLX5_ON_NONE) return 1;
+    return 0;
+}
+
 /* The endpoint goes; the QP stays (and keeps its counters) so that a later endpoint continues
- * the same stream. Outstanding work is finished first, so nothing refers to the endpoint. */
+ * the same stream. Work that completes into the caller's memory is finished first; the rest
+ * (credit returns, keepalives: what a peer that has left no longer needs) is not waited for, and
+ * retires whenever its CQEs come, or never if the worker goes first. */
 RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
     rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
-    if (!c->failed) rvx__mlx5_sig_tail(c); /* an unsignaled tail would never be retired */
-    while (c->sq.ci != c->sq.pi && !c->failed) {
-        if (!rvx__mlx5_drain(ifc, 0)) rvx__backoff(&spins);
-        if (spins > 20000) break; /* the peer is gone without telling: let the QP be */
+    if (!c->failed && rvx__mlx5_owes(c)) {
+        rvx__mlx5_sig_tail(c); /* an unsignaled tail would never be retired */
+        while (c->sq.ci != c->sq.pi && !c->failed && rvx__mlx5_owes(c)) {
+            if (!rvx__mlx5_drain(ifc, 0)) rvx__backoff(&spins);
+            if (spins > 20000) break; /* the peer is gone without telling: let the QP be */
+        }
     }
     c->ep = NULL;
     ifc->nlive--;
