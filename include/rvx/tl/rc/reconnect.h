@@ -28,9 +28,12 @@ RVX_COLD int rvx__mlx5_quiet(const rvx__mlx5_conn_t *c)
     return c->sq.ci == c->sq.pi && c->rq_head == (uint32_t)c->rx_seen + c->rq_flushed;
 }
 
-/* Fail the conn's QP on purpose: the NIC flushes everything it holds. */
+/* Fail the conn's QP on purpose: the NIC flushes everything it holds. WQEs that already completed
+ * unsignaled get no completion from the flush: a signaled NOP after them first (completed or
+ * flushed, its CQE retires them), or the QP would never look quiet. */
 RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
 {
+    rvx__mlx5_sig_tail(c);
     if (!c->failed) {
         c->failed = 1;
         c->err = st;

@@ -440,6 +440,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     rvx__mlx5_conn_t *c = &ifc->conns[rank];
     (void)addr;
     if (!c->connected) return RVX_ERR_IO;
+    rvx__mlx5_drain(ifc, 0); /* a re-connection hello from the peer fails the conn first */
     if (c->failed) { /* re-connect: both QPs start afresh (tl/rc/reconnect.h) */
         rvx_status_t st = rvx__mlx5_reconnect(ifc, c);
         if (st != RVX_OK) return st;
