@@ -43,9 +43,8 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     if (st != RVX_OK) return st;
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
     if (!bf) return RVX_ERR_NO_MEMORY;
-    if (!d->ops) d->ops = (rvx__dc_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*d->ops));
-    else memset(d->ops, 0, (size_t)dq.sq.wqe_cnt * sizeof(*d->ops));
-    if (!d->ops) return RVX_ERR_NO_MEMORY;
+    st = rvx__mlx5_tx_fresh(&d->tx, d->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
+    if (st != RVX_OK) return st;
     /* at most 4 x RVX_MLX5_TX_DEPTH WQEBBs in flight per DCI, whatever the queue's size: the CQ
      * is sized for that many (each WQE may come back as an error CQE) */
     rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf,
@@ -53,7 +52,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
                                             dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
-    d->nops = d->sig_out = d->last_sig_pi = d->wflush_pi = 0;
+    d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
     return RVX_OK;
 }
@@ -182,7 +181,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
-        free(ifc->dci[i].ops);
+        free(ifc->dci[i].tx.ops);
     }
     if (ifc->dct) ibv_destroy_qp(ifc->dct);
     if (ifc->srq) ibv_destroy_srq(ifc->srq);
