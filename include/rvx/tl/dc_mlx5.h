@@ -44,12 +44,20 @@
 #include "mlx5/wqe.h"
 #include "mlx5/cq.h"
 #include "mlx5/sq.h"
+#include "mlx5/srq.h"
 #include "mlx5/setup.h"
 
 #define RVX__DC_KEY        0x7276784443000001ull /* the DC access key of every rvx DCT */
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
 #define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+#if RVX_CAN_RECEIVE
+#define RVX__DC_RX_DEPTH   RVX_DC_RX_DEPTH
+#define RVX__DC_FRAME      RVX_MLX5_FRAME
+#else
+#define RVX__DC_RX_DEPTH   16u                   /* nothing arrives unasked: a token SRQ */
+#define RVX__DC_FRAME      64u
+#endif
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
@@ -108,7 +116,7 @@ typedef struct rvx__tl_iface {
     /* cold */
     rvx__tl_ctx_t  *ctx;
     struct ibv_cq  *ibcq;
-    struct ibv_srq *srq;
+    rvx__mlx5_srq_t srq;         /* the DCT's receive buffers */
     struct ibv_qp  *dct;
     rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
     unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
