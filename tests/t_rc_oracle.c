@@ -409,7 +409,7 @@ static void oracle_flush(const char *why)
     double t0;
     m_read(&m);
     p0 = m.pi;
-    if (C->sq.ci != C->sq.pi && C->last_sig_pi != C->sq.pi) /* a signaled NOP covers unsignaled work */
+    if (C->sq.ci != C->sq.pi && C->tx.last_sig_pi != C->sq.pi) /* a signaled NOP covers unsignaled work */
         x_begin(&m, K_NOP, "flush NOP", MLX5_OPCODE_NOP, 0, (unsigned)CTRL_DS, 1, 0);
     poison(p0, m.pi);
     T_OK(rvx_ep_flush(ep));

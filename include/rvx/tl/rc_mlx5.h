@@ -53,6 +53,7 @@
 #include "mlx5/hw.h"
 #include "mlx5/wqe.h"
 #include "mlx5/cq.h"
+#include "mlx5/sq.h"
 #include "mlx5/setup.h"
 
 #define RVX__MLX5_QPT_SIZE  1024              /* QPN lookup table (power of two) */
@@ -88,26 +89,6 @@ typedef struct rvx__tl_addr {
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 8 * (size_t)((n) > 1 ? (n) : 1))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
 
-/* What the CQ handler does when a WQE retires. */
-enum {
-    RVX__MLX5_ON_NONE = 0,
-    RVX__MLX5_ON_REQ,       /* complete req with RVX_OK */
-    RVX__MLX5_ON_COPY,      /* copy len bytes from src (bounce) to dst, then complete req if set */
-    RVX__MLX5_ON_FETCH32,   /* *dst = 4 bytes at src */
-    RVX__MLX5_ON_FETCH64
-};
-
-typedef struct rvx__mlx5_op {
-    uint8_t        kind;      /* RVX__MLX5_ON_* */
-    uint8_t        sig;       /* this WQE was signaled */
-    uint16_t       nbb;       /* WQEBBs of the WQE starting here (0: not a WQE start) */
-    uint32_t       len;
-    uint64_t       bounce;    /* bounce ring position to give back when this WQE retires (0: none) */
-    void          *dst;
-    const void    *src;
-    rvx_request_t *req;
-} rvx__mlx5_op_t;
-
 struct rvx__tl_iface;
 struct rvx__tl_ep;
 
@@ -118,19 +99,13 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               hold;        /* failed with WQEs whose error CQEs are still to come:
-                                        * counted in ifc->outstanding so that progress polls */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
     uint64_t              tx_limit;    /* tx_sent may reach this without looking at credit_word */
     const volatile uint64_t *credit_word; /* frames the peer has consumed, written by the peer */
     /* warm */
-    rvx__mlx5_op_t       *ops;
-    uint32_t              nops;        /* ops entries with a kind, not yet retired */
-    uint32_t              sig_out;     /* signaled WQEs not yet completed */
-    uint32_t              last_sig_pi; /* pi just past the last signaled WQE */
-    uint16_t              last_sig_idx_be; /* its WQE index as the CQE's wqe_counter carries it */
+    rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     rvx_status_t          err;
     struct ibv_qp        *qp;
@@ -139,7 +114,6 @@ typedef struct rvx__mlx5_conn {
     int                   rank;
     int                   connected;   /* went to RTS */
     struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
-    rvx_request_t        *flush_head, *flush_tail; /* pending flushes, linked by tl_private[0] */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
     /* bounce ring: registered memory for copies, given back in WQE order */
     uint8_t              *bounce;
@@ -232,26 +206,13 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 /* Book-keeping of a signaled WQE that starts at pi and ends at end. */
 RVX_INLINE void rvx__mlx5_mark_sig(rvx__mlx5_conn_t *c, uint32_t pi, uint32_t end)
 {
-    rvx__mlx5_op_t *o = &c->ops[pi & c->sq.mask];
-    o->sig = 1;
-    o->nbb = (uint16_t)(end - pi);
-    c->sig_out++;
-    c->last_sig_pi = end;
-    c->last_sig_idx_be = rvx_htobe16((uint16_t)pi);
-    c->ifc->outstanding++;
+    rvx__mlx5_tx_mark_sig(&c->sq, &c->tx, pi, end);
 }
 
 /* What the CQE handler does when the WQE at pi retires. */
 RVX_INLINE void rvx__mlx5_on_retire(rvx__mlx5_conn_t *c, uint32_t pi, const rvx__mlx5_op_t *o)
 {
-    rvx__mlx5_op_t *e = &c->ops[pi & c->sq.mask];
-    e->kind = o->kind;
-    e->len = o->len;
-    e->dst = o->dst;
-    e->src = o->src;
-    e->req = o->req;
-    e->bounce = o->bounce;
-    c->nops++;
+    rvx__mlx5_tx_on_retire(&c->sq, &c->tx, pi, o);
 }
 
 /* ---- put ------------------------------------------------------------------------------------ */
@@ -775,10 +736,10 @@ RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
     if (c->sq.ci == pi) return c->err;
     ifc = c->ifc;
     cqe = RVX_CONTAINER_OF(ifc->cq.next_op_own, const struct mlx5_cqe64, op_own);
-    if (RVX_LIKELY(c->last_sig_pi == pi && rvx__mlx5_cqe_req_ok(&ifc->cq, cqe))) {
+    if (RVX_LIKELY(c->tx.last_sig_pi == pi && rvx__mlx5_cqe_req_ok(&ifc->cq, cqe))) {
         rvx_from_device_barrier(); /* the owner check before the CQE's other bytes */
         if (RVX_LIKELY((cqe->sop_drop_qpn & rvx_htobe32(RVX__MLX5_QPN_MASK)) == c->qpn_be &&
-                       cqe->wqe_counter == c->last_sig_idx_be))
+                       cqe->wqe_counter == c->tx.last_sig_idx_be))
             return RVX_OK;
     }
     return rvx__mlx5_flush_slow(c, req);

@@ -14,37 +14,12 @@ RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
 
-/* Retire [ci, end): run the ops entries (copies, fetches, requests), give back bounce space,
- * complete flushes whose target is reached. */
+/* Retire [ci, end) (tl/mlx5/sq.h), giving back bounce space; flushes complete with the conn's
+ * status. */
 RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t st)
 {
-    rvx_request_t **pp;
-    while (c->nops && c->sq.ci != end) {
-        rvx__mlx5_op_t *o = &c->ops[c->sq.ci & c->sq.mask];
-        if (o->kind != RVX__MLX5_ON_NONE || o->bounce) {
-            if (st == RVX_OK) {
-                if (o->kind == RVX__MLX5_ON_COPY) memcpy(o->dst, o->src, o->len);
-                else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
-                else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
-            }
-            if (o->req) o->req->status = st;
-            if (o->bounce) c->b_tail = o->bounce;
-            o->kind = RVX__MLX5_ON_NONE;
-            o->bounce = 0;
-            o->req = NULL;
-            c->nops--;
-        }
-        c->sq.ci++;
-    }
-    rvx__mlx5_sq_retired(&c->sq, end);
-    /* flushes in order of their targets */
-    pp = &c->flush_head;
-    while (*pp && (int32_t)(c->sq.ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
-        rvx_request_t *r = *pp;
-        *pp = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = c->err;
-    }
-    if (!c->flush_head) c->flush_tail = NULL;
+    uint64_t b = rvx__mlx5_tx_retire(&c->sq, &c->tx, end, st, c->err);
+    if (b) c->b_tail = b;
 }
 
 /* The conn fails with st. Reported on stderr unless report is 0: a peer that has left makes the
@@ -67,61 +42,32 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
  * keeps polling until they have all come, even where only signaled work would make it poll. */
 RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c)
 {
-    if (c->failed && !c->hold && c->sq.ci != c->sq.pi) {
-        c->hold = 1;
-        c->ifc->outstanding++;
-    }
+    if (c->failed) rvx__mlx5_tx_hold(&c->sq, &c->tx);
 }
 
 /* A signaled WQE completed: everything up to its end retires. */
-RVX_COLD void rvx__mlx5_req_ok(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint16_t idx)
+RVX_COLD void rvx__mlx5_req_ok(rvx__mlx5_conn_t *c, uint16_t idx)
 {
-    rvx__mlx5_op_t *o = &c->ops[idx & c->sq.mask];
-    uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
-    o->sig = 0;
-    c->sig_out--;
-    ifc->outstanding--;
-    rvx__mlx5_retire(c, start + o->nbb, RVX_OK);
+    uint64_t b = rvx__mlx5_tx_req_ok(&c->sq, &c->tx, idx, c->err);
+    if (b) c->b_tail = b;
 }
 
 /* A WQE failed (or was flushed after a failure): the conn fails, the WQEs before it completed,
  * this one completes with the syndrome's status. */
-RVX_COLD void rvx__mlx5_req_err(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
-                                const struct mlx5_err_cqe *e)
+RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
 {
     uint16_t idx = rvx_htobe16(e->wqe_counter);
-    rvx__mlx5_op_t *o = &c->ops[idx & c->sq.mask];
-    uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
-    uint32_t end;
     int gone = e->syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ||
                e->syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+    uint64_t b;
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx,
-                       !gone || o->kind != RVX__MLX5_ON_NONE);
+                       !gone || c->tx.ops[idx & c->sq.mask].kind != RVX__MLX5_ON_NONE);
     else if (!c->failed)
         rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
-    rvx__mlx5_retire(c, start, RVX_OK);
-    end = start + (o->nbb ? o->nbb : 1u);
-    if (o->sig) {
-        o->sig = 0;
-        c->sig_out--;
-        ifc->outstanding--;
-    } else {
-        /* unsignaled: its size is not recorded; step over WQEBBs until the next WQE start, which
-         * every later error CQE names */
-        end = start + 1;
-    }
-    rvx__mlx5_retire(c, end, st);
-    rvx__mlx5_hold(c);
-    if (c->sq.ci == c->sq.pi && c->hold) {
-        c->hold = 0;
-        ifc->outstanding--;
-    }
-    if (c->sq.ci == c->sq.pi && c->sig_out) { /* counters of a dead QP: nothing more comes */
-        ifc->outstanding -= c->sig_out;
-        c->sig_out = 0;
-    }
+    b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, c->err);
+    if (b) c->b_tail = b;
 }
 
 /* A receive completed with an error: it came back without data. */
@@ -144,14 +90,13 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
 {
     const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
     (void)deliver;
-    if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
-        (int16_t)(rvx_htobe16(cqe->wqe_counter) - (uint16_t)c->sq.ci) < 0) {
+    if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) && rvx__mlx5_cqe_stale(&c->sq, cqe)) {
         rvx__log("rc_mlx5: completion for WQE %u of QP 0x%x, already retired: ignored",
                  rvx_htobe16(cqe->wqe_counter), qpn);
     } else if (opcode == MLX5_CQE_REQ) {
-        rvx__mlx5_req_ok(ifc, c, rvx_htobe16(cqe->wqe_counter));
+        rvx__mlx5_req_ok(c, rvx_htobe16(cqe->wqe_counter));
     } else if (opcode == MLX5_CQE_REQ_ERR) {
-        rvx__mlx5_req_err(ifc, c, e);
+        rvx__mlx5_req_err(c, e);
     } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
         if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
             c->rx_seen++; /* the first receive of a QP that was a spare */
@@ -175,11 +120,7 @@ RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
         const rvx__mlx5_conn_t *c = &ifc->conns[i];
         if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return;
     }
-    while (ifc->wflush) {
-        rvx_request_t *r = ifc->wflush;
-        ifc->wflush = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = RVX_OK;
-    }
+    rvx__mlx5_wflush_done(&ifc->wflush);
 }
 
 /* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting
@@ -374,21 +315,10 @@ RVX_COLD int rvx__mlx5_poll_blocking(rvx__tl_iface_t *ifc)
     return rvx__mlx5_drain(ifc, 0);
 }
 
-/* If the newest WQE is unsignaled, post a signaled NOP after it, so that a CQE will retire
- * everything posted so far. It uses the reserve that `room` keeps, so it never waits. */
+/* A signaled NOP after an unsignaled tail (tl/mlx5/sq.h). */
 RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
 {
-    uint32_t pi = c->sq.pi;
-    uint8_t *wqe;
-    rvx__mlx5_wqe_send_inl_t *w;
-    if (c->last_sig_pi == pi || pi - c->sq.ci >= c->sq.mask + 1) return;
-    wqe = rvx__mlx5_slot(&c->sq, pi);
-    w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_NOP, c->sq.qpn8, RVX__MLX5_DS_NOP,
-                       rvx__mlx5_moderate(&c->sq, 1), 0);
-    memset(&w->inl, 0, RVX__MLX5_BB - sizeof(w->ctrl));
-    rvx__mlx5_mark_sig(c, pi, pi + 1);
-    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+    rvx__mlx5_tx_sig_tail(&c->sq, &c->tx);
 }
 
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
@@ -442,17 +372,7 @@ RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, u
     (void)req;
     st = rvx__mlx5_amo(c, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
     while (st == RVX_OK) {
-        int64_t so = size == 8 ? (int64_t)old : (int64_t)(int32_t)(uint32_t)old;
-        int64_t sv = size == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
-        switch (op) {
-        case RVX_AMO_MULT: nv = old * v; break;
-        case RVX_AMO_MIN:  nv = so < sv ? old : v; break;
-        case RVX_AMO_MAX:  nv = so > sv ? old : v; break;
-        case RVX_AMO_UMIN: nv = old < v ? old : v; break;
-        case RVX_AMO_UMAX: nv = old > v ? old : v; break;
-        default: return RVX_ERR_INVALID_PARAM;
-        }
-        nv &= ones;
+        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
         seen = 0;
         st = rvx__mlx5_amo(c, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
         if (st != RVX_OK || (seen & ones) == (old & ones)) break;
@@ -474,12 +394,7 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
     if (c->failed) rvx__mlx5_hold(c); /* every WQE comes back with an error CQE */
     else rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
     if (!req) return RVX_ERR_INVALID_PARAM;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    req->tl_private[0] = 0;
-    req->tl_private[1] = c->sq.pi;
-    if (c->flush_tail) c->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
-    else c->flush_head = req;
-    c->flush_tail = req;
+    rvx__mlx5_tx_flush_add(&c->tx, req, c->sq.pi);
     return RVX_INPROGRESS;
 }
 

@@ -99,8 +99,7 @@ RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
      * buffers are not posted again: the old QP is gone) */
     rvx__mlx5_release_held(ifc, c, 0);
 #endif
-    if (c->hold) { c->hold = 0; ifc->outstanding--; }
-    ifc->outstanding -= c->sig_out;
+    rvx__mlx5_tx_settle(&c->tx);
     st = rvx__mlx5_adopt(ifc, c, c->sp_qp, 1); /* receive position 0 is the spare's hello */
     if (st == RVX_OK && c->rq_mask != rq_mask) st = RVX_ERR_UNSUPPORTED;
     if (st != RVX_OK) {

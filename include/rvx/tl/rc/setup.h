@@ -114,17 +114,6 @@ RVX_COLD void rvx__mlx5_post_hello(rvx__tl_iface_t *ifc, struct ibv_qp *qp, int 
         rvx__log("rc_mlx5: cannot post the re-connection receive for rank %d", rank);
 }
 
-/* The ops table of a send queue of wqe_cnt WQEBBs, cleared (reused when the size is the same). */
-RVX_COLD rvx__mlx5_op_t *rvx__mlx5_ops_fresh(rvx__mlx5_conn_t *c, uint32_t wqe_cnt)
-{
-    if (c->ops && c->sq.mask + 1 == wqe_cnt) {
-        memset(c->ops, 0, wqe_cnt * sizeof(*c->ops));
-        return c->ops;
-    }
-    free(c->ops);
-    return (rvx__mlx5_op_t *)calloc(wqe_cnt, sizeof(*c->ops));
-}
-
 /* The conn takes qp as its QP: learn the geometry, start every counter afresh. The receive
  * queue starts after `rq_used` positions already posted (the spare's hello). */
 RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, struct ibv_qp *qp,
@@ -139,9 +128,9 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
         rvx__log("rc_mlx5: unexpected receive queue geometry");
         return RVX_ERR_UNSUPPORTED;
     }
-    c->ops = rvx__mlx5_ops_fresh(c, dq.sq.wqe_cnt);
+    st = rvx__mlx5_tx_fresh(&c->tx, c->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
-    if (!c->ops || !bf) return RVX_ERR_NO_MEMORY;
+    if (st != RVX_OK || !bf) return RVX_ERR_NO_MEMORY;
     c->qp = qp;
     c->ifc = ifc;
     c->qpn = qp->qp_num;
@@ -149,9 +138,6 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     rvx__mlx5_sq_init(&c->sq, &dq, c->qpn, bf, RVX__MLX5_SQ_RESERVE);
     c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->sq.qpn8 | RVX__MLX5_DS_RDMA;
     c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->sq.qpn8 | 2;
-    c->nops = c->sig_out = 0;
-    c->last_sig_pi = 0;
-    c->last_sig_idx_be = 0;
     c->wflush_pi = 0;
     c->ka_pi = 0;
     c->err = RVX_OK;
@@ -195,7 +181,7 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
     if (c->rx_mr) ibv_dereg_mr(c->rx_mr);
     free(c->bounce);
     free(c->rx_buf);
-    free(c->ops);
+    free(c->tx.ops);
     free(c->held_len);
     free(c->held_imm);
     free(c->rq_slot);
@@ -459,9 +445,9 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 RVX_COLD int rvx__mlx5_owes(const rvx__mlx5_conn_t *c)
 {
     uint32_t i;
-    if (!c->nops) return 0;
+    if (!c->tx.nops) return 0;
     for (i = c->sq.ci; i != c->sq.pi; i++)
-        if (c->ops[i & c->sq.mask].kind != RVX__MLX5_ON_NONE) return 1;
+        if (c->tx.ops[i & c->sq.mask].kind != RVX__MLX5_ON_NONE) return 1;
     return 0;
 }
 
