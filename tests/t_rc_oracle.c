@@ -117,15 +117,15 @@ static void m_read(model_t *m)
     nbchk = 0;
 }
 
-/* The bounce ring hands out 64-byte-aligned pieces in order and skips to its start rather than
+/* The bounce segment hands out 64-byte-aligned pieces in order and skips to its start rather than
  * split one. */
 static uint8_t *m_bounce(model_t *m, size_t len)
 {
     uint64_t pos = m->b_head, off;
     len = (len + 63) & ~(size_t)63;
-    off = pos % RVX_MLX5_BOUNCE_BYTES;
-    if (off + len > RVX_MLX5_BOUNCE_BYTES) {
-        pos += RVX_MLX5_BOUNCE_BYTES - off;
+    off = pos % RVX_MLX5_BOUNCE_SEG;
+    if (off + len > RVX_MLX5_BOUNCE_SEG) {
+        pos += RVX_MLX5_BOUNCE_SEG - off;
         off = 0;
     }
     m->b_head = pos + len;
@@ -396,7 +396,7 @@ static void oracle_flush(const char *why);
 static void room(unsigned nbb, size_t blen)
 {
     if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.room ||
-        C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_BYTES)
+        C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
         oracle_flush("room");
 }
 
@@ -923,8 +923,11 @@ int main(int argc, char **argv)
     qpn = C->qp->qp_num;
     rkey = tmem->tl[0].mr->rkey;
     llkey = lmem->tl[0].mr->lkey;
-    blkey = C->bounce_mr->lkey;
-    bounce_base = (uint8_t *)C->bounce_mr->addr;
+    /* the conn's bounce segment, taken from the worker's pool now (it keeps it: the only conn
+     * that copies) */
+    T_CHECK(C->bounce || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
+    blkey = C->b_lkey;
+    bounce_base = C->bounce;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;
     ctrl_rkey = w->iface[0].ctrl_mr->rkey;
     rq_quarter = RVX_MLX5_RX_DEPTH / 4; /* credits go back every quarter of the buffers */

@@ -309,7 +309,9 @@
  *   RVX_MLX5_INLINE     bytes a put or a message carries inside the WQE (default 60: the
  *                       inline size libmlx5 gives a one-SGE RC QP)
  *   RVX_MLX5_FRAME      receive buffer size (default 4096, more if the AM limits need it)
- *   RVX_MLX5_BOUNCE_BYTES registered copy ring per peer (default 1 MiB)
+ *   RVX_MLX5_BOUNCE_BYTES registered copy memory per worker and lane (default 2 MiB), registered
+ *                       at the first copy and lent to peers in segments
+ *   RVX_MLX5_BOUNCE_SEG   the segment a peer holds while copies to it are in flight (128 KiB)
  *   RVX_MLX5_TIMEOUT, RVX_MLX5_RETRY  the QP's ACK timeout exponent (default 18: 4.096 us * 2^18
  *                       = 1.07 s, the usual RC timeout of HPC libraries) and retry count (default
  *                       7): a dead peer is reported after about (RETRY+1) timeouts, 8.6 s. rvxsim
@@ -355,7 +357,7 @@
 #error "RVX_MLX5_FRAME is smaller than the largest active message: raise it or lower RVX_AM_MAX_MEDIUM"
 #endif
 #ifndef RVX_MLX5_BOUNCE_BYTES
-#define RVX_MLX5_BOUNCE_BYTES (1 << 20)
+#define RVX_MLX5_BOUNCE_BYTES (1 << 21)
 #endif
 #ifndef RVX_MLX5_TIMEOUT
 #define RVX_MLX5_TIMEOUT 18
@@ -378,8 +380,13 @@
 #if RVX_PUT_SHORT_MAX > RVX__TL_SHORT_MAX
 #error "RVX_PUT_SHORT_MAX exceeds what the transport can send inline (RVX__TL_SHORT_MAX)"
 #endif
-#if RVX_TL == RVX_TL_RC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_MLX5_BOUNCE_BYTES
-#error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_MLX5_BOUNCE_BYTES"
+#ifndef RVX_MLX5_BOUNCE_SEG
+#define RVX_MLX5_BOUNCE_SEG (1 << 17)
+#endif
+#if RVX_TL == RVX_TL_RC_MLX5 && (4 * RVX_PUT_BCOPY_MAX > RVX_MLX5_BOUNCE_SEG || \
+    2 * RVX_MLX5_FRAME > RVX_MLX5_BOUNCE_SEG || RVX_MLX5_BOUNCE_SEG > RVX_MLX5_BOUNCE_BYTES || \
+    RVX_MLX5_BOUNCE_SEG % 64)
+#error "RVX_MLX5_BOUNCE_SEG must hold 4 x RVX_PUT_BCOPY_MAX and 2 x RVX_MLX5_FRAME, be a multiple of 64 and at most RVX_MLX5_BOUNCE_BYTES"
 #endif
 #if RVX_TL == RVX_TL_DC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_DC_BOUNCE_BYTES
 #error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_DC_BOUNCE_BYTES"

@@ -56,7 +56,6 @@
 #include "mlx5/sq.h"
 #include "mlx5/setup.h"
 
-#define RVX__MLX5_QPT_SIZE  1024              /* QPN lookup table (power of two) */
 #define RVX__MLX5_QPT_EMPTY (-1)
 #define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
 #define RVX__MLX5_QPT_SPARE 0x40000000        /* flag on the rank: the conn's spare QP */
@@ -68,7 +67,8 @@
 
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
-#define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES
+#define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
+#define RVX__MLX5_BOUNCE_SEG   RVX_MLX5_BOUNCE_SEG   /* the ring a conn holds while it copies */
 #define RVX__MLX5_BOUNCE_CHUNK RVX_PUT_BCOPY_MAX
 
 /* ---- types ---------------------------------------------------------------------------------- */
@@ -115,10 +115,13 @@ typedef struct rvx__mlx5_conn {
     int                   connected;   /* went to RTS */
     struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
-    /* bounce ring: registered memory for copies, given back in WQE order */
+    /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
+     * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
     uint8_t              *bounce;
-    struct ibv_mr        *bounce_mr;
     uint64_t              b_head, b_tail;
+    uint32_t              b_lkey;
+    uint32_t              b_seg;       /* which segment of the pool */
+    struct rvx__mlx5_conn *b_next;     /* the iface's list of conns that hold a segment */
     /* receive side */
     uint8_t              *rq_buf;
     uint32_t              rq_mask, rq_stride, rq_head;
@@ -166,8 +169,10 @@ typedef struct rvx__tl_iface {
     int               rank, nranks;
     uint64_t         *ctrl;        /* credit words, one per rank */
     struct ibv_mr    *ctrl_mr;
-    uint32_t          qpt_qpn[RVX__MLX5_QPT_SIZE];
-    int32_t           qpt_rank[RVX__MLX5_QPT_SIZE];
+    uint32_t         *qpt_qpn;     /* QPN -> rank, open addressing, sized by the job */
+    int32_t          *qpt_rank;
+    uint32_t          qpt_mask;
+    unsigned          qpt_shift;   /* 32 - log2(size): the hash's top bits */
     int               in_rx;
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
@@ -177,6 +182,12 @@ typedef struct rvx__tl_iface {
     unsigned          nrec;        /* conns with rec_pending */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
+    /* the bounce pool: RVX_MLX5_BOUNCE_BYTES registered on first use, lent to conns in segments */
+    uint8_t          *bpool;
+    struct ibv_mr    *bpool_mr;
+    uint32_t         *bfree;       /* free segments (a stack) */
+    unsigned          nbfree;
+    rvx__mlx5_conn_t *bholders;    /* conns that hold a segment */
 } rvx__tl_iface_t;
 
 typedef struct rvx__mlx5_deferred {
@@ -298,14 +309,15 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
     return rvx__mlx5_put_short_gen(ep->c, src, len, raddr, rkey);
 }
 
-/* Room in the bounce ring for len bytes (64-aligned), given back in WQE order. */
+/* Room in the conn's bounce segment for len bytes (64-aligned), given back in WQE order. A conn
+ * without a segment looks full and takes one from the worker's pool in the cold path. */
 RVX_INLINE uint8_t *rvx__mlx5_bounce(rvx__mlx5_conn_t *c, size_t len)
 {
     uint64_t pos = c->b_head, off;
     len = (len + 63) & ~(size_t)63;
-    off = pos % RVX__MLX5_BOUNCE_BYTES;
-    if (off + len > RVX__MLX5_BOUNCE_BYTES) { pos += RVX__MLX5_BOUNCE_BYTES - off; off = 0; }
-    if (RVX_UNLIKELY(pos + len - c->b_tail > RVX__MLX5_BOUNCE_BYTES)) return rvx__mlx5_bounce_wait(c, len);
+    off = pos % RVX__MLX5_BOUNCE_SEG;
+    if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
+    if (RVX_UNLIKELY(pos + len - c->b_tail > RVX__MLX5_BOUNCE_SEG)) return rvx__mlx5_bounce_wait(c, len);
     c->b_head = pos + len;
     return c->bounce + off;
 }
@@ -357,7 +369,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_NONE;
         o.bounce = c->b_head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bounce_mr->lkey,
+        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->b_lkey,
                             raddr + done, rkey, &o, 0);
         done += n;
     }
@@ -424,7 +436,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         o.src = b;
         o.req = last ? req : NULL;
         o.bounce = c->b_head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bounce_mr->lkey,
+        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->b_lkey,
                             raddr + done, rkey, &o, last);
         done += n;
     }
@@ -491,7 +503,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
     seg = rvx__mlx5_next_seg(&c->sq, (uint8_t *)(void *)&w->raddr);
     seg = rvx__mlx5_amo_segs(c, seg, size, ds, a, b, amask, bmask);
-    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bounce_mr->lkey, slot);
+    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->b_lkey, slot);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
     o.len = size;
     o.dst = fetch;
@@ -617,7 +629,7 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
         rvx__mlx5_op_t o;
         rvx__mlx5_wqe_send_t *w = (rvx__mlx5_wqe_send_t *)(void *)wqe;
         rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_SEND_IMM, c->sq.qpn8, 2, flags, imm);
-        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->bounce_mr->lkey, body);
+        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->b_lkey, body);
         memset(w->unused, 0, sizeof(w->unused));
         memset(&o, 0, sizeof(o)); /* the bounce space goes back when this WQE retires */
         o.kind = RVX__MLX5_ON_NONE;

@@ -332,20 +332,70 @@ RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
     }
 }
 
+/* The bounce pool's memory, registered at the first copy (lanes that never copy never pay). */
+RVX_COLD rvx_status_t rvx__mlx5_bpool_init(rvx__tl_iface_t *ifc)
+{
+    unsigned i, n = RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG;
+    ifc->bpool = (uint8_t *)rvx__mlx5_alloc(ifc->ctx, RVX__MLX5_BOUNCE_BYTES);
+    ifc->bfree = (uint32_t *)calloc(n, sizeof(*ifc->bfree));
+    if (!ifc->bpool || !ifc->bfree) return RVX_ERR_NO_MEMORY;
+    ifc->bpool_mr = rvx__mlx5_reg(ifc->ctx, ifc->bpool, RVX__MLX5_BOUNCE_BYTES, "the bounce pool");
+    if (!ifc->bpool_mr) return RVX_ERR_NO_RESOURCE;
+    for (i = 0; i < n; i++) ifc->bfree[i] = n - 1 - i;
+    ifc->nbfree = n;
+    return RVX_OK;
+}
+
+/* The conn's segment goes back to the pool (nothing of it is in flight). */
+RVX_COLD void rvx__mlx5_bounce_put(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    rvx__mlx5_conn_t **pp = &ifc->bholders;
+    while (*pp && *pp != c) pp = &(*pp)->b_next;
+    if (*pp) *pp = c->b_next;
+    ifc->bfree[ifc->nbfree++] = c->b_seg;
+    c->bounce = NULL;
+    c->b_next = NULL;
+    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG; /* looks full: the next copy asks again */
+}
+
+/* A segment for c: a free one, or one whose holder has nothing in flight in it. Only the holders
+ * are looked at, never every peer. 1: c has one. */
+RVX_COLD int rvx__mlx5_bounce_take(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    rvx__mlx5_conn_t *h;
+    if (!ifc->bpool && rvx__mlx5_bpool_init(ifc) != RVX_OK) return 0;
+    for (h = ifc->bholders; h && !ifc->nbfree; h = h->b_next)
+        if (h->b_tail == h->b_head) rvx__mlx5_bounce_put(ifc, h);
+        else rvx__mlx5_sig_tail(h); /* so that a CQE gives its segment back */
+    if (!ifc->nbfree) return 0;
+    c->b_seg = ifc->bfree[--ifc->nbfree];
+    c->bounce = ifc->bpool + (size_t)c->b_seg * RVX__MLX5_BOUNCE_SEG;
+    c->b_lkey = ifc->bpool_mr->lkey;
+    c->b_tail = c->b_head;
+    c->b_next = ifc->bholders;
+    ifc->bholders = c;
+    return 1;
+}
+
 RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len)
 {
     unsigned spins = 0;
     for (;;) {
-        uint64_t pos = c->b_head, off = pos % RVX__MLX5_BOUNCE_BYTES;
-        if (off + len > RVX__MLX5_BOUNCE_BYTES) { pos += RVX__MLX5_BOUNCE_BYTES - off; off = 0; }
-        if (pos + len - c->b_tail <= RVX__MLX5_BOUNCE_BYTES) {
+        uint64_t pos = c->b_head, off = pos % RVX__MLX5_BOUNCE_SEG;
+        if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
+        if (c->bounce && pos + len - c->b_tail <= RVX__MLX5_BOUNCE_SEG) {
             c->b_head = pos + len;
             return c->bounce + off;
         }
         if (c->failed && c->sq.ci == c->sq.pi) return NULL;
-        rvx__mlx5_sig_tail(c);
-        if (c->sq.ci == c->sq.pi) c->b_tail = c->b_head; /* nothing in flight: all of it is free */
-        else if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        if (!c->bounce) {
+            if (rvx__mlx5_bounce_take(c->ifc, c)) continue;
+            if (!c->ifc->bpool_mr) return NULL;
+        } else {
+            rvx__mlx5_sig_tail(c);
+            if (c->sq.ci == c->sq.pi) { c->b_tail = c->b_head; continue; } /* all of it is free */
+        }
+        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
         else rvx__backoff(&spins);
     }
 }

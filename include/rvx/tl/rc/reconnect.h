@@ -109,7 +109,7 @@ RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
     c->sp_qp = NULL;
     rvx__mlx5_qpt_set(ifc, c->qpn, c->rank);
     c->rqpn = c->sp_rqpn;
-    c->b_head = c->b_tail = 1;
+    if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
     c->ka_time = rvx__now_s();
     if (!initiator) c->rx_seen = 1; /* the REQ took the hello receive */
     /* no credit until the peer's hello says its buffers are posted; the REQ said so already */

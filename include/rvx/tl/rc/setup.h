@@ -12,34 +12,49 @@ RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, 
 
 /* ---- QPN -> rank table ---------------------------------------------------------------------- */
 
-/* Open addressing. Entries of QPs that complete nothing any more are GONE: a lookup walks past
- * them, an insert may take their place. */
-RVX_COLD unsigned rvx__mlx5_qpt_hash(uint32_t qpn)
+/* Open addressing, at least four slots per live QP (two per rank: the QP and its spare), so a
+ * lookup seldom walks. Entries of QPs that complete nothing any more are GONE: a lookup walks
+ * past them, an insert may take their place. */
+RVX_COLD unsigned rvx__mlx5_qpt_hash(const rvx__tl_iface_t *ifc, uint32_t qpn)
 {
-    return (qpn * 2654435761u) >> 22;
+    return (qpn * 2654435761u) >> ifc->qpt_shift;
+}
+
+RVX_COLD rvx_status_t rvx__mlx5_qpt_init(rvx__tl_iface_t *ifc, int nranks)
+{
+    uint32_t n = 64, i;
+    unsigned bits = 6;
+    while (n < 8 * (uint32_t)nranks) { n *= 2; bits++; }
+    ifc->qpt_qpn = (uint32_t *)calloc(n, sizeof(*ifc->qpt_qpn));
+    ifc->qpt_rank = (int32_t *)malloc(n * sizeof(*ifc->qpt_rank));
+    if (!ifc->qpt_qpn || !ifc->qpt_rank) return RVX_ERR_NO_MEMORY;
+    for (i = 0; i < n; i++) ifc->qpt_rank[i] = RVX__MLX5_QPT_EMPTY;
+    ifc->qpt_mask = n - 1;
+    ifc->qpt_shift = 32 - bits;
+    return RVX_OK;
 }
 
 RVX_COLD rvx_status_t rvx__mlx5_qpt_add(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
 {
-    unsigned h = rvx__mlx5_qpt_hash(qpn), i;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
-        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
+    unsigned h = rvx__mlx5_qpt_hash(ifc, qpn), i;
+    for (i = 0; i <= ifc->qpt_mask; i++) {
+        unsigned s = (h + i) & ifc->qpt_mask;
         if (ifc->qpt_rank[s] < 0) {
             ifc->qpt_qpn[s] = qpn;
             ifc->qpt_rank[s] = val;
             return RVX_OK;
         }
     }
-    rvx__log("rc_mlx5: the QP table is full (%d QPs)", RVX__MLX5_QPT_SIZE);
+    rvx__log("rc_mlx5: the QP table is full (%u QPs)", ifc->qpt_mask + 1);
     return RVX_ERR_NO_RESOURCE;
 }
 
 /* The rank (with RVX__MLX5_QPT_SPARE for a spare) of qpn, or -1. */
 RVX_COLD int32_t rvx__mlx5_qpt_find(const rvx__tl_iface_t *ifc, uint32_t qpn, unsigned *slot)
 {
-    unsigned h = rvx__mlx5_qpt_hash(qpn), i;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
-        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
+    unsigned h = rvx__mlx5_qpt_hash(ifc, qpn), i;
+    for (i = 0; i <= ifc->qpt_mask; i++) {
+        unsigned s = (h + i) & ifc->qpt_mask;
         if (ifc->qpt_rank[s] == RVX__MLX5_QPT_EMPTY) break;
         if (ifc->qpt_rank[s] >= 0 && ifc->qpt_qpn[s] == qpn) {
             if (slot) *slot = s;
@@ -177,9 +192,7 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
     if (c->sp_qp) ibv_destroy_qp(c->sp_qp);
     for (i = 0; i < c->ndead; i++) ibv_destroy_qp(c->dead[i]);
     free(c->dead);
-    if (c->bounce_mr) ibv_dereg_mr(c->bounce_mr);
     if (c->rx_mr) ibv_dereg_mr(c->rx_mr);
-    free(c->bounce);
     free(c->rx_buf);
     free(c->tx.ops);
     free(c->held_len);
@@ -194,12 +207,17 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
 {
     rvx__mlx5_bf_free(&ifc->bfs);
+    if (ifc->bpool_mr) ibv_dereg_mr(ifc->bpool_mr);
+    free(ifc->bpool);
+    free(ifc->bfree);
     if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
     if (ifc->hello_mr) ibv_dereg_mr(ifc->hello_mr);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     free(ifc->ctrl);
     free(ifc->hello);
     free(ifc->conns);
+    free(ifc->qpt_qpn);
+    free(ifc->qpt_rank);
     memset(ifc, 0, sizeof(*ifc));
 }
 
@@ -211,6 +229,11 @@ RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
     int want = nranks * (4 * RVX_MLX5_TX_DEPTH + 2 * RVX_MLX5_RX_DEPTH + 4) + 64;
     memset(&da, 0, sizeof(da));
     if (!ibv_query_device(ifc->ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) want = da.max_cqe;
+    if (da.max_qp > 0 && 2 * (int64_t)nranks + 2 > da.max_qp) { /* the only limit on ranks */
+        rvx__log("rc_mlx5: %d ranks need %d QPs per worker; %s allows %d", nranks, 2 * nranks,
+                 ifc->ctx->name, da.max_qp);
+        return RVX_ERR_NO_RESOURCE;
+    }
     ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
     if (!ifc->ibcq) {
         rvx__log("rc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
@@ -234,13 +257,9 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->ctx = ctx;
     ifc->rank = rank;
     ifc->nranks = nranks;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) ifc->qpt_rank[i] = RVX__MLX5_QPT_EMPTY;
-    if (nranks > RVX__MLX5_QPT_SIZE / 8) {
-        rvx__log("rc_mlx5: at most %d ranks per job in this release", RVX__MLX5_QPT_SIZE / 8);
-        return RVX_ERR_UNSUPPORTED;
-    }
-    st = rvx__mlx5_iface_cq(ifc, nranks);
-    if (st != RVX_OK) return st;
+    st = rvx__mlx5_qpt_init(ifc, nranks);
+    if (st == RVX_OK) st = rvx__mlx5_iface_cq(ifc, nranks);
+    if (st != RVX_OK) { rvx__mlx5_iface_free(ifc); return st; }
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
     ifc->hello = (uint8_t *)rvx__mlx5_alloc(ctx, 64 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
@@ -371,7 +390,7 @@ RVX_COLD rvx_status_t rvx__mlx5_rx_setup(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t 
 #endif
 
 /* First connection, at worker creation: the QP to RTS towards the peer's QP for this rank, the
- * spare to RTR towards the peer's spare; the bounce ring and the receive buffers. */
+ * spare to RTR towards the peer's spare; the receive buffers. */
 RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
                                         const rvx__tl_addr_t *addr)
 {
@@ -384,11 +403,9 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
                  "link layer?)", c->rank);
         return RVX_ERR_INVALID_PARAM;
     }
-    c->bounce = (uint8_t *)rvx__mlx5_alloc(ctx, RVX__MLX5_BOUNCE_BYTES);
-    if (!c->bounce) return RVX_ERR_NO_MEMORY;
-    c->bounce_mr = rvx__mlx5_reg(ctx, c->bounce, RVX__MLX5_BOUNCE_BYTES, "a bounce ring");
-    if (!c->bounce_mr) return RVX_ERR_NO_RESOURCE;
-    c->b_head = c->b_tail = 1; /* 0 means "no bounce" in an ops entry */
+    /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
+    c->b_head = 1;
+    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG;
     c->peer_ctrl = addr->ctrl_addr + 8 * (uint64_t)ifc->rank;
     c->peer_ctrl_rkey = addr->ctrl_rkey;
     c->peer_lid = addr->lid;
