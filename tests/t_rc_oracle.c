@@ -854,7 +854,7 @@ static void am_deliver(void)
             if (done - reported >= rq_quarter) {
                 xwqe_t *x = x_begin(&m, K_CREDIT, "credit WRITE", MLX5_OPCODE_RDMA_WRITE, 0,
                                     (unsigned)(CTRL_DS + RADDR_DS) + inl_ds(8), 0, 0);
-                vals[nv] = done + RVX_MLX5_RX_DEPTH; /* frames the sender may have sent in all */
+                vals[nv] = done + w->iface[0].credits; /* frames the sender may have sent in all */
                 x_raddr(x, 16, ctrl_addr, ctrl_rkey);
                 x_inline(x, 32, &vals[nv], 8);
                 nv++;
@@ -930,7 +930,7 @@ int main(int argc, char **argv)
     bounce_base = C->bounce;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;
     ctrl_rkey = w->iface[0].ctrl_mr->rkey;
-    rq_quarter = RVX_MLX5_RX_DEPTH / 4; /* credits go back every quarter of the buffers */
+    rq_quarter = w->iface[0].credit_q; /* credits go back every quarter of the peer's share */
     T_CHECK(dq.sq.stride == MLX5_SEND_WQE_BB && (wqe_cnt & (wqe_cnt - 1)) == 0, "SQ geometry");
     T_CHECK(C->sq.buf == sq && C->sq.mask == wqe_cnt - 1, "rvx's view of the SQ differs from mlx5dv's");
     printf("QP 0x%x: %u WQEBBs, signal every %d, rq %u, inline %d, bcopy %d\n", qpn, wqe_cnt,
@@ -1051,9 +1051,9 @@ int main(int argc, char **argv)
     {
         uint64_t credit;
         memcpy(&credit, (const void *)(uintptr_t)ctrl_addr, 8);
-        T_CHECK(credit == C->rx_reported + RVX_MLX5_RX_DEPTH,
-                "the credit word holds %llu; %llu consumed were reported, with %d buffers",
-                (unsigned long long)credit, (unsigned long long)C->rx_reported, RVX_MLX5_RX_DEPTH);
+        T_CHECK(credit == C->rx_reported + w->iface[0].credits,
+                "the credit word holds %llu; %llu consumed were reported, with %u credits",
+                (unsigned long long)credit, (unsigned long long)C->rx_reported, w->iface[0].credits);
     }
 
     /* keepalive: an idle endpoint's status check writes zero bytes to the peer's control region */

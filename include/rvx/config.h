@@ -305,7 +305,10 @@
  *                       RVX_MLX5_DB_8B: the 8-byte doorbell only
  *   RVX_MLX5_SIG_EVERY  one WQE in this many asks for a completion (default 64)
  *   RVX_MLX5_TX_DEPTH   send work requests per QP (default 256)
- *   RVX_MLX5_RX_DEPTH   receive buffers per peer = message credits (default 64; AM/tag builds)
+ *   RVX_MLX5_RX_DEPTH   message credits per peer (default 64; AM/tag builds), halved while the
+ *                       job's share of the shared receive queue would pass RVX_MLX5_SRQ_DEPTH
+ *   RVX_MLX5_SRQ_DEPTH  receive buffers per worker and lane the credits are cut to fit (1024;
+ *                       never fewer than 4 credits per peer)
  *   RVX_MLX5_INLINE     bytes a put or a message carries inside the WQE (default 60: the
  *                       inline size libmlx5 gives a one-SGE RC QP)
  *   RVX_MLX5_FRAME      receive buffer size (default 4096, more if the AM limits need it)
@@ -339,6 +342,12 @@
 #endif
 #if RVX_MLX5_RX_DEPTH < 8
 #error "RVX_MLX5_RX_DEPTH must be at least 8"
+#endif
+#ifndef RVX_MLX5_SRQ_DEPTH
+#define RVX_MLX5_SRQ_DEPTH 1024
+#endif
+#if RVX_MLX5_SRQ_DEPTH < 64 || RVX_MLX5_SRQ_DEPTH > 32767
+#error "RVX_MLX5_SRQ_DEPTH must be between 64 and 32767"
 #endif
 #ifndef RVX_MLX5_INLINE
 #define RVX_MLX5_INLINE 60

@@ -14,13 +14,15 @@
  *          mlx5 device; with RVX_LANES > 1, RVX_DEV=mlx5_0,mlx5_1 gives lane i the i-th name, by
  *          default lane i opens the i-th mlx5 device)
  *   iface  per worker and lane (rvx_worker_t's iface[RVX_LANES]): one CQ for sends and
- *          receives, one RC QP and a spare per rank of the job, and a small registered control
- *          region where peers write credits. Its address carries the port's LID/GID and every
- *          QP's number. rvx_worker_create exchanges the addresses and takes every QP to RTS (its
- *          spare to RTR): RC needs the target's QP connected even for one-sided operations.
- *   conn   per (worker, lane, peer): the QP, its send queue, receive buffers, a registered bounce
- *          ring for copies; it lives as long as the iface, so an endpoint destroyed and created
- *          again continues where it stopped.
+ *          receives, one shared receive queue every QP receives on, one RC QP and a spare per rank
+ *          of the job, a small registered control region where peers write credits, and a pool
+ *          of registered bounce memory (at the first copy). Its address carries the port's
+ *          LID/GID and every QP's number. rvx_worker_create exchanges the addresses and takes
+ *          every QP to RTS (its spare to RTR): RC needs the target's QP connected even for
+ *          one-sided operations.
+ *   conn   per (worker, lane, peer): the QP, its send queue and credits, and while copies to the
+ *          peer are in flight a segment of the bounce pool; it lives as long as the iface, so an
+ *          endpoint destroyed and created again continues where it stopped.
  *   ep     one per lane (rvx_ep_t's tl[RVX_LANES]): a pointer to the conn. rvx_ep_create only
  *          points it there (re-connecting a failed conn first); it changes no QP state.
  *
@@ -30,11 +32,13 @@
  * record and the register. A full queue is handled inside the call: it polls the CQ until a slot
  * frees (or the endpoint fails), so puts never return RVX_ERR_NO_RESOURCE.
  *
- * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into per-QP
- * receive buffers of RVX__MLX5_FRAME bytes. Flow control by credits: a receiver reports how many
- * frames it has consumed by an RDMA WRITE of that count into the sender's control region (so a
- * credit message never needs a receive buffer), every quarter of the queue; a sender with no
- * credit gets NULL from rvx__tl_am_claim (RVX_ERR_NO_RESOURCE for requests). RNR cannot happen.
+ * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into the shared
+ * receive queue's buffers of RVX__MLX5_FRAME bytes. Flow control by credits: each peer may have
+ * ifc->credits frames in flight, and the queue holds every peer's credits (plus room for
+ * re-connection hellos); a receiver reports how many frames it has consumed by an RDMA WRITE of
+ * that count into the sender's control region (so a credit message never needs a receive
+ * buffer), every quarter of the credits; a sender with no credit gets NULL from
+ * rvx__tl_am_claim (RVX_ERR_NO_RESOURCE for requests). RNR cannot happen.
  *
  * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
  * retries exhausted -> RVX_ERR_PEER_FAILED) and marks the endpoint failed; the WQEs after it are
@@ -55,6 +59,7 @@
 #include "mlx5/cq.h"
 #include "mlx5/sq.h"
 #include "mlx5/setup.h"
+#include "mlx5/srq.h"
 
 #define RVX__MLX5_QPT_EMPTY (-1)
 #define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
@@ -64,6 +69,8 @@
 #define RVX__MLX5_HELLO_ACK 1u
 /* WQEBBs the data path leaves free: a flush NOP, a credit write and a keepalive always fit. */
 #define RVX__MLX5_SQ_RESERVE 4u
+/* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
+#define RVX__MLX5_SRQ_SPARE 16u
 
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
@@ -99,6 +106,7 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
+    uint8_t               in_wf;       /* in ifc->wf_conns */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
@@ -122,18 +130,11 @@ typedef struct rvx__mlx5_conn {
     uint32_t              b_lkey;
     uint32_t              b_seg;       /* which segment of the pool */
     struct rvx__mlx5_conn *b_next;     /* the iface's list of conns that hold a segment */
-    /* receive side */
-    uint8_t              *rq_buf;
-    uint32_t              rq_mask, rq_stride, rq_head;
-    volatile uint32_t    *rq_dbrec;
-    uint8_t              *rx_buf;
-    struct ibv_mr        *rx_mr;
+    /* receive side: frames land in the iface's shared receive queue */
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
     uint64_t              rx_reported;
-    uint64_t              rx_seen;     /* frames taken from the CQ (rx_done + rx_held) */
-    uint32_t              rx_held;     /* frames received while no endpoint existed */
-    uint32_t             *held_len, *held_imm;
-    uint32_t             *rq_slot;     /* which buffer the receive WQE at each position has */
+    uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
+                                        * their credits wait for the endpoint */
     uint64_t              peer_ctrl;   /* where this rank's credit word is in the peer's region */
     uint32_t              peer_ctrl_rkey;
     uint16_t              peer_lid;
@@ -142,7 +143,6 @@ typedef struct rvx__mlx5_conn {
     double                ka_time;     /* last keepalive */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
     /* re-connection (tl/rc/reconnect.h) */
-    uint32_t              rq_flushed;  /* receives of this QP that came back flushed */
     struct ibv_qp        *sp_qp;       /* the spare: RTR towards the peer's spare once sp_rqpn is known */
     uint32_t              sp_qpn;
     uint32_t              sp_rqpn;     /* the peer's spare (0: not known yet) */
@@ -176,9 +176,12 @@ typedef struct rvx__tl_iface {
     int               in_rx;
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
+    struct rvx__mlx5_conn **wf_conns; /* the conns they wait for (busy when flushed), nranks room */
+    unsigned          nwf;
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
-    uint8_t          *hello;       /* 64 bytes per rank: where a spare receives its hello */
-    struct ibv_mr    *hello_mr;
+    rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */
+    uint32_t          credits;     /* frames each peer may have in flight to us */
+    uint32_t          credit_q;    /* credits go back when this many frames were consumed */
     unsigned          nrec;        /* conns with rec_pending */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;

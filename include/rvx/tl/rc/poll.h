@@ -5,11 +5,11 @@
 #define RVX_TL_RC_POLL_H
 
 RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
-                              uint32_t imm_be);
+                              uint32_t imm_be, const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver);
+                                 uint32_t imm, int deliver, uint16_t idx);
 #endif
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
@@ -70,10 +70,19 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
     if (b) c->b_tail = b;
 }
 
-/* A receive completed with an error: it came back without data. */
+/* The shared receive queue's buffer idx is free again. */
+RVX_COLD void rvx__mlx5_srq_give(rvx__tl_iface_t *ifc, uint16_t idx)
+{
+    rvx__mlx5_srq_release(&ifc->srq, idx);
+    rvx__mlx5_srq_ring(&ifc->srq);
+}
+
+/* A receive completed with an error: it came back without data (a shared receive queue flushes
+ * nothing: an error CQE names a buffer it consumed). */
 RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
 {
-    c->rq_flushed++;
+    if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+        rvx__mlx5_srq_give(c->ifc, rvx_htobe16(e->wqe_counter));
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
                        e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
@@ -98,12 +107,15 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     } else if (opcode == MLX5_CQE_REQ_ERR) {
         rvx__mlx5_req_err(c, e);
     } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
+        uint16_t idx = rvx_htobe16(cqe->wqe_counter);
         if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
-            c->rx_seen++; /* the first receive of a QP that was a spare */
-            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey);
+            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey, rvx__mlx5_srq_buf(&ifc->srq, idx));
+            rvx__mlx5_srq_give(ifc, idx);
         }
 #if RVX_CAN_RECEIVE
-        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver);
+        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver, idx);
+#else
+        else rvx__mlx5_srq_give(ifc, idx);
 #endif
     } else if (opcode == MLX5_CQE_RESP_ERR) {
         rvx__mlx5_resp_err(c, e);
@@ -112,13 +124,16 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     }
 }
 
-/* Pending worker flushes complete once every conn has retired what was posted before them. */
+/* Pending worker flushes complete once every conn that was busy when they were asked has retired
+ * what was posted before them. Only those conns are looked at, never every peer. */
 RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
 {
-    int i;
-    for (i = 0; i < ifc->nranks; i++) {
-        const rvx__mlx5_conn_t *c = &ifc->conns[i];
-        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return;
+    unsigned i = 0;
+    while (i < ifc->nwf) {
+        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
+        c->in_wf = 0;
+        ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
     }
     rvx__mlx5_wflush_done(&ifc->wflush);
 }
@@ -140,11 +155,17 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         rvx__mlx5_cq_advance(&ifc->cq);
         n++;
         if (who < 0) {
-            rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
+            /* a QP replaced meanwhile: a buffer it received into still goes back */
+            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) rvx__mlx5_srq_give(ifc, rvx_htobe16(cqe->wqe_counter));
+            else rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
         } else if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
             /* a spare receives one hello and sends nothing */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM)
-                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey);
+            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) {
+                uint16_t idx = rvx_htobe16(cqe->wqe_counter);
+                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey,
+                                rvx__mlx5_srq_buf(&ifc->srq, idx));
+                rvx__mlx5_srq_give(ifc, idx);
+            }
         } else {
             rvx__mlx5_cqe_handle(ifc, &ifc->conns[who], cqe, op_own >> 4, qpn, deliver);
         }
@@ -184,7 +205,7 @@ RVX_COLD void rvx__mlx5_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, uns
 RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
 {
     rvx_rkey_t k;
-    uint64_t v = c->rx_done + RVX_MLX5_RX_DEPTH;
+    uint64_t v = c->rx_done + c->ifc->credits;
     uint32_t pi;
     uint8_t *wqe;
     rvx__mlx5_wqe_write8_t *w;
@@ -208,59 +229,49 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-/* Give a receive buffer back to the NIC, and credits to the peer every quarter queue. */
-RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint32_t slot)
+/* Give a receive buffer back to the NIC, and credits to the peer every quarter of its share. */
+RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint16_t idx)
 {
     c->rx_done++;
-    rvx__mlx5_post_recv(c, slot);
-    rvx__mlx5_ring_recv(c);
-    if (c->rx_done - c->rx_reported >= RVX_MLX5_RX_DEPTH / 4) rvx__mlx5_credit_return(c);
+    rvx__mlx5_srq_give(c->ifc, idx);
+    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
-/* The frame in the buffer at the next receive slot: hand it to the protocol (or keep it for an
- * endpoint that does not exist yet, or copy a request aside while a reply waits for room). */
+/* The frame in the shared queue's buffer idx: hand it to the protocol (or, for an endpoint that
+ * does not exist yet, or a request while a reply waits for room, a copy aside, delivered later in
+ * order). */
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver)
+                                 uint32_t imm, int deliver, uint16_t idx)
 {
-    uint64_t k = c->rx_seen++;
-    uint32_t slot = c->rq_slot[k & c->rq_mask];
-    uint8_t *buf = c->rx_buf + (size_t)slot * RVX__MLX5_FRAME;
+    uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
     unsigned x = rvx_htobe32(imm), chan = x >> 16, info = x & 0xffff;
-    if (!c->ep) { /* no endpoint yet: keep it in its buffer, in order */
-        c->held_len[k & c->rq_mask] = len;
-        c->held_imm[k & c->rq_mask] = x;
-        c->rx_held++;
-        return;
-    }
     if (chan >= RVX__TL_AM_CHANNELS || len > RVX__MLX5_FRAME) {
         rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank, chan, len);
-        rvx__mlx5_rx_release(c, slot);
+        rvx__mlx5_rx_release(c, idx);
+    } else if (!c->ep) {
+        /* no endpoint yet: its credit waits for the endpoint, so the peer cannot send more than
+         * its share meanwhile */
+        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
+        c->rx_held++;
+        rvx__mlx5_srq_give(ifc, idx);
     } else if (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head)) {
         /* a handler may not run now, or earlier requests wait: keep the order */
         rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, slot);
+        rvx__mlx5_rx_release(c, idx);
     } else {
         /* the buffer goes back after the handler; frames a nested poll takes meanwhile use
-         * other buffers (rq_slot maps positions to buffers, so the order of reposts is free) */
+         * other buffers (the shared queue takes them back in any order) */
         rvx__rx_deliver(c->ep, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, slot);
+        rvx__mlx5_rx_release(c, idx);
     }
 }
 
-/* Frames a conn kept while it had no endpoint: queue copies for the next progress; repost: give the
- * buffers back to the QP (not when the QP is being replaced). */
-RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost)
+/* Frames a conn took while it had no endpoint (copied aside already): their credits go back. */
+RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c)
 {
-    while (c->rx_held) {
-        uint64_t k = c->rx_seen - c->rx_held;
-        uint32_t slot = c->rq_slot[k & c->rq_mask];
-        unsigned x = c->held_imm[k & c->rq_mask];
-        uint32_t len = c->held_len[k & c->rq_mask];
-        c->rx_held--;
-        if ((x >> 16) < RVX__TL_AM_CHANNELS && len <= RVX__MLX5_FRAME)
-            rvx__mlx5_defer(ifc, c->rank, x >> 16, x & 0xffff, c->rx_buf + (size_t)slot * RVX__MLX5_FRAME, len);
-        if (repost) rvx__mlx5_rx_release(c, slot);
-    }
+    c->rx_done += c->rx_held;
+    c->rx_held = 0;
+    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
 RVX_COLD int rvx__mlx5_deliver_deferred(rvx__tl_iface_t *ifc)
@@ -458,6 +469,10 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
         if (c->failed) rvx__mlx5_hold(c);
         else rvx__mlx5_sig_tail(c);
         c->wflush_pi = c->sq.pi;
+        if (!c->in_wf) {
+            c->in_wf = 1;
+            ifc->wf_conns[ifc->nwf++] = c;
+        }
         busy = 1;
     }
     if (!busy) return RVX_OK;

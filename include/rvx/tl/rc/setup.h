@@ -7,7 +7,7 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver);
 RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c);
 RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost);
+RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c);
 #endif
 
 /* ---- QPN -> rank table ---------------------------------------------------------------------- */
@@ -87,9 +87,7 @@ RVX_COLD struct ibv_qp *rvx__mlx5_qp_new(rvx__tl_iface_t *ifc)
     ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
     ia.cap.max_send_sge = 1;
     ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
-    /* the message buffers, and one more place for a re-connection hello */
-    ia.cap.max_recv_wr = (RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0) + 1;
-    ia.cap.max_recv_sge = 1;
+    ia.srq = ifc->srq.srq; /* frames and hellos: the iface's shared receive queue */
     ia.comp_mask = IBV_QP_INIT_ATTR_PD;
     ia.pd = ctx->pd;
     memset(&da, 0, sizeof(da));
@@ -114,35 +112,13 @@ RVX_COLD struct ibv_qp *rvx__mlx5_qp_new(rvx__tl_iface_t *ifc)
     return qp;
 }
 
-/* Post the hello receive of a (spare) QP at its first receive position. */
-RVX_COLD void rvx__mlx5_post_hello(rvx__tl_iface_t *ifc, struct ibv_qp *qp, int rank)
-{
-    struct ibv_recv_wr wr, *bad;
-    struct ibv_sge sge;
-    sge.addr = (uint64_t)(uintptr_t)(ifc->hello + 64 * (size_t)rank);
-    sge.length = 64;
-    sge.lkey = ifc->hello_mr->lkey;
-    memset(&wr, 0, sizeof(wr));
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    if (ibv_post_recv(qp, &wr, &bad))
-        rvx__log("rc_mlx5: cannot post the re-connection receive for rank %d", rank);
-}
-
-/* The conn takes qp as its QP: learn the geometry, start every counter afresh. The receive
- * queue starts after `rq_used` positions already posted (the spare's hello). */
-RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, struct ibv_qp *qp,
-                                      uint32_t rq_used)
+/* The conn takes qp as its QP: learn the geometry, start every counter afresh. */
+RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, struct ibv_qp *qp)
 {
     struct mlx5dv_qp dq;
     rvx__mlx5_bf_t *bf;
     rvx_status_t st = rvx__mlx5_qp_obj(qp, &dq);
     if (st != RVX_OK) return st;
-    if (dq.rq.stride < 16 || !rvx_is_pow2(dq.rq.wqe_cnt) ||
-        dq.rq.wqe_cnt < (RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0) + 1u) {
-        rvx__log("rc_mlx5: unexpected receive queue geometry");
-        return RVX_ERR_UNSUPPORTED;
-    }
     st = rvx__mlx5_tx_fresh(&c->tx, c->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
     if (st != RVX_OK || !bf) return RVX_ERR_NO_MEMORY;
@@ -156,13 +132,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     c->wflush_pi = 0;
     c->ka_pi = 0;
     c->err = RVX_OK;
-    c->rq_buf = (uint8_t *)dq.rq.buf;
-    c->rq_mask = dq.rq.wqe_cnt - 1;
-    c->rq_stride = dq.rq.stride;
-    c->rq_dbrec = &dq.dbrec[MLX5_RCV_DBR];
-    c->rq_head = rq_used;
-    c->rq_flushed = 0;
-    c->rx_seen = c->rx_done = c->rx_reported = 0;
+    c->rx_done = c->rx_reported = 0;
     c->rx_held = 0;
     c->tx_sent = 0;
     return RVX_OK;
@@ -175,13 +145,12 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     rvx_status_t st;
     c->rank = rank;
     if (!qp) return RVX_ERR_NO_RESOURCE;
-    st = rvx__mlx5_adopt(ifc, c, qp, 0);
+    st = rvx__mlx5_adopt(ifc, c, qp);
     if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, rank);
     if (st != RVX_OK) return st;
     c->sp_qp = rvx__mlx5_qp_new(ifc);
     if (!c->sp_qp) return RVX_ERR_NO_RESOURCE;
     c->sp_qpn = c->sp_qp->qp_num;
-    rvx__mlx5_post_hello(ifc, c->sp_qp, rank);
     return rvx__mlx5_qpt_add(ifc, c->sp_qpn, rank | RVX__MLX5_QPT_SPARE);
 }
 
@@ -192,12 +161,7 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
     if (c->sp_qp) ibv_destroy_qp(c->sp_qp);
     for (i = 0; i < c->ndead; i++) ibv_destroy_qp(c->dead[i]);
     free(c->dead);
-    if (c->rx_mr) ibv_dereg_mr(c->rx_mr);
-    free(c->rx_buf);
     free(c->tx.ops);
-    free(c->held_len);
-    free(c->held_imm);
-    free(c->rq_slot);
     memset(c, 0, sizeof(*c));
 }
 
@@ -211,22 +175,23 @@ RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
     free(ifc->bpool);
     free(ifc->bfree);
     if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
-    if (ifc->hello_mr) ibv_dereg_mr(ifc->hello_mr);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     free(ifc->ctrl);
-    free(ifc->hello);
+    rvx__mlx5_srq_destroy(&ifc->srq); /* after every QP on it */
     free(ifc->conns);
+    free(ifc->wf_conns);
     free(ifc->qpt_qpn);
     free(ifc->qpt_rank);
     memset(ifc, 0, sizeof(*ifc));
 }
 
-/* The CQ: every WQE may complete with an error CQE when a QP fails, and every receive buffer may
- * hold a frame: the CQ takes all of them, so it can never overrun. */
+/* The CQ: every WQE may complete with an error CQE when a QP fails, and every buffer of the
+ * shared receive queue may hold a frame (a buffer is posted again only after its CQE was
+ * consumed): the CQ takes all of them, so it can never overrun. */
 RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
 {
     struct ibv_device_attr da;
-    int want = nranks * (4 * RVX_MLX5_TX_DEPTH + 2 * RVX_MLX5_RX_DEPTH + 4) + 64;
+    int want = nranks * (4 * RVX_MLX5_TX_DEPTH + 4) + (int)ifc->srq.mask + 1 + 64;
     memset(&da, 0, sizeof(da));
     if (!ibv_query_device(ifc->ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) want = da.max_cqe;
     if (da.max_qp > 0 && 2 * (int64_t)nranks + 2 > da.max_qp) { /* the only limit on ranks */
@@ -247,6 +212,26 @@ RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
     return RVX_OK;
 }
 
+/* The shared receive queue: each peer's credits (RVX_MLX5_RX_DEPTH, halved while the job's
+ * share would pass RVX_MLX5_SRQ_DEPTH, at least 4) times the ranks, and RVX__MLX5_SRQ_SPARE
+ * buffers for re-connection hellos, which are outside the credits. Credits never promise more
+ * than is posted, so RNR does not happen while no hello is in flight. */
+RVX_COLD rvx_status_t rvx__mlx5_iface_srq(rvx__tl_iface_t *ifc, int nranks)
+{
+    uint32_t k = RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0, frame = RVX_CAN_RECEIVE ? RVX__MLX5_FRAME : 64;
+    rvx_status_t st;
+    while (k > 4 && (uint64_t)k * (uint64_t)nranks + RVX__MLX5_SRQ_SPARE > RVX_MLX5_SRQ_DEPTH) k /= 2;
+    ifc->credits = k;
+    ifc->credit_q = k >= 4 ? k / 4 : 1;
+    st = rvx__mlx5_srq_create(ifc->ctx, &ifc->srq, k * (uint32_t)nranks + RVX__MLX5_SRQ_SPARE + 1, frame);
+    if (st == RVX_OK && rvx__mlx5_srq_depth(&ifc->srq) < k * (uint32_t)nranks + RVX__MLX5_SRQ_SPARE) {
+        rvx__log("rc_mlx5: the shared receive queue holds %u buffers, %u are needed",
+                 rvx__mlx5_srq_depth(&ifc->srq), k * (uint32_t)nranks + RVX__MLX5_SRQ_SPARE);
+        st = RVX_ERR_NO_RESOURCE;
+    }
+    return st;
+}
+
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
                                          int nranks)
 {
@@ -258,18 +243,18 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->rank = rank;
     ifc->nranks = nranks;
     st = rvx__mlx5_qpt_init(ifc, nranks);
+    if (st == RVX_OK) st = rvx__mlx5_iface_srq(ifc, nranks);
     if (st == RVX_OK) st = rvx__mlx5_iface_cq(ifc, nranks);
     if (st != RVX_OK) { rvx__mlx5_iface_free(ifc); return st; }
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
-    ifc->hello = (uint8_t *)rvx__mlx5_alloc(ctx, 64 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
-    if (!ifc->ctrl || !ifc->conns || !ifc->hello) { st = RVX_ERR_NO_MEMORY; goto fail; }
-    /* a credit word holds how many frames the peer may have been sent in all: at first, as many
-     * as it has receive buffers */
-    for (i = 0; i < nranks; i++) ifc->ctrl[i] = RVX_MLX5_RX_DEPTH;
+    ifc->wf_conns = (rvx__mlx5_conn_t **)calloc((size_t)nranks, sizeof(*ifc->wf_conns));
+    if (!ifc->ctrl || !ifc->conns || !ifc->wf_conns) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    /* a credit word holds how many frames the peer may have been sent in all: at first, its
+     * share of the receive queue */
+    for (i = 0; i < nranks; i++) ifc->ctrl[i] = ifc->credits;
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (size_t)nranks, "the control region");
-    ifc->hello_mr = rvx__mlx5_reg(ctx, ifc->hello, 64 * (size_t)nranks, "re-connection buffers");
-    if (!ifc->ctrl_mr || !ifc->hello_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
+    if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     for (i = 0; i < nranks; i++) {
         st = rvx__mlx5_conn_create(ifc, &ifc->conns[i], i);
         if (st != RVX_OK) goto fail;
@@ -316,41 +301,6 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
     return rvx__mlx5_rkey_unpack(buf, rkey, ep->c->rank);
 }
 
-/* ---- receive queue -------------------------------------------------------------------------- */
-
-/* A receive WQE for frame buffer `slot` at the receive queue's head: one data segment, and an
- * invalid-lkey terminator when the stride has room for more. */
-RVX_INLINE void rvx__mlx5_post_recv(rvx__mlx5_conn_t *c, uint32_t slot)
-{
-    struct mlx5_wqe_data_seg *d =
-        (struct mlx5_wqe_data_seg *)(void *)(c->rq_buf + (size_t)(c->rq_head & c->rq_mask) * c->rq_stride);
-    rvx__mlx5_set_data(d, RVX__MLX5_FRAME, c->rx_mr->lkey, c->rx_buf + (size_t)slot * RVX__MLX5_FRAME);
-    c->rq_slot[c->rq_head & c->rq_mask] = slot;
-    if (c->rq_stride > 16) { /* terminate a list shorter than the stride allows */
-        struct mlx5_wqe_data_seg *t = d + 1;
-        t->byte_count = 0;
-        t->lkey = rvx_htobe32(MLX5_INVALID_LKEY);
-        t->addr = 0;
-    }
-    c->rq_head++;
-}
-
-RVX_INLINE void rvx__mlx5_ring_recv(rvx__mlx5_conn_t *c)
-{
-    rvx_to_device_barrier(); /* the receive WQEs before the doorbell record */
-    *c->rq_dbrec = rvx_htobe32(c->rq_head & RVX__MLX5_IDX_MASK);
-}
-
-#if RVX_CAN_RECEIVE
-/* Post every message buffer to the (fresh) receive queue; the peer may send that many frames. */
-RVX_COLD void rvx__mlx5_post_frames(rvx__mlx5_conn_t *c)
-{
-    uint32_t i;
-    for (i = 0; i < RVX_MLX5_RX_DEPTH; i++) rvx__mlx5_post_recv(c, i);
-    rvx__mlx5_ring_recv(c);
-}
-#endif
-
 /* ---- connecting ----------------------------------------------------------------------------- */
 
 /* Steps of rvx__mlx5_qp_connect */
@@ -370,21 +320,11 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_connect(rvx__mlx5_conn_t *c, struct ibv_qp *q
 }
 
 #if RVX_CAN_RECEIVE
-/* The receive side of a conn: frame buffers, registered and posted, and the credit word. */
+/* The receive side of a conn: the credit word (frames land in the iface's shared queue). */
 RVX_COLD rvx_status_t rvx__mlx5_rx_setup(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
-    uint32_t n = c->rq_mask + 1;
-    c->rx_buf = (uint8_t *)rvx__mlx5_alloc(ifc->ctx, (size_t)RVX_MLX5_RX_DEPTH * RVX__MLX5_FRAME);
-    c->held_len = (uint32_t *)calloc(n, 4);
-    c->held_imm = (uint32_t *)calloc(n, 4);
-    c->rq_slot = (uint32_t *)calloc(n, 4);
-    if (!c->rx_buf || !c->held_len || !c->held_imm || !c->rq_slot) return RVX_ERR_NO_MEMORY;
-    c->rx_mr = rvx__mlx5_reg(ifc->ctx, c->rx_buf, (size_t)RVX_MLX5_RX_DEPTH * RVX__MLX5_FRAME,
-                             "receive buffers");
-    if (!c->rx_mr) return RVX_ERR_NO_RESOURCE;
-    rvx__mlx5_post_frames(c);
     c->credit_word = &ifc->ctrl[c->rank];
-    c->tx_limit = RVX_MLX5_RX_DEPTH;
+    c->tx_limit = ifc->credits;
     return RVX_OK;
 }
 #endif
@@ -452,7 +392,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     c->ep = ep;
     ifc->nlive++;
 #if RVX_CAN_RECEIVE
-    if (c->rx_held) rvx__mlx5_release_held(ifc, c, 1);
+    if (c->rx_held) rvx__mlx5_release_held(c);
 #endif
     return RVX_OK;
 }
