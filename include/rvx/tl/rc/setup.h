@@ -215,10 +215,12 @@ RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
 /* The shared receive queue: each peer's credits (RVX_MLX5_RX_DEPTH, halved while the job's
  * share would pass RVX_MLX5_SRQ_DEPTH, at least 4) times the ranks, and RVX__MLX5_SRQ_SPARE
  * buffers for re-connection hellos, which are outside the credits. Credits never promise more
- * than is posted, so RNR does not happen while no hello is in flight. */
+ * than is posted, so RNR does not happen while no hello is in flight. Lanes above 0 carry no
+ * messages (only rendezvous data): hellos only, in small buffers. */
 RVX_COLD rvx_status_t rvx__mlx5_iface_srq(rvx__tl_iface_t *ifc, int nranks)
 {
-    uint32_t k = RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0, frame = RVX_CAN_RECEIVE ? RVX__MLX5_FRAME : 64;
+    int msgs = RVX_CAN_RECEIVE && ifc->ctx->lane == 0;
+    uint32_t k = msgs ? RVX_MLX5_RX_DEPTH : 0, frame = msgs ? RVX__MLX5_FRAME : 64;
     rvx_status_t st;
     while (k > 4 && (uint64_t)k * (uint64_t)nranks + RVX__MLX5_SRQ_SPARE > RVX_MLX5_SRQ_DEPTH) k /= 2;
     ifc->credits = k;
