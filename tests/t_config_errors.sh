@@ -32,7 +32,9 @@ expect_error plain.c "RVX_TL has an unknown value" -DRVX_TL=9
 expect_error plain.c "RVX_MLX5_DOORBELL must be" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_DOORBELL=3
 expect_error plain.c "RVX_MLX5_SIG_EVERY must be between" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_SIG_EVERY=1000
 expect_error plain.c "RVX_MLX5_FRAME is smaller" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_FRAME=1024
-expect_error plain.c "RVX_PUT_BCOPY_MAX must be at most a quarter" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_BOUNCE_BYTES=16384
+expect_error plain.c "RVX_MLX5_BOUNCE_SEG must hold 4 x RVX_PUT_BCOPY_MAX" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_BOUNCE_SEG=16384
+expect_error plain.c "RVX_MLX5_BOUNCE_SEG must hold" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_BOUNCE_BYTES=65536
+expect_error plain.c "RVX_MLX5_SRQ_DEPTH must be between" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_SRQ_DEPTH=8
 expect_error am.c "carries RMA and atomics in this release, not messages" -DRVX_TL=RVX_TL_DC_MLX5
 expect_error plain.c "RVX_DC_NUM_DCI must be between 1 and 64" -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_NUM_DCI=0
 expect_error plain.c "a quarter of RVX_DC_BOUNCE_BYTES" -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_BOUNCE_BYTES=16384

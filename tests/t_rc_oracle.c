@@ -117,15 +117,15 @@ static void m_read(model_t *m)
     nbchk = 0;
 }
 
-/* The bounce ring hands out 64-byte-aligned pieces in order and skips to its start rather than
+/* The bounce segment hands out 64-byte-aligned pieces in order and skips to its start rather than
  * split one. */
 static uint8_t *m_bounce(model_t *m, size_t len)
 {
     uint64_t pos = m->b_head, off;
     len = (len + 63) & ~(size_t)63;
-    off = pos % RVX_MLX5_BOUNCE_BYTES;
-    if (off + len > RVX_MLX5_BOUNCE_BYTES) {
-        pos += RVX_MLX5_BOUNCE_BYTES - off;
+    off = pos % RVX_MLX5_BOUNCE_SEG;
+    if (off + len > RVX_MLX5_BOUNCE_SEG) {
+        pos += RVX_MLX5_BOUNCE_SEG - off;
         off = 0;
     }
     m->b_head = pos + len;
@@ -396,7 +396,7 @@ static void oracle_flush(const char *why);
 static void room(unsigned nbb, size_t blen)
 {
     if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.room ||
-        C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_BYTES)
+        C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
         oracle_flush("room");
 }
 
@@ -409,7 +409,7 @@ static void oracle_flush(const char *why)
     double t0;
     m_read(&m);
     p0 = m.pi;
-    if (C->sq.ci != C->sq.pi && C->last_sig_pi != C->sq.pi) /* a signaled NOP covers unsignaled work */
+    if (C->sq.ci != C->sq.pi && C->tx.last_sig_pi != C->sq.pi) /* a signaled NOP covers unsignaled work */
         x_begin(&m, K_NOP, "flush NOP", MLX5_OPCODE_NOP, 0, (unsigned)CTRL_DS, 1, 0);
     poison(p0, m.pi);
     T_OK(rvx_ep_flush(ep));
@@ -854,7 +854,7 @@ static void am_deliver(void)
             if (done - reported >= rq_quarter) {
                 xwqe_t *x = x_begin(&m, K_CREDIT, "credit WRITE", MLX5_OPCODE_RDMA_WRITE, 0,
                                     (unsigned)(CTRL_DS + RADDR_DS) + inl_ds(8), 0, 0);
-                vals[nv] = done + RVX_MLX5_RX_DEPTH; /* frames the sender may have sent in all */
+                vals[nv] = done + w->iface[0].credits; /* frames the sender may have sent in all */
                 x_raddr(x, 16, ctrl_addr, ctrl_rkey);
                 x_inline(x, 32, &vals[nv], 8);
                 nv++;
@@ -923,11 +923,14 @@ int main(int argc, char **argv)
     qpn = C->qp->qp_num;
     rkey = tmem->tl[0].mr->rkey;
     llkey = lmem->tl[0].mr->lkey;
-    blkey = C->bounce_mr->lkey;
-    bounce_base = (uint8_t *)C->bounce_mr->addr;
+    /* the conn's bounce segment, taken from the worker's pool now (it keeps it: the only conn
+     * that copies) */
+    T_CHECK(C->bounce || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
+    blkey = C->b_lkey;
+    bounce_base = C->bounce;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;
     ctrl_rkey = w->iface[0].ctrl_mr->rkey;
-    rq_quarter = RVX_MLX5_RX_DEPTH / 4; /* credits go back every quarter of the buffers */
+    rq_quarter = w->iface[0].credit_q; /* credits go back every quarter of the peer's share */
     T_CHECK(dq.sq.stride == MLX5_SEND_WQE_BB && (wqe_cnt & (wqe_cnt - 1)) == 0, "SQ geometry");
     T_CHECK(C->sq.buf == sq && C->sq.mask == wqe_cnt - 1, "rvx's view of the SQ differs from mlx5dv's");
     printf("QP 0x%x: %u WQEBBs, signal every %d, rq %u, inline %d, bcopy %d\n", qpn, wqe_cnt,
@@ -1048,9 +1051,9 @@ int main(int argc, char **argv)
     {
         uint64_t credit;
         memcpy(&credit, (const void *)(uintptr_t)ctrl_addr, 8);
-        T_CHECK(credit == C->rx_reported + RVX_MLX5_RX_DEPTH,
-                "the credit word holds %llu; %llu consumed were reported, with %d buffers",
-                (unsigned long long)credit, (unsigned long long)C->rx_reported, RVX_MLX5_RX_DEPTH);
+        T_CHECK(credit == C->rx_reported + w->iface[0].credits,
+                "the credit word holds %llu; %llu consumed were reported, with %u credits",
+                (unsigned long long)credit, (unsigned long long)C->rx_reported, w->iface[0].credits);
     }
 
     /* keepalive: an idle endpoint's status check writes zero bytes to the peer's control region */

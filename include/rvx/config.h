@@ -272,7 +272,10 @@
 #if RVX_TL == RVX_TL_DC_MLX5
 /* dc_mlx5 (see tl/dc_mlx5.h) takes the RVX_MLX5_* options below (TX_DEPTH is per DCI), and:
  *   RVX_DC_NUM_DCI      initiators per worker (default 8): endpoints with work outstanding at once
- *   RVX_DC_BOUNCE_BYTES registered copy ring per DCI (default 256 KiB) */
+ *   RVX_DC_BOUNCE_BYTES registered copy ring per DCI (default 256 KiB)
+ *   RVX_DC_RX_DEPTH     receive buffers of the worker's shared receive queue, RVX_MLX5_FRAME bytes
+ *                       each (default 1024; AM/tag builds): the credits all peers share
+ *   RVX_DC_AM_CREDITS   credits a sender takes from a peer's pool at a time (default 16) */
 #ifndef RVX_DC_NUM_DCI
 #define RVX_DC_NUM_DCI 8
 #endif
@@ -281,6 +284,15 @@
 #endif
 #ifndef RVX_DC_BOUNCE_BYTES
 #define RVX_DC_BOUNCE_BYTES (256 * 1024)
+#endif
+#ifndef RVX_DC_RX_DEPTH
+#define RVX_DC_RX_DEPTH 1024
+#endif
+#ifndef RVX_DC_AM_CREDITS
+#define RVX_DC_AM_CREDITS 16
+#endif
+#if RVX_DC_AM_CREDITS < 2 || RVX_DC_RX_DEPTH < RVX_DC_AM_CREDITS || RVX_DC_RX_DEPTH > 16384
+#error "RVX_DC_AM_CREDITS must be at least 2 and RVX_DC_RX_DEPTH between it and 16384"
 #endif
 #if RVX_CAN_RECEIVE
 #error "RVX_TL=RVX_TL_DC_MLX5 carries RMA and atomics in this release, not messages: build without RVX_AM_HANDLERS and RVX_TAG, or use RVX_TL_RC_MLX5"
@@ -293,11 +305,16 @@
  *                       RVX_MLX5_DB_8B: the 8-byte doorbell only
  *   RVX_MLX5_SIG_EVERY  one WQE in this many asks for a completion (default 64)
  *   RVX_MLX5_TX_DEPTH   send work requests per QP (default 256)
- *   RVX_MLX5_RX_DEPTH   receive buffers per peer = message credits (default 64; AM/tag builds)
+ *   RVX_MLX5_RX_DEPTH   message credits per peer (default 64; AM/tag builds), halved while the
+ *                       job's share of the shared receive queue would pass RVX_MLX5_SRQ_DEPTH
+ *   RVX_MLX5_SRQ_DEPTH  receive buffers per worker and lane the credits are cut to fit (1024;
+ *                       never fewer than 4 credits per peer)
  *   RVX_MLX5_INLINE     bytes a put or a message carries inside the WQE (default 60: the
  *                       inline size libmlx5 gives a one-SGE RC QP)
  *   RVX_MLX5_FRAME      receive buffer size (default 4096, more if the AM limits need it)
- *   RVX_MLX5_BOUNCE_BYTES registered copy ring per peer (default 1 MiB)
+ *   RVX_MLX5_BOUNCE_BYTES registered copy memory per worker and lane (default 2 MiB), registered
+ *                       at the first copy and lent to peers in segments
+ *   RVX_MLX5_BOUNCE_SEG   the segment a peer holds while copies to it are in flight (128 KiB)
  *   RVX_MLX5_TIMEOUT, RVX_MLX5_RETRY  the QP's ACK timeout exponent (default 18: 4.096 us * 2^18
  *                       = 1.07 s, the usual RC timeout of HPC libraries) and retry count (default
  *                       7): a dead peer is reported after about (RETRY+1) timeouts, 8.6 s. rvxsim
@@ -326,6 +343,12 @@
 #if RVX_MLX5_RX_DEPTH < 8
 #error "RVX_MLX5_RX_DEPTH must be at least 8"
 #endif
+#ifndef RVX_MLX5_SRQ_DEPTH
+#define RVX_MLX5_SRQ_DEPTH 1024
+#endif
+#if RVX_MLX5_SRQ_DEPTH < 64 || RVX_MLX5_SRQ_DEPTH > 32767
+#error "RVX_MLX5_SRQ_DEPTH must be between 64 and 32767"
+#endif
 #ifndef RVX_MLX5_INLINE
 #define RVX_MLX5_INLINE 60
 #endif
@@ -343,7 +366,7 @@
 #error "RVX_MLX5_FRAME is smaller than the largest active message: raise it or lower RVX_AM_MAX_MEDIUM"
 #endif
 #ifndef RVX_MLX5_BOUNCE_BYTES
-#define RVX_MLX5_BOUNCE_BYTES (1 << 20)
+#define RVX_MLX5_BOUNCE_BYTES (1 << 21)
 #endif
 #ifndef RVX_MLX5_TIMEOUT
 #define RVX_MLX5_TIMEOUT 18
@@ -366,8 +389,13 @@
 #if RVX_PUT_SHORT_MAX > RVX__TL_SHORT_MAX
 #error "RVX_PUT_SHORT_MAX exceeds what the transport can send inline (RVX__TL_SHORT_MAX)"
 #endif
-#if RVX_TL == RVX_TL_RC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_MLX5_BOUNCE_BYTES
-#error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_MLX5_BOUNCE_BYTES"
+#ifndef RVX_MLX5_BOUNCE_SEG
+#define RVX_MLX5_BOUNCE_SEG (1 << 17)
+#endif
+#if RVX_TL == RVX_TL_RC_MLX5 && (4 * RVX_PUT_BCOPY_MAX > RVX_MLX5_BOUNCE_SEG || \
+    2 * RVX_MLX5_FRAME > RVX_MLX5_BOUNCE_SEG || RVX_MLX5_BOUNCE_SEG > RVX_MLX5_BOUNCE_BYTES || \
+    RVX_MLX5_BOUNCE_SEG % 64)
+#error "RVX_MLX5_BOUNCE_SEG must hold 4 x RVX_PUT_BCOPY_MAX and 2 x RVX_MLX5_FRAME, be a multiple of 64 and at most RVX_MLX5_BOUNCE_BYTES"
 #endif
 #if RVX_TL == RVX_TL_DC_MLX5 && 4 * RVX_PUT_BCOPY_MAX > RVX_DC_BOUNCE_BYTES
 #error "RVX_PUT_BCOPY_MAX must be at most a quarter of RVX_DC_BOUNCE_BYTES"

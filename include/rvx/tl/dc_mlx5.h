@@ -43,12 +43,21 @@
 #include "mlx5/hw.h"
 #include "mlx5/wqe.h"
 #include "mlx5/cq.h"
+#include "mlx5/sq.h"
+#include "mlx5/srq.h"
 #include "mlx5/setup.h"
 
 #define RVX__DC_KEY        0x7276784443000001ull /* the DC access key of every rvx DCT */
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
 #define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+#if RVX_CAN_RECEIVE
+#define RVX__DC_RX_DEPTH   RVX_DC_RX_DEPTH
+#define RVX__DC_FRAME      RVX_MLX5_FRAME
+#else
+#define RVX__DC_RX_DEPTH   16u                   /* nothing arrives unasked: a token SRQ */
+#define RVX__DC_FRAME      64u
+#endif
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
@@ -63,26 +72,6 @@ typedef struct rvx__tl_addr {
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
 
-enum {
-    RVX__DC_ON_NONE = 0,
-    RVX__DC_ON_REQ,         /* complete req */
-    RVX__DC_ON_COPY,        /* copy len bytes from src (bounce) to dst, then complete req if set */
-    RVX__DC_ON_FETCH32,
-    RVX__DC_ON_FETCH64
-};
-
-/* What happens when the WQE starting at a WQEBB retires. */
-typedef struct rvx__dc_op {
-    uint8_t        kind;
-    uint8_t        sig;
-    uint16_t       nbb;
-    uint32_t       len;
-    uint64_t       bounce;  /* bounce ring position to give back (0: none) */
-    void          *dst;
-    const void    *src;
-    rvx_request_t *req;
-} rvx__dc_op_t;
-
 struct rvx__tl_iface;
 struct rvx__tl_ep;
 
@@ -91,17 +80,12 @@ typedef struct rvx__dc_dci {
     rvx__mlx5_sq_t        sq;
     struct rvx__tl_ep    *ep;          /* the endpoint holding it, or NULL */
     struct rvx__tl_iface *ifc;
-    rvx__dc_op_t         *ops;
-    uint32_t              nops;
-    uint32_t              sig_out;     /* signaled WQEs not yet completed */
-    uint32_t              last_sig_pi; /* pi just past the last signaled WQE */
+    rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
     uint32_t              wflush_pi;   /* a worker flush waits for ci to reach this */
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 4: a put8's first ctrl
                                         * word before the byte swap (0: no one-WQEBB put8, the
                                         * address segment is the 48-byte form) */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
-    uint8_t               hold;        /* failed with WQEs to come: counted in outstanding */
-    rvx_request_t        *flush_head, *flush_tail;
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
     struct ibv_qp        *qp;
@@ -132,7 +116,7 @@ typedef struct rvx__tl_iface {
     /* cold */
     rvx__tl_ctx_t  *ctx;
     struct ibv_cq  *ibcq;
-    struct ibv_srq *srq;
+    rvx__mlx5_srq_t srq;         /* the DCT's receive buffers */
     struct ibv_qp  *dct;
     rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
     unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
@@ -170,30 +154,6 @@ RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
 RVX_INLINE rvx_status_t rvx__dc_ep_status(const rvx__tl_ep_t *ep)
 {
     return ep->err != RVX_OK ? ep->err : RVX_ERR_PEER_FAILED;
-}
-
-/* Book-keeping of a signaled WQE that starts at pi and ends at end. */
-RVX_INLINE void rvx__dc_mark_sig(rvx__dc_dci_t *d, uint32_t pi, uint32_t end)
-{
-    rvx__dc_op_t *o = &d->ops[pi & d->sq.mask];
-    o->sig = 1;
-    o->nbb = (uint16_t)(end - pi);
-    d->sig_out++;
-    d->last_sig_pi = end;
-    d->ifc->outstanding++;
-}
-
-/* What the CQE handler does when the WQE at pi retires. */
-RVX_INLINE void rvx__dc_on_retire(rvx__dc_dci_t *d, uint32_t pi, const rvx__dc_op_t *o)
-{
-    rvx__dc_op_t *e = &d->ops[pi & d->sq.mask];
-    e->kind = o->kind;
-    e->len = o->len;
-    e->dst = o->dst;
-    e->src = o->src;
-    e->req = o->req;
-    e->bounce = o->bounce;
-    d->nops++;
 }
 
 /* The address segment after the ctrl segment: the base form is the access key and av_lo (DCT
@@ -246,7 +206,7 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, si
     units = rvx__mlx5_set_inline(&d->sq, seg, src, len);
     used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
     rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
-    if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
+    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
     return RVX_OK;
 }
@@ -307,7 +267,7 @@ RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, size_t len)
  * forces a CQE. */
 RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned opcode,
                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
-                                  const rvx_rkey_t *rkey, const rvx__dc_op_t *o, int sig)
+                                  const rvx_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi = d->sq.pi;
@@ -319,8 +279,8 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned o
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     rvx__mlx5_set_data(seg, len, lkey, addr);
     rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
-    if (o) rvx__dc_on_retire(d, pi, o);
-    if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
+    if (o) rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, o);
+    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&d->sq);
     rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
 }
@@ -336,7 +296,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         rvx__dc_dci_t *d;
-        rvx__dc_op_t o;
+        rvx__mlx5_op_t o;
         uint8_t *b;
         if (n <= RVX__TL_SHORT_MAX) {
             rvx_status_t st = rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
@@ -373,10 +333,10 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
         rvx__dc_dci_t *d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        rvx__dc_op_t o;
+        rvx__mlx5_op_t o;
         if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
         memset(&o, 0, sizeof(o));
-        o.kind = RVX__DC_ON_REQ;
+        o.kind = RVX__MLX5_ON_REQ;
         o.req = req;
         rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
                           last ? &o : NULL, last);
@@ -409,12 +369,12 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         int last = done + n == len;
         rvx__dc_dci_t *d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        rvx__dc_op_t o;
+        rvx__mlx5_op_t o;
         uint8_t *b;
         if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
         b = rvx__dc_bounce(d, n);
         if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
-        o.kind = RVX__DC_ON_COPY;
+        o.kind = RVX__MLX5_ON_COPY;
         o.sig = 0;
         o.nbb = 0;
         o.len = (uint32_t)n;
@@ -453,7 +413,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     unsigned opmod = masked ? RVX__MLX5_OPMOD_MASKED(size) : 0u;
     rvx__dc_dci_t *d;
     uint8_t *wqe, *seg, *slot;
-    rvx__dc_op_t o;
+    rvx__mlx5_op_t o;
     rvx_request_t own;
     int wait = fetch && !req;
 
@@ -476,7 +436,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     rvx__mlx5_set_data(seg, size, ep->ifc->bounce_lkey, slot);
     rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
-    o.kind = fetch ? (size == 8 ? RVX__DC_ON_FETCH64 : RVX__DC_ON_FETCH32) : RVX__DC_ON_NONE;
+    o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
     o.sig = 0;
     o.nbb = 0;
     o.len = size;
@@ -484,8 +444,8 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     o.src = slot;
     o.req = fetch ? req : NULL;
     o.bounce = d->b_head;
-    rvx__dc_on_retire(d, pi, &o);
-    if (flags & RVX__MLX5_CE) rvx__dc_mark_sig(d, pi, pi + nbb);
+    rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, &o);
+    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     rvx__mlx5_set_fence(&d->sq);
     rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
     if (wait) return rvx__dc_wait_req(ep->ifc, &own);

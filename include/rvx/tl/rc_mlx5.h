@@ -14,13 +14,15 @@
  *          mlx5 device; with RVX_LANES > 1, RVX_DEV=mlx5_0,mlx5_1 gives lane i the i-th name, by
  *          default lane i opens the i-th mlx5 device)
  *   iface  per worker and lane (rvx_worker_t's iface[RVX_LANES]): one CQ for sends and
- *          receives, one RC QP and a spare per rank of the job, and a small registered control
- *          region where peers write credits. Its address carries the port's LID/GID and every
- *          QP's number. rvx_worker_create exchanges the addresses and takes every QP to RTS (its
- *          spare to RTR): RC needs the target's QP connected even for one-sided operations.
- *   conn   per (worker, lane, peer): the QP, its send queue, receive buffers, a registered bounce
- *          ring for copies; it lives as long as the iface, so an endpoint destroyed and created
- *          again continues where it stopped.
+ *          receives, one shared receive queue every QP receives on, one RC QP and a spare per rank
+ *          of the job, a small registered control region where peers write credits, and a pool
+ *          of registered bounce memory (at the first copy). Its address carries the port's
+ *          LID/GID and every QP's number. rvx_worker_create exchanges the addresses and takes
+ *          every QP to RTS (its spare to RTR): RC needs the target's QP connected even for
+ *          one-sided operations.
+ *   conn   per (worker, lane, peer): the QP, its send queue and credits, and while copies to the
+ *          peer are in flight a segment of the bounce pool; it lives as long as the iface, so an
+ *          endpoint destroyed and created again continues where it stopped.
  *   ep     one per lane (rvx_ep_t's tl[RVX_LANES]): a pointer to the conn. rvx_ep_create only
  *          points it there (re-connecting a failed conn first); it changes no QP state.
  *
@@ -30,11 +32,13 @@
  * record and the register. A full queue is handled inside the call: it polls the CQ until a slot
  * frees (or the endpoint fails), so puts never return RVX_ERR_NO_RESOURCE.
  *
- * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into per-QP
- * receive buffers of RVX__MLX5_FRAME bytes. Flow control by credits: a receiver reports how many
- * frames it has consumed by an RDMA WRITE of that count into the sender's control region (so a
- * credit message never needs a receive buffer), every quarter of the queue; a sender with no
- * credit gets NULL from rvx__tl_am_claim (RVX_ERR_NO_RESOURCE for requests). RNR cannot happen.
+ * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into the shared
+ * receive queue's buffers of RVX__MLX5_FRAME bytes. Flow control by credits: each peer may have
+ * ifc->credits frames in flight, and the queue holds every peer's credits (plus room for
+ * re-connection hellos); a receiver reports how many frames it has consumed by an RDMA WRITE of
+ * that count into the sender's control region (so a credit message never needs a receive
+ * buffer), every quarter of the credits; a sender with no credit gets NULL from
+ * rvx__tl_am_claim (RVX_ERR_NO_RESOURCE for requests). RNR cannot happen.
  *
  * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
  * retries exhausted -> RVX_ERR_PEER_FAILED) and marks the endpoint failed; the WQEs after it are
@@ -53,9 +57,10 @@
 #include "mlx5/hw.h"
 #include "mlx5/wqe.h"
 #include "mlx5/cq.h"
+#include "mlx5/sq.h"
 #include "mlx5/setup.h"
+#include "mlx5/srq.h"
 
-#define RVX__MLX5_QPT_SIZE  1024              /* QPN lookup table (power of two) */
 #define RVX__MLX5_QPT_EMPTY (-1)
 #define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
 #define RVX__MLX5_QPT_SPARE 0x40000000        /* flag on the rank: the conn's spare QP */
@@ -64,10 +69,13 @@
 #define RVX__MLX5_HELLO_ACK 1u
 /* WQEBBs the data path leaves free: a flush NOP, a credit write and a keepalive always fit. */
 #define RVX__MLX5_SQ_RESERVE 4u
+/* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
+#define RVX__MLX5_SRQ_SPARE 16u
 
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
-#define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES
+#define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
+#define RVX__MLX5_BOUNCE_SEG   RVX_MLX5_BOUNCE_SEG   /* the ring a conn holds while it copies */
 #define RVX__MLX5_BOUNCE_CHUNK RVX_PUT_BCOPY_MAX
 
 /* ---- types ---------------------------------------------------------------------------------- */
@@ -88,26 +96,6 @@ typedef struct rvx__tl_addr {
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 8 * (size_t)((n) > 1 ? (n) : 1))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
 
-/* What the CQ handler does when a WQE retires. */
-enum {
-    RVX__MLX5_ON_NONE = 0,
-    RVX__MLX5_ON_REQ,       /* complete req with RVX_OK */
-    RVX__MLX5_ON_COPY,      /* copy len bytes from src (bounce) to dst, then complete req if set */
-    RVX__MLX5_ON_FETCH32,   /* *dst = 4 bytes at src */
-    RVX__MLX5_ON_FETCH64
-};
-
-typedef struct rvx__mlx5_op {
-    uint8_t        kind;      /* RVX__MLX5_ON_* */
-    uint8_t        sig;       /* this WQE was signaled */
-    uint16_t       nbb;       /* WQEBBs of the WQE starting here (0: not a WQE start) */
-    uint32_t       len;
-    uint64_t       bounce;    /* bounce ring position to give back when this WQE retires (0: none) */
-    void          *dst;
-    const void    *src;
-    rvx_request_t *req;
-} rvx__mlx5_op_t;
-
 struct rvx__tl_iface;
 struct rvx__tl_ep;
 
@@ -118,19 +106,14 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               hold;        /* failed with WQEs whose error CQEs are still to come:
-                                        * counted in ifc->outstanding so that progress polls */
+    uint8_t               in_wf;       /* in ifc->wf_conns */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
     uint64_t              tx_limit;    /* tx_sent may reach this without looking at credit_word */
     const volatile uint64_t *credit_word; /* frames the peer has consumed, written by the peer */
     /* warm */
-    rvx__mlx5_op_t       *ops;
-    uint32_t              nops;        /* ops entries with a kind, not yet retired */
-    uint32_t              sig_out;     /* signaled WQEs not yet completed */
-    uint32_t              last_sig_pi; /* pi just past the last signaled WQE */
-    uint16_t              last_sig_idx_be; /* its WQE index as the CQE's wqe_counter carries it */
+    rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     rvx_status_t          err;
     struct ibv_qp        *qp;
@@ -139,24 +122,19 @@ typedef struct rvx__mlx5_conn {
     int                   rank;
     int                   connected;   /* went to RTS */
     struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
-    rvx_request_t        *flush_head, *flush_tail; /* pending flushes, linked by tl_private[0] */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
-    /* bounce ring: registered memory for copies, given back in WQE order */
+    /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
+     * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
     uint8_t              *bounce;
-    struct ibv_mr        *bounce_mr;
     uint64_t              b_head, b_tail;
-    /* receive side */
-    uint8_t              *rq_buf;
-    uint32_t              rq_mask, rq_stride, rq_head;
-    volatile uint32_t    *rq_dbrec;
-    uint8_t              *rx_buf;
-    struct ibv_mr        *rx_mr;
+    uint32_t              b_lkey;
+    uint32_t              b_seg;       /* which segment of the pool */
+    struct rvx__mlx5_conn *b_next;     /* the iface's list of conns that hold a segment */
+    /* receive side: frames land in the iface's shared receive queue */
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
     uint64_t              rx_reported;
-    uint64_t              rx_seen;     /* frames taken from the CQ (rx_done + rx_held) */
-    uint32_t              rx_held;     /* frames received while no endpoint existed */
-    uint32_t             *held_len, *held_imm;
-    uint32_t             *rq_slot;     /* which buffer the receive WQE at each position has */
+    uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
+                                        * their credits wait for the endpoint */
     uint64_t              peer_ctrl;   /* where this rank's credit word is in the peer's region */
     uint32_t              peer_ctrl_rkey;
     uint16_t              peer_lid;
@@ -165,7 +143,6 @@ typedef struct rvx__mlx5_conn {
     double                ka_time;     /* last keepalive */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
     /* re-connection (tl/rc/reconnect.h) */
-    uint32_t              rq_flushed;  /* receives of this QP that came back flushed */
     struct ibv_qp        *sp_qp;       /* the spare: RTR towards the peer's spare once sp_rqpn is known */
     uint32_t              sp_qpn;
     uint32_t              sp_rqpn;     /* the peer's spare (0: not known yet) */
@@ -192,17 +169,28 @@ typedef struct rvx__tl_iface {
     int               rank, nranks;
     uint64_t         *ctrl;        /* credit words, one per rank */
     struct ibv_mr    *ctrl_mr;
-    uint32_t          qpt_qpn[RVX__MLX5_QPT_SIZE];
-    int32_t           qpt_rank[RVX__MLX5_QPT_SIZE];
+    uint32_t         *qpt_qpn;     /* QPN -> rank, open addressing, sized by the job */
+    int32_t          *qpt_rank;
+    uint32_t          qpt_mask;
+    unsigned          qpt_shift;   /* 32 - log2(size): the hash's top bits */
     int               in_rx;
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
+    struct rvx__mlx5_conn **wf_conns; /* the conns they wait for (busy when flushed), nranks room */
+    unsigned          nwf;
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
-    uint8_t          *hello;       /* 64 bytes per rank: where a spare receives its hello */
-    struct ibv_mr    *hello_mr;
+    rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */
+    uint32_t          credits;     /* frames each peer may have in flight to us */
+    uint32_t          credit_q;    /* credits go back when this many frames were consumed */
     unsigned          nrec;        /* conns with rec_pending */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
+    /* the bounce pool: RVX_MLX5_BOUNCE_BYTES registered on first use, lent to conns in segments */
+    uint8_t          *bpool;
+    struct ibv_mr    *bpool_mr;
+    uint32_t         *bfree;       /* free segments (a stack) */
+    unsigned          nbfree;
+    rvx__mlx5_conn_t *bholders;    /* conns that hold a segment */
 } rvx__tl_iface_t;
 
 typedef struct rvx__mlx5_deferred {
@@ -232,26 +220,13 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 /* Book-keeping of a signaled WQE that starts at pi and ends at end. */
 RVX_INLINE void rvx__mlx5_mark_sig(rvx__mlx5_conn_t *c, uint32_t pi, uint32_t end)
 {
-    rvx__mlx5_op_t *o = &c->ops[pi & c->sq.mask];
-    o->sig = 1;
-    o->nbb = (uint16_t)(end - pi);
-    c->sig_out++;
-    c->last_sig_pi = end;
-    c->last_sig_idx_be = rvx_htobe16((uint16_t)pi);
-    c->ifc->outstanding++;
+    rvx__mlx5_tx_mark_sig(&c->sq, &c->tx, pi, end);
 }
 
 /* What the CQE handler does when the WQE at pi retires. */
 RVX_INLINE void rvx__mlx5_on_retire(rvx__mlx5_conn_t *c, uint32_t pi, const rvx__mlx5_op_t *o)
 {
-    rvx__mlx5_op_t *e = &c->ops[pi & c->sq.mask];
-    e->kind = o->kind;
-    e->len = o->len;
-    e->dst = o->dst;
-    e->src = o->src;
-    e->req = o->req;
-    e->bounce = o->bounce;
-    c->nops++;
+    rvx__mlx5_tx_on_retire(&c->sq, &c->tx, pi, o);
 }
 
 /* ---- put ------------------------------------------------------------------------------------ */
@@ -337,14 +312,15 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
     return rvx__mlx5_put_short_gen(ep->c, src, len, raddr, rkey);
 }
 
-/* Room in the bounce ring for len bytes (64-aligned), given back in WQE order. */
+/* Room in the conn's bounce segment for len bytes (64-aligned), given back in WQE order. A conn
+ * without a segment looks full and takes one from the worker's pool in the cold path. */
 RVX_INLINE uint8_t *rvx__mlx5_bounce(rvx__mlx5_conn_t *c, size_t len)
 {
     uint64_t pos = c->b_head, off;
     len = (len + 63) & ~(size_t)63;
-    off = pos % RVX__MLX5_BOUNCE_BYTES;
-    if (off + len > RVX__MLX5_BOUNCE_BYTES) { pos += RVX__MLX5_BOUNCE_BYTES - off; off = 0; }
-    if (RVX_UNLIKELY(pos + len - c->b_tail > RVX__MLX5_BOUNCE_BYTES)) return rvx__mlx5_bounce_wait(c, len);
+    off = pos % RVX__MLX5_BOUNCE_SEG;
+    if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
+    if (RVX_UNLIKELY(pos + len - c->b_tail > RVX__MLX5_BOUNCE_SEG)) return rvx__mlx5_bounce_wait(c, len);
     c->b_head = pos + len;
     return c->bounce + off;
 }
@@ -396,7 +372,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_NONE;
         o.bounce = c->b_head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bounce_mr->lkey,
+        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->b_lkey,
                             raddr + done, rkey, &o, 0);
         done += n;
     }
@@ -463,7 +439,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         o.src = b;
         o.req = last ? req : NULL;
         o.bounce = c->b_head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bounce_mr->lkey,
+        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->b_lkey,
                             raddr + done, rkey, &o, last);
         done += n;
     }
@@ -530,7 +506,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
     seg = rvx__mlx5_next_seg(&c->sq, (uint8_t *)(void *)&w->raddr);
     seg = rvx__mlx5_amo_segs(c, seg, size, ds, a, b, amask, bmask);
-    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bounce_mr->lkey, slot);
+    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->b_lkey, slot);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
     o.len = size;
     o.dst = fetch;
@@ -656,7 +632,7 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
         rvx__mlx5_op_t o;
         rvx__mlx5_wqe_send_t *w = (rvx__mlx5_wqe_send_t *)(void *)wqe;
         rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_SEND_IMM, c->sq.qpn8, 2, flags, imm);
-        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->bounce_mr->lkey, body);
+        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->b_lkey, body);
         memset(w->unused, 0, sizeof(w->unused));
         memset(&o, 0, sizeof(o)); /* the bounce space goes back when this WQE retires */
         o.kind = RVX__MLX5_ON_NONE;
@@ -775,10 +751,10 @@ RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
     if (c->sq.ci == pi) return c->err;
     ifc = c->ifc;
     cqe = RVX_CONTAINER_OF(ifc->cq.next_op_own, const struct mlx5_cqe64, op_own);
-    if (RVX_LIKELY(c->last_sig_pi == pi && rvx__mlx5_cqe_req_ok(&ifc->cq, cqe))) {
+    if (RVX_LIKELY(c->tx.last_sig_pi == pi && rvx__mlx5_cqe_req_ok(&ifc->cq, cqe))) {
         rvx_from_device_barrier(); /* the owner check before the CQE's other bytes */
         if (RVX_LIKELY((cqe->sop_drop_qpn & rvx_htobe32(RVX__MLX5_QPN_MASK)) == c->qpn_be &&
-                       cqe->wqe_counter == c->last_sig_idx_be))
+                       cqe->wqe_counter == c->tx.last_sig_idx_be))
             return RVX_OK;
     }
     return rvx__mlx5_flush_slow(c, req);

@@ -7,57 +7,24 @@
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
 
-/* Retire [ci, end): run the ops entries (copies, fetches, requests), give back bounce space,
- * complete flushes whose target is reached (with the status of the endpoint holding the DCI). */
-RVX_COLD void rvx__dc_retire(rvx__dc_dci_t *d, uint32_t end, rvx_status_t st)
+/* The status flushes of a DCI complete with: its holder's. */
+RVX_INLINE rvx_status_t rvx__dc_flush_status(const rvx__dc_dci_t *d)
 {
-    rvx_request_t **pp;
-    while (d->nops && d->sq.ci != end) {
-        rvx__dc_op_t *o = &d->ops[d->sq.ci & d->sq.mask];
-        if (o->kind != RVX__DC_ON_NONE || o->bounce) {
-            if (st == RVX_OK) {
-                if (o->kind == RVX__DC_ON_COPY) memcpy(o->dst, o->src, o->len);
-                else if (o->kind == RVX__DC_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
-                else if (o->kind == RVX__DC_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
-            }
-            if (o->req) o->req->status = st;
-            if (o->bounce) d->b_tail = o->bounce;
-            o->kind = RVX__DC_ON_NONE;
-            o->bounce = 0;
-            o->req = NULL;
-            d->nops--;
-        }
-        d->sq.ci++;
-    }
-    rvx__mlx5_sq_retired(&d->sq, end);
-    pp = &d->flush_head;
-    while (*pp && (int32_t)(d->sq.ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
-        rvx_request_t *r = *pp;
-        *pp = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = d->ep ? d->ep->err : RVX_OK;
-    }
-    if (!d->flush_head) d->flush_tail = NULL;
+    return d->ep ? d->ep->err : RVX_OK;
 }
 
 /* A failed DCI completes every WQE it holds with an error CQE, signaled or not: progress keeps
  * polling until they have all come. */
 RVX_COLD void rvx__dc_hold(rvx__dc_dci_t *d)
 {
-    if (d->failed && !d->hold && d->sq.ci != d->sq.pi) {
-        d->hold = 1;
-        d->ifc->outstanding++;
-    }
+    if (d->failed) rvx__mlx5_tx_hold(&d->sq, &d->tx);
 }
 
 /* A signaled WQE completed: everything up to its end retires. */
 RVX_COLD void rvx__dc_req_ok(rvx__dc_dci_t *d, uint16_t idx)
 {
-    rvx__dc_op_t *o = &d->ops[idx & d->sq.mask];
-    uint32_t start = rvx__mlx5_wqe_start(&d->sq, idx);
-    o->sig = 0;
-    d->sig_out--;
-    d->ifc->outstanding--;
-    rvx__dc_retire(d, start + o->nbb, RVX_OK);
+    uint64_t b = rvx__mlx5_tx_req_ok(&d->sq, &d->tx, idx, rvx__dc_flush_status(d));
+    if (b) d->b_tail = b;
 }
 
 /* A WQE failed (or was flushed after a failure): the endpoint holding the DCI fails, the WQEs
@@ -65,12 +32,10 @@ RVX_COLD void rvx__dc_req_ok(rvx__dc_dci_t *d, uint16_t idx)
  * left, it recovers. */
 RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
 {
-    rvx__tl_iface_t *ifc = d->ifc;
     uint16_t idx = rvx_htobe16(e->wqe_counter);
-    rvx__dc_op_t *o = &d->ops[idx & d->sq.mask];
-    uint32_t start = rvx__mlx5_wqe_start(&d->sq, idx), end;
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
     rvx__tl_ep_t *ep = d->ep;
+    uint64_t b;
     if (!d->failed) {
         d->failed = 1;
         rvx__log("dc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, DCI 0x%x "
@@ -81,23 +46,9 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
         ep->failed = 1;
         ep->err = e->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? RVX_ERR_CANCELED : st;
     }
-    rvx__dc_retire(d, start, RVX_OK);
-    end = start + (o->nbb ? o->nbb : 1u);
-    if (o->sig) {
-        o->sig = 0;
-        d->sig_out--;
-        ifc->outstanding--;
-    } else {
-        end = start + 1; /* unsignaled: step to the next WQE start, which later CQEs name */
-    }
-    rvx__dc_retire(d, end, st);
-    rvx__dc_hold(d);
-    if (d->sq.ci == d->sq.pi) {
-        if (d->hold) { d->hold = 0; ifc->outstanding--; }
-        ifc->outstanding -= d->sig_out; /* nothing more comes from this queue */
-        d->sig_out = 0;
-        rvx__dc_dci_recover(d);
-    }
+    b = rvx__mlx5_tx_req_err(&d->sq, &d->tx, idx, st, rvx__dc_flush_status(d));
+    if (b) d->b_tail = b;
+    if (d->sq.ci == d->sq.pi) rvx__dc_dci_recover(d);
 }
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */
@@ -116,11 +67,7 @@ RVX_COLD void rvx__dc_wflush_check(rvx__tl_iface_t *ifc)
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
         if ((int32_t)(ifc->dci[i].sq.ci - ifc->dci[i].wflush_pi) < 0) return;
-    while (ifc->wflush) {
-        rvx_request_t *r = ifc->wflush;
-        ifc->wflush = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = RVX_OK;
-    }
+    rvx__mlx5_wflush_done(&ifc->wflush);
 }
 
 /* Handle every CQE present; returns how many. */
@@ -143,7 +90,7 @@ RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
         if (!d) {
             rvx__log("dc_mlx5: completion (opcode %u) for QP 0x%x, not a DCI: ignored", opcode, qpn);
         } else if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
-                   (int16_t)(rvx_htobe16(cqe->wqe_counter) - (uint16_t)d->sq.ci) < 0) {
+                   rvx__mlx5_cqe_stale(&d->sq, cqe)) {
             rvx__log("dc_mlx5: completion for WQE %u of DCI 0x%x, already retired: ignored",
                      rvx_htobe16(cqe->wqe_counter), qpn);
         } else if (opcode == MLX5_CQE_REQ) {
@@ -166,22 +113,10 @@ RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
 
 /* ---- the pool and waiting ------------------------------------------------------------------- */
 
-/* If the newest WQE is unsignaled, post a signaled NOP after it, so that a CQE will retire
- * everything posted so far. It uses the reserve that `room` keeps, so it never waits. */
+/* A signaled NOP after an unsignaled tail (not on a failed DCI: its WQEs come back anyway). */
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
 {
-    uint32_t pi = d->sq.pi;
-    uint8_t *wqe;
-    rvx__mlx5_wqe_send_inl_t *w;
-    if (d->failed || d->last_sig_pi == pi || pi == d->sq.ci || pi - d->sq.ci >= d->sq.mask + 1)
-        return;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_NOP, d->sq.qpn8, RVX__MLX5_DS_NOP,
-                       rvx__mlx5_moderate(&d->sq, 1), 0);
-    memset(&w->inl, 0, RVX__MLX5_BB - sizeof(w->ctrl));
-    rvx__dc_mark_sig(d, pi, pi + 1);
-    rvx__mlx5_commit(&d->sq, pi + 1, wqe, 1, NULL);
+    if (!d->failed) rvx__mlx5_tx_sig_tail(&d->sq, &d->tx);
 }
 
 /* A DCI for ep: one no one holds (idle ones first), else one whose holder's work has all
@@ -196,7 +131,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
         if (d->failed) continue;
         if (!d->ep && idle) { idle_held = NULL; busy_free = d; break; }
         if (!d->ep && !busy_free) busy_free = d;
-        if (d->ep && idle && !idle_held && !d->flush_head) idle_held = d;
+        if (d->ep && idle && !idle_held && !d->tx.flush_head) idle_held = d;
     }
     if (!busy_free && idle_held) {
         idle_held->ep->dci = NULL; /* its holder's work is complete: it takes another next time */
@@ -277,17 +212,7 @@ RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsign
     unsigned cs = size == 8 ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_MASKED_CS;
     rvx_status_t st = rvx__dc_amo(ep, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
     while (st == RVX_OK) {
-        int64_t so = size == 8 ? (int64_t)old : (int64_t)(int32_t)(uint32_t)old;
-        int64_t sv = size == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
-        switch (op) {
-        case RVX_AMO_MULT: nv = old * v; break;
-        case RVX_AMO_MIN:  nv = so < sv ? old : v; break;
-        case RVX_AMO_MAX:  nv = so > sv ? old : v; break;
-        case RVX_AMO_UMIN: nv = old < v ? old : v; break;
-        case RVX_AMO_UMAX: nv = old > v ? old : v; break;
-        default: return RVX_ERR_INVALID_PARAM;
-        }
-        nv &= ones;
+        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
         seen = 0;
         st = rvx__dc_amo(ep, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
         if (st != RVX_OK || (seen & ones) == (old & ones)) break;
@@ -311,12 +236,7 @@ RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req)
     if (d->failed) rvx__dc_hold(d); /* every WQE comes back with an error CQE */
     else rvx__dc_sig_tail(d);
     if (!req) return RVX_ERR_INVALID_PARAM;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    req->tl_private[0] = 0;
-    req->tl_private[1] = d->sq.pi;
-    if (d->flush_tail) d->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
-    else d->flush_head = req;
-    d->flush_tail = req;
+    rvx__mlx5_tx_flush_add(&d->tx, req, d->sq.pi);
     return RVX_INPROGRESS;
 }
 

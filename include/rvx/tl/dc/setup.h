@@ -43,9 +43,8 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     if (st != RVX_OK) return st;
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
     if (!bf) return RVX_ERR_NO_MEMORY;
-    if (!d->ops) d->ops = (rvx__dc_op_t *)calloc(dq.sq.wqe_cnt, sizeof(*d->ops));
-    else memset(d->ops, 0, (size_t)dq.sq.wqe_cnt * sizeof(*d->ops));
-    if (!d->ops) return RVX_ERR_NO_MEMORY;
+    st = rvx__mlx5_tx_fresh(&d->tx, d->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
+    if (st != RVX_OK) return st;
     /* at most 4 x RVX_MLX5_TX_DEPTH WQEBBs in flight per DCI, whatever the queue's size: the CQ
      * is sized for that many (each WQE may come back as an error CQE) */
     rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf,
@@ -53,7 +52,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
                                             dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
-    d->nops = d->sig_out = d->last_sig_pi = d->wflush_pi = 0;
+    d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
     return RVX_OK;
 }
@@ -125,23 +124,16 @@ RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__tl_iface_t *ifc)
     return rvx__mlx5_cq_init(&ifc->cq, ifc->ibcq);
 }
 
-/* The DCT: on a small SRQ (no message arrives in this release), RESET -> INIT -> RTR, after which
- * it has its number. */
+/* The DCT: on the worker's SRQ (tl/mlx5/srq.h: RVX_DC_RX_DEPTH frames in a build that receives
+ * messages, a token few otherwise), RESET -> INIT -> RTR, after which it has its number. */
 RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
 {
     rvx__tl_ctx_t *ctx = ifc->ctx;
-    struct ibv_srq_init_attr sa;
     struct ibv_qp_init_attr_ex ia;
     struct mlx5dv_qp_init_attr da;
     struct ibv_qp_attr qa;
-    memset(&sa, 0, sizeof(sa));
-    sa.attr.max_wr = 16;
-    sa.attr.max_sge = 1;
-    ifc->srq = ibv_create_srq(ctx->pd, &sa);
-    if (!ifc->srq) {
-        rvx__log("dc_mlx5: cannot create an SRQ: %s", strerror(errno));
-        return RVX_ERR_NO_RESOURCE;
-    }
+    rvx_status_t st = rvx__mlx5_srq_create(ctx, &ifc->srq, RVX__DC_RX_DEPTH, RVX__DC_FRAME);
+    if (st != RVX_OK) return st;
     memset(&ia, 0, sizeof(ia));
     memset(&da, 0, sizeof(da));
     ia.qp_type = IBV_QPT_DRIVER;
@@ -149,7 +141,7 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
     ia.pd = ctx->pd;
     ia.send_cq = ifc->ibcq;
     ia.recv_cq = ifc->ibcq;
-    ia.srq = ifc->srq;
+    ia.srq = ifc->srq.srq;
     da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
     da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
     da.dc_init_attr.dct_access_key = RVX__DC_KEY;
@@ -182,10 +174,10 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
-        free(ifc->dci[i].ops);
+        free(ifc->dci[i].tx.ops);
     }
     if (ifc->dct) ibv_destroy_qp(ifc->dct);
-    if (ifc->srq) ibv_destroy_srq(ifc->srq);
+    rvx__mlx5_srq_destroy(&ifc->srq);
     if (ifc->bounce_mr) ibv_dereg_mr(ifc->bounce_mr);
     free(ifc->bounce);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);

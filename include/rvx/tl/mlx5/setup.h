@@ -25,6 +25,7 @@ typedef struct rvx__tl_ctx {
     enum ibv_mtu        mtu;
     size_t              page;
     uint32_t            bw_mbs;  /* the port's data rate (active speed x width), MB/s */
+    unsigned            lane;    /* which lane this device serves (0: everything, others: data) */
     char                name[64];
 } rvx__tl_ctx_t;
 
@@ -211,6 +212,7 @@ RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
     int port;
     rvx_status_t st;
     memset(ctx, 0, sizeof(*ctx));
+    ctx->lane = lane;
     ctx->page = (size_t)sysconf(_SC_PAGESIZE);
     st = rvx__mlx5_dev_wanted(getenv("RVX_DEV"), lane, name, sizeof(name), &port);
     if (st == RVX_OK) st = rvx__mlx5_dev_open(ctx, name, lane);

@@ -5,56 +5,34 @@
 #define RVX_TL_RC_POLL_H
 
 RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
-                              uint32_t imm_be);
+                              uint32_t imm_be, const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver);
+                                 uint32_t imm, int deliver, uint16_t idx);
 #endif
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
 
-/* Retire [ci, end): run the ops entries (copies, fetches, requests), give back bounce space,
- * complete flushes whose target is reached. */
+/* Retire [ci, end) (tl/mlx5/sq.h), giving back bounce space; flushes complete with the conn's
+ * status. */
 RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t st)
 {
-    rvx_request_t **pp;
-    while (c->nops && c->sq.ci != end) {
-        rvx__mlx5_op_t *o = &c->ops[c->sq.ci & c->sq.mask];
-        if (o->kind != RVX__MLX5_ON_NONE || o->bounce) {
-            if (st == RVX_OK) {
-                if (o->kind == RVX__MLX5_ON_COPY) memcpy(o->dst, o->src, o->len);
-                else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
-                else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
-            }
-            if (o->req) o->req->status = st;
-            if (o->bounce) c->b_tail = o->bounce;
-            o->kind = RVX__MLX5_ON_NONE;
-            o->bounce = 0;
-            o->req = NULL;
-            c->nops--;
-        }
-        c->sq.ci++;
-    }
-    rvx__mlx5_sq_retired(&c->sq, end);
-    /* flushes in order of their targets */
-    pp = &c->flush_head;
-    while (*pp && (int32_t)(c->sq.ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
-        rvx_request_t *r = *pp;
-        *pp = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = c->err;
-    }
-    if (!c->flush_head) c->flush_tail = NULL;
+    uint64_t b = rvx__mlx5_tx_retire(&c->sq, &c->tx, end, st, c->err);
+    if (b) c->b_tail = b;
 }
 
+/* The conn fails with st. Reported on stderr unless report is 0: a peer that has left makes the
+ * work nobody waits for (credit returns, keepalives, unsignaled writes) run out of retries, and
+ * that is no failure of the job; the status still reaches the endpoint's flush and status. */
 RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd, unsigned vendor,
-                             uint16_t idx)
+                             uint16_t idx, int report)
 {
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
         c->tx_limit = 0; /* sends take the slow path, which sees the failure */
-        rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
+        if (report) rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
                  "the endpoint is marked failed", c->rank, rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);
     }
@@ -64,69 +42,52 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
  * keeps polling until they have all come, even where only signaled work would make it poll. */
 RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c)
 {
-    if (c->failed && !c->hold && c->sq.ci != c->sq.pi) {
-        c->hold = 1;
-        c->ifc->outstanding++;
-    }
+    if (c->failed) rvx__mlx5_tx_hold(&c->sq, &c->tx);
 }
 
 /* A signaled WQE completed: everything up to its end retires. */
-RVX_COLD void rvx__mlx5_req_ok(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint16_t idx)
+RVX_COLD void rvx__mlx5_req_ok(rvx__mlx5_conn_t *c, uint16_t idx)
 {
-    rvx__mlx5_op_t *o = &c->ops[idx & c->sq.mask];
-    uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
-    o->sig = 0;
-    c->sig_out--;
-    ifc->outstanding--;
-    rvx__mlx5_retire(c, start + o->nbb, RVX_OK);
+    uint64_t b = rvx__mlx5_tx_req_ok(&c->sq, &c->tx, idx, c->err);
+    if (b) c->b_tail = b;
 }
 
 /* A WQE failed (or was flushed after a failure): the conn fails, the WQEs before it completed,
  * this one completes with the syndrome's status. */
-RVX_COLD void rvx__mlx5_req_err(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
-                                const struct mlx5_err_cqe *e)
+RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
 {
     uint16_t idx = rvx_htobe16(e->wqe_counter);
-    rvx__mlx5_op_t *o = &c->ops[idx & c->sq.mask];
-    uint32_t start = rvx__mlx5_wqe_start(&c->sq, idx);
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
-    uint32_t end;
+    int gone = e->syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ||
+               e->syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+    uint64_t b;
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
-        rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx);
+        rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx,
+                       !gone || c->tx.ops[idx & c->sq.mask].kind != RVX__MLX5_ON_NONE);
     else if (!c->failed)
-        rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx);
-    rvx__mlx5_retire(c, start, RVX_OK);
-    end = start + (o->nbb ? o->nbb : 1u);
-    if (o->sig) {
-        o->sig = 0;
-        c->sig_out--;
-        ifc->outstanding--;
-    } else {
-        /* unsignaled: its size is not recorded; step over WQEBBs until the next WQE start, which
-         * every later error CQE names */
-        end = start + 1;
-    }
-    rvx__mlx5_retire(c, end, st);
-    rvx__mlx5_hold(c);
-    if (c->sq.ci == c->sq.pi && c->hold) {
-        c->hold = 0;
-        ifc->outstanding--;
-    }
-    if (c->sq.ci == c->sq.pi && c->sig_out) { /* counters of a dead QP: nothing more comes */
-        ifc->outstanding -= c->sig_out;
-        c->sig_out = 0;
-    }
+        rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
+    b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, c->err);
+    if (b) c->b_tail = b;
 }
 
-/* A receive completed with an error: it came back without data. */
+/* The shared receive queue's buffer idx is free again. */
+RVX_COLD void rvx__mlx5_srq_give(rvx__tl_iface_t *ifc, uint16_t idx)
+{
+    rvx__mlx5_srq_release(&ifc->srq, idx);
+    rvx__mlx5_srq_ring(&ifc->srq);
+}
+
+/* A receive completed with an error: it came back without data (a shared receive queue flushes
+ * nothing: an error CQE names a buffer it consumed). */
 RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
 {
-    c->rq_flushed++;
+    if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+        rvx__mlx5_srq_give(c->ifc, rvx_htobe16(e->wqe_counter));
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
-                       e->vendor_err_synd, rvx_htobe16(e->wqe_counter));
+                       e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
     else if (!c->failed)
-        rvx__mlx5_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0);
+        rvx__mlx5_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0, 1);
 }
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */
@@ -138,21 +99,23 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
 {
     const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
     (void)deliver;
-    if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
-        (int16_t)(rvx_htobe16(cqe->wqe_counter) - (uint16_t)c->sq.ci) < 0) {
+    if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) && rvx__mlx5_cqe_stale(&c->sq, cqe)) {
         rvx__log("rc_mlx5: completion for WQE %u of QP 0x%x, already retired: ignored",
                  rvx_htobe16(cqe->wqe_counter), qpn);
     } else if (opcode == MLX5_CQE_REQ) {
-        rvx__mlx5_req_ok(ifc, c, rvx_htobe16(cqe->wqe_counter));
+        rvx__mlx5_req_ok(c, rvx_htobe16(cqe->wqe_counter));
     } else if (opcode == MLX5_CQE_REQ_ERR) {
-        rvx__mlx5_req_err(ifc, c, e);
+        rvx__mlx5_req_err(c, e);
     } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
+        uint16_t idx = rvx_htobe16(cqe->wqe_counter);
         if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
-            c->rx_seen++; /* the first receive of a QP that was a spare */
-            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey);
+            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey, rvx__mlx5_srq_buf(&ifc->srq, idx));
+            rvx__mlx5_srq_give(ifc, idx);
         }
 #if RVX_CAN_RECEIVE
-        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver);
+        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver, idx);
+#else
+        else rvx__mlx5_srq_give(ifc, idx);
 #endif
     } else if (opcode == MLX5_CQE_RESP_ERR) {
         rvx__mlx5_resp_err(c, e);
@@ -161,19 +124,18 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     }
 }
 
-/* Pending worker flushes complete once every conn has retired what was posted before them. */
+/* Pending worker flushes complete once every conn that was busy when they were asked has retired
+ * what was posted before them. Only those conns are looked at, never every peer. */
 RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
 {
-    int i;
-    for (i = 0; i < ifc->nranks; i++) {
-        const rvx__mlx5_conn_t *c = &ifc->conns[i];
-        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return;
+    unsigned i = 0;
+    while (i < ifc->nwf) {
+        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
+        c->in_wf = 0;
+        ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
     }
-    while (ifc->wflush) {
-        rvx_request_t *r = ifc->wflush;
-        ifc->wflush = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = RVX_OK;
-    }
+    rvx__mlx5_wflush_done(&ifc->wflush);
 }
 
 /* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting
@@ -193,11 +155,17 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         rvx__mlx5_cq_advance(&ifc->cq);
         n++;
         if (who < 0) {
-            rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
+            /* a QP replaced meanwhile: a buffer it received into still goes back */
+            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) rvx__mlx5_srq_give(ifc, rvx_htobe16(cqe->wqe_counter));
+            else rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
         } else if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
             /* a spare receives one hello and sends nothing */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM)
-                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey);
+            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) {
+                uint16_t idx = rvx_htobe16(cqe->wqe_counter);
+                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey,
+                                rvx__mlx5_srq_buf(&ifc->srq, idx));
+                rvx__mlx5_srq_give(ifc, idx);
+            }
         } else {
             rvx__mlx5_cqe_handle(ifc, &ifc->conns[who], cqe, op_own >> 4, qpn, deliver);
         }
@@ -237,7 +205,7 @@ RVX_COLD void rvx__mlx5_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, uns
 RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
 {
     rvx_rkey_t k;
-    uint64_t v = c->rx_done + RVX_MLX5_RX_DEPTH;
+    uint64_t v = c->rx_done + c->ifc->credits;
     uint32_t pi;
     uint8_t *wqe;
     rvx__mlx5_wqe_write8_t *w;
@@ -261,59 +229,49 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-/* Give a receive buffer back to the NIC, and credits to the peer every quarter queue. */
-RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint32_t slot)
+/* Give a receive buffer back to the NIC, and credits to the peer every quarter of its share. */
+RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint16_t idx)
 {
     c->rx_done++;
-    rvx__mlx5_post_recv(c, slot);
-    rvx__mlx5_ring_recv(c);
-    if (c->rx_done - c->rx_reported >= RVX_MLX5_RX_DEPTH / 4) rvx__mlx5_credit_return(c);
+    rvx__mlx5_srq_give(c->ifc, idx);
+    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
-/* The frame in the buffer at the next receive slot: hand it to the protocol (or keep it for an
- * endpoint that does not exist yet, or copy a request aside while a reply waits for room). */
+/* The frame in the shared queue's buffer idx: hand it to the protocol (or, for an endpoint that
+ * does not exist yet, or a request while a reply waits for room, a copy aside, delivered later in
+ * order). */
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver)
+                                 uint32_t imm, int deliver, uint16_t idx)
 {
-    uint64_t k = c->rx_seen++;
-    uint32_t slot = c->rq_slot[k & c->rq_mask];
-    uint8_t *buf = c->rx_buf + (size_t)slot * RVX__MLX5_FRAME;
+    uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
     unsigned x = rvx_htobe32(imm), chan = x >> 16, info = x & 0xffff;
-    if (!c->ep) { /* no endpoint yet: keep it in its buffer, in order */
-        c->held_len[k & c->rq_mask] = len;
-        c->held_imm[k & c->rq_mask] = x;
-        c->rx_held++;
-        return;
-    }
     if (chan >= RVX__TL_AM_CHANNELS || len > RVX__MLX5_FRAME) {
         rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank, chan, len);
-        rvx__mlx5_rx_release(c, slot);
+        rvx__mlx5_rx_release(c, idx);
+    } else if (!c->ep) {
+        /* no endpoint yet: its credit waits for the endpoint, so the peer cannot send more than
+         * its share meanwhile */
+        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
+        c->rx_held++;
+        rvx__mlx5_srq_give(ifc, idx);
     } else if (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head)) {
         /* a handler may not run now, or earlier requests wait: keep the order */
         rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, slot);
+        rvx__mlx5_rx_release(c, idx);
     } else {
         /* the buffer goes back after the handler; frames a nested poll takes meanwhile use
-         * other buffers (rq_slot maps positions to buffers, so the order of reposts is free) */
+         * other buffers (the shared queue takes them back in any order) */
         rvx__rx_deliver(c->ep, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, slot);
+        rvx__mlx5_rx_release(c, idx);
     }
 }
 
-/* Frames a conn kept while it had no endpoint: queue copies for the next progress; repost: give the
- * buffers back to the QP (not when the QP is being replaced). */
-RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost)
+/* Frames a conn took while it had no endpoint (copied aside already): their credits go back. */
+RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c)
 {
-    while (c->rx_held) {
-        uint64_t k = c->rx_seen - c->rx_held;
-        uint32_t slot = c->rq_slot[k & c->rq_mask];
-        unsigned x = c->held_imm[k & c->rq_mask];
-        uint32_t len = c->held_len[k & c->rq_mask];
-        c->rx_held--;
-        if ((x >> 16) < RVX__TL_AM_CHANNELS && len <= RVX__MLX5_FRAME)
-            rvx__mlx5_defer(ifc, c->rank, x >> 16, x & 0xffff, c->rx_buf + (size_t)slot * RVX__MLX5_FRAME, len);
-        if (repost) rvx__mlx5_rx_release(c, slot);
-    }
+    c->rx_done += c->rx_held;
+    c->rx_held = 0;
+    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
 RVX_COLD int rvx__mlx5_deliver_deferred(rvx__tl_iface_t *ifc)
@@ -368,21 +326,10 @@ RVX_COLD int rvx__mlx5_poll_blocking(rvx__tl_iface_t *ifc)
     return rvx__mlx5_drain(ifc, 0);
 }
 
-/* If the newest WQE is unsignaled, post a signaled NOP after it, so that a CQE will retire
- * everything posted so far. It uses the reserve that `room` keeps, so it never waits. */
+/* A signaled NOP after an unsignaled tail (tl/mlx5/sq.h). */
 RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
 {
-    uint32_t pi = c->sq.pi;
-    uint8_t *wqe;
-    rvx__mlx5_wqe_send_inl_t *w;
-    if (c->last_sig_pi == pi || pi - c->sq.ci >= c->sq.mask + 1) return;
-    wqe = rvx__mlx5_slot(&c->sq, pi);
-    w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_NOP, c->sq.qpn8, RVX__MLX5_DS_NOP,
-                       rvx__mlx5_moderate(&c->sq, 1), 0);
-    memset(&w->inl, 0, RVX__MLX5_BB - sizeof(w->ctrl));
-    rvx__mlx5_mark_sig(c, pi, pi + 1);
-    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+    rvx__mlx5_tx_sig_tail(&c->sq, &c->tx);
 }
 
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
@@ -396,20 +343,70 @@ RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
     }
 }
 
+/* The bounce pool's memory, registered at the first copy (lanes that never copy never pay). */
+RVX_COLD rvx_status_t rvx__mlx5_bpool_init(rvx__tl_iface_t *ifc)
+{
+    unsigned i, n = RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG;
+    ifc->bpool = (uint8_t *)rvx__mlx5_alloc(ifc->ctx, RVX__MLX5_BOUNCE_BYTES);
+    ifc->bfree = (uint32_t *)calloc(n, sizeof(*ifc->bfree));
+    if (!ifc->bpool || !ifc->bfree) return RVX_ERR_NO_MEMORY;
+    ifc->bpool_mr = rvx__mlx5_reg(ifc->ctx, ifc->bpool, RVX__MLX5_BOUNCE_BYTES, "the bounce pool");
+    if (!ifc->bpool_mr) return RVX_ERR_NO_RESOURCE;
+    for (i = 0; i < n; i++) ifc->bfree[i] = n - 1 - i;
+    ifc->nbfree = n;
+    return RVX_OK;
+}
+
+/* The conn's segment goes back to the pool (nothing of it is in flight). */
+RVX_COLD void rvx__mlx5_bounce_put(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    rvx__mlx5_conn_t **pp = &ifc->bholders;
+    while (*pp && *pp != c) pp = &(*pp)->b_next;
+    if (*pp) *pp = c->b_next;
+    ifc->bfree[ifc->nbfree++] = c->b_seg;
+    c->bounce = NULL;
+    c->b_next = NULL;
+    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG; /* looks full: the next copy asks again */
+}
+
+/* A segment for c: a free one, or one whose holder has nothing in flight in it. Only the holders
+ * are looked at, never every peer. 1: c has one. */
+RVX_COLD int rvx__mlx5_bounce_take(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    rvx__mlx5_conn_t *h;
+    if (!ifc->bpool && rvx__mlx5_bpool_init(ifc) != RVX_OK) return 0;
+    for (h = ifc->bholders; h && !ifc->nbfree; h = h->b_next)
+        if (h->b_tail == h->b_head) rvx__mlx5_bounce_put(ifc, h);
+        else rvx__mlx5_sig_tail(h); /* so that a CQE gives its segment back */
+    if (!ifc->nbfree) return 0;
+    c->b_seg = ifc->bfree[--ifc->nbfree];
+    c->bounce = ifc->bpool + (size_t)c->b_seg * RVX__MLX5_BOUNCE_SEG;
+    c->b_lkey = ifc->bpool_mr->lkey;
+    c->b_tail = c->b_head;
+    c->b_next = ifc->bholders;
+    ifc->bholders = c;
+    return 1;
+}
+
 RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len)
 {
     unsigned spins = 0;
     for (;;) {
-        uint64_t pos = c->b_head, off = pos % RVX__MLX5_BOUNCE_BYTES;
-        if (off + len > RVX__MLX5_BOUNCE_BYTES) { pos += RVX__MLX5_BOUNCE_BYTES - off; off = 0; }
-        if (pos + len - c->b_tail <= RVX__MLX5_BOUNCE_BYTES) {
+        uint64_t pos = c->b_head, off = pos % RVX__MLX5_BOUNCE_SEG;
+        if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
+        if (c->bounce && pos + len - c->b_tail <= RVX__MLX5_BOUNCE_SEG) {
             c->b_head = pos + len;
             return c->bounce + off;
         }
         if (c->failed && c->sq.ci == c->sq.pi) return NULL;
-        rvx__mlx5_sig_tail(c);
-        if (c->sq.ci == c->sq.pi) c->b_tail = c->b_head; /* nothing in flight: all of it is free */
-        else if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        if (!c->bounce) {
+            if (rvx__mlx5_bounce_take(c->ifc, c)) continue;
+            if (!c->ifc->bpool_mr) return NULL;
+        } else {
+            rvx__mlx5_sig_tail(c);
+            if (c->sq.ci == c->sq.pi) { c->b_tail = c->b_head; continue; } /* all of it is free */
+        }
+        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
         else rvx__backoff(&spins);
     }
 }
@@ -436,17 +433,7 @@ RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, u
     (void)req;
     st = rvx__mlx5_amo(c, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
     while (st == RVX_OK) {
-        int64_t so = size == 8 ? (int64_t)old : (int64_t)(int32_t)(uint32_t)old;
-        int64_t sv = size == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
-        switch (op) {
-        case RVX_AMO_MULT: nv = old * v; break;
-        case RVX_AMO_MIN:  nv = so < sv ? old : v; break;
-        case RVX_AMO_MAX:  nv = so > sv ? old : v; break;
-        case RVX_AMO_UMIN: nv = old < v ? old : v; break;
-        case RVX_AMO_UMAX: nv = old > v ? old : v; break;
-        default: return RVX_ERR_INVALID_PARAM;
-        }
-        nv &= ones;
+        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
         seen = 0;
         st = rvx__mlx5_amo(c, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
         if (st != RVX_OK || (seen & ones) == (old & ones)) break;
@@ -468,12 +455,7 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
     if (c->failed) rvx__mlx5_hold(c); /* every WQE comes back with an error CQE */
     else rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
     if (!req) return RVX_ERR_INVALID_PARAM;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    req->tl_private[0] = 0;
-    req->tl_private[1] = c->sq.pi;
-    if (c->flush_tail) c->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
-    else c->flush_head = req;
-    c->flush_tail = req;
+    rvx__mlx5_tx_flush_add(&c->tx, req, c->sq.pi);
     return RVX_INPROGRESS;
 }
 
@@ -487,6 +469,10 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
         if (c->failed) rvx__mlx5_hold(c);
         else rvx__mlx5_sig_tail(c);
         c->wflush_pi = c->sq.pi;
+        if (!c->in_wf) {
+            c->in_wf = 1;
+            ifc->wf_conns[ifc->nwf++] = c;
+        }
         busy = 1;
     }
     if (!busy) return RVX_OK;

@@ -25,12 +25,15 @@ typedef struct rvx__mlx5_hello_msg {
 /* Nothing more will complete on the conn's QP: every WQE and every receive has come back. */
 RVX_COLD int rvx__mlx5_quiet(const rvx__mlx5_conn_t *c)
 {
-    return c->sq.ci == c->sq.pi && c->rq_head == (uint32_t)c->rx_seen + c->rq_flushed;
+    return c->sq.ci == c->sq.pi; /* receives: the shared queue flushes nothing */
 }
 
-/* Fail the conn's QP on purpose: the NIC flushes everything it holds. */
+/* Fail the conn's QP on purpose: the NIC flushes everything it holds. WQEs that already completed
+ * unsignaled get no completion from the flush: a signaled NOP after them first (completed or
+ * flushed, its CQE retires them), or the QP would never look quiet. */
 RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
 {
+    rvx__mlx5_sig_tail(c);
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
@@ -61,7 +64,6 @@ RVX_COLD void rvx__mlx5_next_spare(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
     struct ibv_qp *next = rvx__mlx5_qp_new(ifc);
     c->sp_rqpn = 0;
     if (next) {
-        rvx__mlx5_post_hello(ifc, next, c->rank);
         if (rvx__mlx5_qpt_add(ifc, next->qp_num, c->rank | RVX__MLX5_QPT_SPARE) == RVX_OK) {
             c->sp_qp = next;
             c->sp_qpn = next->qp_num;
@@ -83,7 +85,6 @@ RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
 {
     rvx__tl_iface_t *ifc = c->ifc;
     struct ibv_qp **dead;
-    uint32_t rq_mask = c->rq_mask;
     rvx_status_t st;
 
     dead = (struct ibv_qp **)realloc(c->dead, (c->ndead + 1) * sizeof(*dead));
@@ -91,15 +92,10 @@ RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
     c->dead = dead;
     c->dead[c->ndead++] = c->qp;
     rvx__mlx5_qpt_set(ifc, c->qpn, RVX__MLX5_QPT_GONE);
-#if RVX_CAN_RECEIVE
-    /* frames kept for an endpoint that did not exist yet: copies, delivered once it does (the
-     * buffers are not posted again: the old QP is gone) */
-    rvx__mlx5_release_held(ifc, c, 0);
-#endif
-    if (c->hold) { c->hold = 0; ifc->outstanding--; }
-    ifc->outstanding -= c->sig_out;
-    st = rvx__mlx5_adopt(ifc, c, c->sp_qp, 1); /* receive position 0 is the spare's hello */
-    if (st == RVX_OK && c->rq_mask != rq_mask) st = RVX_ERR_UNSUPPORTED;
+    c->rx_held = 0; /* frames kept for an endpoint that did not exist yet are copies already:
+                     * delivered once it does; their credits went with the old QP */
+    rvx__mlx5_tx_settle(&c->tx);
+    st = rvx__mlx5_adopt(ifc, c, c->sp_qp);
     if (st != RVX_OK) {
         rvx__log("rc_mlx5: cannot take the spare QP towards rank %d", c->rank);
         return st;
@@ -107,15 +103,11 @@ RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
     c->sp_qp = NULL;
     rvx__mlx5_qpt_set(ifc, c->qpn, c->rank);
     c->rqpn = c->sp_rqpn;
-    c->b_head = c->b_tail = 1;
+    if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
     c->ka_time = rvx__now_s();
-    if (!initiator) c->rx_seen = 1; /* the REQ took the hello receive */
     /* no credit until the peer's hello says its buffers are posted; the REQ said so already */
-    ifc->ctrl[c->rank] = initiator ? 0 : RVX_MLX5_RX_DEPTH;
+    ifc->ctrl[c->rank] = initiator ? 0 : ifc->credits;
     c->tx_limit = 0;
-#if RVX_CAN_RECEIVE
-    rvx__mlx5_post_frames(c);
-#endif
     st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_RTR_TO_RTS);
     if (st != RVX_OK) return st;
     c->failed = 0;
@@ -136,11 +128,11 @@ RVX_COLD void rvx__mlx5_spare_ready(rvx__mlx5_conn_t *c, uint32_t peer_next)
 /* A hello arrived: on our spare (the peer re-connected: follow), or on our QP (the answer to
  * ours, or the peer's own REQ when both sides re-connected at once). */
 RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
-                              uint32_t imm_be)
+                              uint32_t imm_be, const uint8_t *body)
 {
     rvx__mlx5_hello_msg_t m;
     unsigned kind = rvx_htobe32(imm_be) >> 16;
-    memcpy(&m, ifc->hello + 64 * (size_t)c->rank, sizeof(m));
+    memcpy(&m, body, sizeof(m));
     if (m.magic != RVX__MLX5_HELLO_MAGIC || kind > RVX__MLX5_HELLO_ACK) {
         rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", c->rank);
         return;
@@ -152,7 +144,7 @@ RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_
         }
         c->rec_wait = 0;
         rvx__mlx5_spare_ready(c, m.next_qpn);
-        ifc->ctrl[c->rank] = RVX_MLX5_RX_DEPTH; /* its buffers are posted: credits */
+        ifc->ctrl[c->rank] = ifc->credits; /* it has started afresh: credits */
         return;
     }
     if (kind != RVX__MLX5_HELLO_REQ || c->rec_pending) {
@@ -205,8 +197,7 @@ RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_
         else rvx__backoff(&spins);
         if (rvx__now_s() - t0 > 10) {
             rvx__log("rc_mlx5: the failed QP towards rank %d did not flush in 10 s (WQEs %u of "
-                     "%u, receives %u + %u of %u)", c->rank, c->sq.ci, c->sq.pi, (unsigned)c->rx_seen,
-                     c->rq_flushed, c->rq_head);
+                     "%u)", c->rank, c->sq.ci, c->sq.pi);
             return c->err != RVX_OK ? c->err : RVX_ERR_IO;
         }
     }

@@ -7,39 +7,54 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver);
 RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c);
 RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__mlx5_release_held(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int repost);
+RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c);
 #endif
 
 /* ---- QPN -> rank table ---------------------------------------------------------------------- */
 
-/* Open addressing. Entries of QPs that complete nothing any more are GONE: a lookup walks past
- * them, an insert may take their place. */
-RVX_COLD unsigned rvx__mlx5_qpt_hash(uint32_t qpn)
+/* Open addressing, at least four slots per live QP (two per rank: the QP and its spare), so a
+ * lookup seldom walks. Entries of QPs that complete nothing any more are GONE: a lookup walks
+ * past them, an insert may take their place. */
+RVX_COLD unsigned rvx__mlx5_qpt_hash(const rvx__tl_iface_t *ifc, uint32_t qpn)
 {
-    return (qpn * 2654435761u) >> 22;
+    return (qpn * 2654435761u) >> ifc->qpt_shift;
+}
+
+RVX_COLD rvx_status_t rvx__mlx5_qpt_init(rvx__tl_iface_t *ifc, int nranks)
+{
+    uint32_t n = 64, i;
+    unsigned bits = 6;
+    while (n < 8 * (uint32_t)nranks) { n *= 2; bits++; }
+    ifc->qpt_qpn = (uint32_t *)calloc(n, sizeof(*ifc->qpt_qpn));
+    ifc->qpt_rank = (int32_t *)malloc(n * sizeof(*ifc->qpt_rank));
+    if (!ifc->qpt_qpn || !ifc->qpt_rank) return RVX_ERR_NO_MEMORY;
+    for (i = 0; i < n; i++) ifc->qpt_rank[i] = RVX__MLX5_QPT_EMPTY;
+    ifc->qpt_mask = n - 1;
+    ifc->qpt_shift = 32 - bits;
+    return RVX_OK;
 }
 
 RVX_COLD rvx_status_t rvx__mlx5_qpt_add(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
 {
-    unsigned h = rvx__mlx5_qpt_hash(qpn), i;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
-        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
+    unsigned h = rvx__mlx5_qpt_hash(ifc, qpn), i;
+    for (i = 0; i <= ifc->qpt_mask; i++) {
+        unsigned s = (h + i) & ifc->qpt_mask;
         if (ifc->qpt_rank[s] < 0) {
             ifc->qpt_qpn[s] = qpn;
             ifc->qpt_rank[s] = val;
             return RVX_OK;
         }
     }
-    rvx__log("rc_mlx5: the QP table is full (%d QPs)", RVX__MLX5_QPT_SIZE);
+    rvx__log("rc_mlx5: the QP table is full (%u QPs)", ifc->qpt_mask + 1);
     return RVX_ERR_NO_RESOURCE;
 }
 
 /* The rank (with RVX__MLX5_QPT_SPARE for a spare) of qpn, or -1. */
 RVX_COLD int32_t rvx__mlx5_qpt_find(const rvx__tl_iface_t *ifc, uint32_t qpn, unsigned *slot)
 {
-    unsigned h = rvx__mlx5_qpt_hash(qpn), i;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) {
-        unsigned s = (h + i) & (RVX__MLX5_QPT_SIZE - 1);
+    unsigned h = rvx__mlx5_qpt_hash(ifc, qpn), i;
+    for (i = 0; i <= ifc->qpt_mask; i++) {
+        unsigned s = (h + i) & ifc->qpt_mask;
         if (ifc->qpt_rank[s] == RVX__MLX5_QPT_EMPTY) break;
         if (ifc->qpt_rank[s] >= 0 && ifc->qpt_qpn[s] == qpn) {
             if (slot) *slot = s;
@@ -72,9 +87,7 @@ RVX_COLD struct ibv_qp *rvx__mlx5_qp_new(rvx__tl_iface_t *ifc)
     ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
     ia.cap.max_send_sge = 1;
     ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
-    /* the message buffers, and one more place for a re-connection hello */
-    ia.cap.max_recv_wr = (RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0) + 1;
-    ia.cap.max_recv_sge = 1;
+    ia.srq = ifc->srq.srq; /* frames and hellos: the iface's shared receive queue */
     ia.comp_mask = IBV_QP_INIT_ATTR_PD;
     ia.pd = ctx->pd;
     memset(&da, 0, sizeof(da));
@@ -99,49 +112,16 @@ RVX_COLD struct ibv_qp *rvx__mlx5_qp_new(rvx__tl_iface_t *ifc)
     return qp;
 }
 
-/* Post the hello receive of a (spare) QP at its first receive position. */
-RVX_COLD void rvx__mlx5_post_hello(rvx__tl_iface_t *ifc, struct ibv_qp *qp, int rank)
-{
-    struct ibv_recv_wr wr, *bad;
-    struct ibv_sge sge;
-    sge.addr = (uint64_t)(uintptr_t)(ifc->hello + 64 * (size_t)rank);
-    sge.length = 64;
-    sge.lkey = ifc->hello_mr->lkey;
-    memset(&wr, 0, sizeof(wr));
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    if (ibv_post_recv(qp, &wr, &bad))
-        rvx__log("rc_mlx5: cannot post the re-connection receive for rank %d", rank);
-}
-
-/* The ops table of a send queue of wqe_cnt WQEBBs, cleared (reused when the size is the same). */
-RVX_COLD rvx__mlx5_op_t *rvx__mlx5_ops_fresh(rvx__mlx5_conn_t *c, uint32_t wqe_cnt)
-{
-    if (c->ops && c->sq.mask + 1 == wqe_cnt) {
-        memset(c->ops, 0, wqe_cnt * sizeof(*c->ops));
-        return c->ops;
-    }
-    free(c->ops);
-    return (rvx__mlx5_op_t *)calloc(wqe_cnt, sizeof(*c->ops));
-}
-
-/* The conn takes qp as its QP: learn the geometry, start every counter afresh. The receive
- * queue starts after `rq_used` positions already posted (the spare's hello). */
-RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, struct ibv_qp *qp,
-                                      uint32_t rq_used)
+/* The conn takes qp as its QP: learn the geometry, start every counter afresh. */
+RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, struct ibv_qp *qp)
 {
     struct mlx5dv_qp dq;
     rvx__mlx5_bf_t *bf;
     rvx_status_t st = rvx__mlx5_qp_obj(qp, &dq);
     if (st != RVX_OK) return st;
-    if (dq.rq.stride < 16 || !rvx_is_pow2(dq.rq.wqe_cnt) ||
-        dq.rq.wqe_cnt < (RVX_CAN_RECEIVE ? RVX_MLX5_RX_DEPTH : 0) + 1u) {
-        rvx__log("rc_mlx5: unexpected receive queue geometry");
-        return RVX_ERR_UNSUPPORTED;
-    }
-    c->ops = rvx__mlx5_ops_fresh(c, dq.sq.wqe_cnt);
+    st = rvx__mlx5_tx_fresh(&c->tx, c->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
-    if (!c->ops || !bf) return RVX_ERR_NO_MEMORY;
+    if (st != RVX_OK || !bf) return RVX_ERR_NO_MEMORY;
     c->qp = qp;
     c->ifc = ifc;
     c->qpn = qp->qp_num;
@@ -149,19 +129,10 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     rvx__mlx5_sq_init(&c->sq, &dq, c->qpn, bf, RVX__MLX5_SQ_RESERVE);
     c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->sq.qpn8 | RVX__MLX5_DS_RDMA;
     c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->sq.qpn8 | 2;
-    c->nops = c->sig_out = 0;
-    c->last_sig_pi = 0;
-    c->last_sig_idx_be = 0;
     c->wflush_pi = 0;
     c->ka_pi = 0;
     c->err = RVX_OK;
-    c->rq_buf = (uint8_t *)dq.rq.buf;
-    c->rq_mask = dq.rq.wqe_cnt - 1;
-    c->rq_stride = dq.rq.stride;
-    c->rq_dbrec = &dq.dbrec[MLX5_RCV_DBR];
-    c->rq_head = rq_used;
-    c->rq_flushed = 0;
-    c->rx_seen = c->rx_done = c->rx_reported = 0;
+    c->rx_done = c->rx_reported = 0;
     c->rx_held = 0;
     c->tx_sent = 0;
     return RVX_OK;
@@ -174,13 +145,12 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     rvx_status_t st;
     c->rank = rank;
     if (!qp) return RVX_ERR_NO_RESOURCE;
-    st = rvx__mlx5_adopt(ifc, c, qp, 0);
+    st = rvx__mlx5_adopt(ifc, c, qp);
     if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, rank);
     if (st != RVX_OK) return st;
     c->sp_qp = rvx__mlx5_qp_new(ifc);
     if (!c->sp_qp) return RVX_ERR_NO_RESOURCE;
     c->sp_qpn = c->sp_qp->qp_num;
-    rvx__mlx5_post_hello(ifc, c->sp_qp, rank);
     return rvx__mlx5_qpt_add(ifc, c->sp_qpn, rank | RVX__MLX5_QPT_SPARE);
 }
 
@@ -191,14 +161,7 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
     if (c->sp_qp) ibv_destroy_qp(c->sp_qp);
     for (i = 0; i < c->ndead; i++) ibv_destroy_qp(c->dead[i]);
     free(c->dead);
-    if (c->bounce_mr) ibv_dereg_mr(c->bounce_mr);
-    if (c->rx_mr) ibv_dereg_mr(c->rx_mr);
-    free(c->bounce);
-    free(c->rx_buf);
-    free(c->ops);
-    free(c->held_len);
-    free(c->held_imm);
-    free(c->rq_slot);
+    free(c->tx.ops);
     memset(c, 0, sizeof(*c));
 }
 
@@ -208,23 +171,34 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
 {
     rvx__mlx5_bf_free(&ifc->bfs);
+    if (ifc->bpool_mr) ibv_dereg_mr(ifc->bpool_mr);
+    free(ifc->bpool);
+    free(ifc->bfree);
     if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
-    if (ifc->hello_mr) ibv_dereg_mr(ifc->hello_mr);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     free(ifc->ctrl);
-    free(ifc->hello);
+    rvx__mlx5_srq_destroy(&ifc->srq); /* after every QP on it */
     free(ifc->conns);
+    free(ifc->wf_conns);
+    free(ifc->qpt_qpn);
+    free(ifc->qpt_rank);
     memset(ifc, 0, sizeof(*ifc));
 }
 
-/* The CQ: every WQE may complete with an error CQE when a QP fails, and every receive buffer may
- * hold a frame: the CQ takes all of them, so it can never overrun. */
+/* The CQ: every WQE may complete with an error CQE when a QP fails, and every buffer of the
+ * shared receive queue may hold a frame (a buffer is posted again only after its CQE was
+ * consumed): the CQ takes all of them, so it can never overrun. */
 RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
 {
     struct ibv_device_attr da;
-    int want = nranks * (4 * RVX_MLX5_TX_DEPTH + 2 * RVX_MLX5_RX_DEPTH + 4) + 64;
+    int want = nranks * (4 * RVX_MLX5_TX_DEPTH + 4) + (int)ifc->srq.mask + 1 + 64;
     memset(&da, 0, sizeof(da));
     if (!ibv_query_device(ifc->ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) want = da.max_cqe;
+    if (da.max_qp > 0 && 2 * (int64_t)nranks + 2 > da.max_qp) { /* the only limit on ranks */
+        rvx__log("rc_mlx5: %d ranks need %d QPs per worker; %s allows %d", nranks, 2 * nranks,
+                 ifc->ctx->name, da.max_qp);
+        return RVX_ERR_NO_RESOURCE;
+    }
     ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
     if (!ifc->ibcq) {
         rvx__log("rc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
@@ -238,6 +212,28 @@ RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
     return RVX_OK;
 }
 
+/* The shared receive queue: each peer's credits (RVX_MLX5_RX_DEPTH, halved while the job's
+ * share would pass RVX_MLX5_SRQ_DEPTH, at least 4) times the ranks, and RVX__MLX5_SRQ_SPARE
+ * buffers for re-connection hellos, which are outside the credits. Credits never promise more
+ * than is posted, so RNR does not happen while no hello is in flight. Lanes above 0 carry no
+ * messages (only rendezvous data): hellos only, in small buffers. */
+RVX_COLD rvx_status_t rvx__mlx5_iface_srq(rvx__tl_iface_t *ifc, int nranks)
+{
+    int msgs = RVX_CAN_RECEIVE && ifc->ctx->lane == 0;
+    uint32_t k = msgs ? RVX_MLX5_RX_DEPTH : 0, frame = msgs ? RVX__MLX5_FRAME : 64;
+    rvx_status_t st;
+    while (k > 4 && (uint64_t)k * (uint64_t)nranks + RVX__MLX5_SRQ_SPARE > RVX_MLX5_SRQ_DEPTH) k /= 2;
+    ifc->credits = k;
+    ifc->credit_q = k >= 4 ? k / 4 : 1;
+    st = rvx__mlx5_srq_create(ifc->ctx, &ifc->srq, k * (uint32_t)nranks + RVX__MLX5_SRQ_SPARE + 1, frame);
+    if (st == RVX_OK && rvx__mlx5_srq_depth(&ifc->srq) < k * (uint32_t)nranks + RVX__MLX5_SRQ_SPARE) {
+        rvx__log("rc_mlx5: the shared receive queue holds %u buffers, %u are needed",
+                 rvx__mlx5_srq_depth(&ifc->srq), k * (uint32_t)nranks + RVX__MLX5_SRQ_SPARE);
+        st = RVX_ERR_NO_RESOURCE;
+    }
+    return st;
+}
+
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
                                          int nranks)
 {
@@ -248,23 +244,19 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->ctx = ctx;
     ifc->rank = rank;
     ifc->nranks = nranks;
-    for (i = 0; i < RVX__MLX5_QPT_SIZE; i++) ifc->qpt_rank[i] = RVX__MLX5_QPT_EMPTY;
-    if (nranks > RVX__MLX5_QPT_SIZE / 8) {
-        rvx__log("rc_mlx5: at most %d ranks per job in this release", RVX__MLX5_QPT_SIZE / 8);
-        return RVX_ERR_UNSUPPORTED;
-    }
-    st = rvx__mlx5_iface_cq(ifc, nranks);
-    if (st != RVX_OK) return st;
+    st = rvx__mlx5_qpt_init(ifc, nranks);
+    if (st == RVX_OK) st = rvx__mlx5_iface_srq(ifc, nranks);
+    if (st == RVX_OK) st = rvx__mlx5_iface_cq(ifc, nranks);
+    if (st != RVX_OK) { rvx__mlx5_iface_free(ifc); return st; }
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
-    ifc->hello = (uint8_t *)rvx__mlx5_alloc(ctx, 64 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
-    if (!ifc->ctrl || !ifc->conns || !ifc->hello) { st = RVX_ERR_NO_MEMORY; goto fail; }
-    /* a credit word holds how many frames the peer may have been sent in all: at first, as many
-     * as it has receive buffers */
-    for (i = 0; i < nranks; i++) ifc->ctrl[i] = RVX_MLX5_RX_DEPTH;
+    ifc->wf_conns = (rvx__mlx5_conn_t **)calloc((size_t)nranks, sizeof(*ifc->wf_conns));
+    if (!ifc->ctrl || !ifc->conns || !ifc->wf_conns) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    /* a credit word holds how many frames the peer may have been sent in all: at first, its
+     * share of the receive queue */
+    for (i = 0; i < nranks; i++) ifc->ctrl[i] = ifc->credits;
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (size_t)nranks, "the control region");
-    ifc->hello_mr = rvx__mlx5_reg(ctx, ifc->hello, 64 * (size_t)nranks, "re-connection buffers");
-    if (!ifc->ctrl_mr || !ifc->hello_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
+    if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     for (i = 0; i < nranks; i++) {
         st = rvx__mlx5_conn_create(ifc, &ifc->conns[i], i);
         if (st != RVX_OK) goto fail;
@@ -311,41 +303,6 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
     return rvx__mlx5_rkey_unpack(buf, rkey, ep->c->rank);
 }
 
-/* ---- receive queue -------------------------------------------------------------------------- */
-
-/* A receive WQE for frame buffer `slot` at the receive queue's head: one data segment, and an
- * invalid-lkey terminator when the stride has room for more. */
-RVX_INLINE void rvx__mlx5_post_recv(rvx__mlx5_conn_t *c, uint32_t slot)
-{
-    struct mlx5_wqe_data_seg *d =
-        (struct mlx5_wqe_data_seg *)(void *)(c->rq_buf + (size_t)(c->rq_head & c->rq_mask) * c->rq_stride);
-    rvx__mlx5_set_data(d, RVX__MLX5_FRAME, c->rx_mr->lkey, c->rx_buf + (size_t)slot * RVX__MLX5_FRAME);
-    c->rq_slot[c->rq_head & c->rq_mask] = slot;
-    if (c->rq_stride > 16) { /* terminate a list shorter than the stride allows */
-        struct mlx5_wqe_data_seg *t = d + 1;
-        t->byte_count = 0;
-        t->lkey = rvx_htobe32(MLX5_INVALID_LKEY);
-        t->addr = 0;
-    }
-    c->rq_head++;
-}
-
-RVX_INLINE void rvx__mlx5_ring_recv(rvx__mlx5_conn_t *c)
-{
-    rvx_to_device_barrier(); /* the receive WQEs before the doorbell record */
-    *c->rq_dbrec = rvx_htobe32(c->rq_head & RVX__MLX5_IDX_MASK);
-}
-
-#if RVX_CAN_RECEIVE
-/* Post every message buffer to the (fresh) receive queue; the peer may send that many frames. */
-RVX_COLD void rvx__mlx5_post_frames(rvx__mlx5_conn_t *c)
-{
-    uint32_t i;
-    for (i = 0; i < RVX_MLX5_RX_DEPTH; i++) rvx__mlx5_post_recv(c, i);
-    rvx__mlx5_ring_recv(c);
-}
-#endif
-
 /* ---- connecting ----------------------------------------------------------------------------- */
 
 /* Steps of rvx__mlx5_qp_connect */
@@ -365,27 +322,17 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_connect(rvx__mlx5_conn_t *c, struct ibv_qp *q
 }
 
 #if RVX_CAN_RECEIVE
-/* The receive side of a conn: frame buffers, registered and posted, and the credit word. */
+/* The receive side of a conn: the credit word (frames land in the iface's shared queue). */
 RVX_COLD rvx_status_t rvx__mlx5_rx_setup(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
-    uint32_t n = c->rq_mask + 1;
-    c->rx_buf = (uint8_t *)rvx__mlx5_alloc(ifc->ctx, (size_t)RVX_MLX5_RX_DEPTH * RVX__MLX5_FRAME);
-    c->held_len = (uint32_t *)calloc(n, 4);
-    c->held_imm = (uint32_t *)calloc(n, 4);
-    c->rq_slot = (uint32_t *)calloc(n, 4);
-    if (!c->rx_buf || !c->held_len || !c->held_imm || !c->rq_slot) return RVX_ERR_NO_MEMORY;
-    c->rx_mr = rvx__mlx5_reg(ifc->ctx, c->rx_buf, (size_t)RVX_MLX5_RX_DEPTH * RVX__MLX5_FRAME,
-                             "receive buffers");
-    if (!c->rx_mr) return RVX_ERR_NO_RESOURCE;
-    rvx__mlx5_post_frames(c);
     c->credit_word = &ifc->ctrl[c->rank];
-    c->tx_limit = RVX_MLX5_RX_DEPTH;
+    c->tx_limit = ifc->credits;
     return RVX_OK;
 }
 #endif
 
 /* First connection, at worker creation: the QP to RTS towards the peer's QP for this rank, the
- * spare to RTR towards the peer's spare; the bounce ring and the receive buffers. */
+ * spare to RTR towards the peer's spare; the receive buffers. */
 RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
                                         const rvx__tl_addr_t *addr)
 {
@@ -398,11 +345,9 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
                  "link layer?)", c->rank);
         return RVX_ERR_INVALID_PARAM;
     }
-    c->bounce = (uint8_t *)rvx__mlx5_alloc(ctx, RVX__MLX5_BOUNCE_BYTES);
-    if (!c->bounce) return RVX_ERR_NO_MEMORY;
-    c->bounce_mr = rvx__mlx5_reg(ctx, c->bounce, RVX__MLX5_BOUNCE_BYTES, "a bounce ring");
-    if (!c->bounce_mr) return RVX_ERR_NO_RESOURCE;
-    c->b_head = c->b_tail = 1; /* 0 means "no bounce" in an ops entry */
+    /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
+    c->b_head = 1;
+    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG;
     c->peer_ctrl = addr->ctrl_addr + 8 * (uint64_t)ifc->rank;
     c->peer_ctrl_rkey = addr->ctrl_rkey;
     c->peer_lid = addr->lid;
@@ -440,6 +385,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     rvx__mlx5_conn_t *c = &ifc->conns[rank];
     (void)addr;
     if (!c->connected) return RVX_ERR_IO;
+    rvx__mlx5_drain(ifc, 0); /* a re-connection hello from the peer fails the conn first */
     if (c->failed) { /* re-connect: both QPs start afresh (tl/rc/reconnect.h) */
         rvx_status_t st = rvx__mlx5_reconnect(ifc, c);
         if (st != RVX_OK) return st;
@@ -448,22 +394,37 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     c->ep = ep;
     ifc->nlive++;
 #if RVX_CAN_RECEIVE
-    if (c->rx_held) rvx__mlx5_release_held(ifc, c, 1);
+    if (c->rx_held) rvx__mlx5_release_held(c);
 #endif
     return RVX_OK;
 }
 
+/* Whether a WQE not yet retired carries something a caller will look at (a request, a copy or a
+ * fetch into its memory). Credit returns, keepalives, hellos and unsignaled puts do not. */
+RVX_COLD int rvx__mlx5_owes(const rvx__mlx5_conn_t *c)
+{
+    uint32_t i;
+    if (!c->tx.nops) return 0;
+    for (i = c->sq.ci; i != c->sq.pi; i++)
+        if (c->tx.ops[i & c->sq.mask].kind != RVX__MLX5_ON_NONE) return 1;
+    return 0;
+}
+
 /* The endpoint goes; the QP stays (and keeps its counters) so that a later endpoint continues
- * the same stream. Outstanding work is finished first, so nothing refers to the endpoint. */
+ * the same stream. Work that completes into the caller's memory is finished first; the rest
+ * (credit returns, keepalives: what a peer that has left no longer needs) is not waited for, and
+ * retires whenever its CQEs come, or never if the worker goes first. */
 RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
     rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
-    if (!c->failed) rvx__mlx5_sig_tail(c); /* an unsignaled tail would never be retired */
-    while (c->sq.ci != c->sq.pi && !c->failed) {
-        if (!rvx__mlx5_drain(ifc, 0)) rvx__backoff(&spins);
-        if (spins > 20000) break; /* the peer is gone without telling: let the QP be */
+    if (!c->failed && rvx__mlx5_owes(c)) {
+        rvx__mlx5_sig_tail(c); /* an unsignaled tail would never be retired */
+        while (c->sq.ci != c->sq.pi && !c->failed && rvx__mlx5_owes(c)) {
+            if (!rvx__mlx5_drain(ifc, 0)) rvx__backoff(&spins);
+            if (spins > 20000) break; /* the peer is gone without telling: let the QP be */
+        }
     }
     c->ep = NULL;
     ifc->nlive--;

@@ -1,0 +1,255 @@
+/* rvx/tl/mlx5/sq.h: what a send queue remembers about the WQEs in flight, shared by every mlx5
+ * transport (an RC QP, a DCI).
+ *
+ * Each WQEBB slot has an op record (rvx__mlx5_op_t) that the CQE handler consults when the WQE
+ * starting there retires: a request to complete, a bounce copy to run, bounce space to give back.
+ * Only one WQE in RVX_MLX5_SIG_EVERY asks for a CQE (and every one that carries a request); the
+ * signaled one retires every WQE before it. The hot half (marking a WQE signaled, recording what
+ * it retires) is inline; the retire loop, the error walk and the flush NOP are cold. */
+#ifndef RVX_TL_MLX5_SQ_H
+#define RVX_TL_MLX5_SQ_H
+
+#include "cq.h"
+
+/* What the CQ handler does when a WQE retires. */
+enum {
+    RVX__MLX5_ON_NONE = 0,
+    RVX__MLX5_ON_REQ,       /* complete req */
+    RVX__MLX5_ON_COPY,      /* copy len bytes from src (bounce) to dst, then complete req if set */
+    RVX__MLX5_ON_FETCH32,   /* *dst = 4 bytes at src */
+    RVX__MLX5_ON_FETCH64
+};
+
+typedef struct rvx__mlx5_op {
+    uint8_t        kind;      /* RVX__MLX5_ON_* */
+    uint8_t        sig;       /* this WQE was signaled */
+    uint16_t       nbb;       /* WQEBBs of the WQE starting here (0: not a WQE start) */
+    uint32_t       len;
+    uint64_t       bounce;    /* bounce ring position to give back when this WQE retires (0: none) */
+    void          *dst;
+    const void    *src;
+    rvx_request_t *req;
+} rvx__mlx5_op_t;
+
+/* The book-keeping beside an rvx__mlx5_sq_t. */
+typedef struct rvx__mlx5_txops {
+    rvx__mlx5_op_t *ops;             /* one per WQEBB slot */
+    unsigned       *outstanding;     /* the iface's count of signaled WQEs not yet completed */
+    uint32_t        nops;            /* records with a kind or bounce, not yet retired */
+    uint32_t        sig_out;         /* signaled WQEs not yet completed */
+    uint32_t        last_sig_pi;     /* pi just past the last signaled WQE */
+    uint16_t        last_sig_idx_be; /* its WQE index as the CQE's wqe_counter carries it */
+    uint8_t         hold;            /* failed with error CQEs still to come: counted in
+                                      * *outstanding so that progress polls */
+    uint8_t         rsvd;
+    rvx_request_t  *flush_head, *flush_tail; /* pending flushes, linked by tl_private[0] */
+} rvx__mlx5_txops_t;
+
+/* Start afresh on a queue of wqe_cnt WQEBBs (a new or reset QP): records cleared, counters zero.
+ * The record table is reused when the size is the same. */
+RVX_COLD rvx_status_t rvx__mlx5_tx_fresh(rvx__mlx5_txops_t *tx, uint32_t old_cnt, uint32_t wqe_cnt,
+                                         unsigned *outstanding)
+{
+    if (tx->ops && old_cnt == wqe_cnt) {
+        memset(tx->ops, 0, wqe_cnt * sizeof(*tx->ops));
+    } else {
+        free(tx->ops);
+        tx->ops = (rvx__mlx5_op_t *)calloc(wqe_cnt, sizeof(*tx->ops));
+        if (!tx->ops) return RVX_ERR_NO_MEMORY;
+    }
+    tx->outstanding = outstanding;
+    tx->nops = tx->sig_out = tx->last_sig_pi = 0;
+    tx->last_sig_idx_be = 0;
+    tx->hold = 0;
+    return RVX_OK;
+}
+
+/* ---- posting (hot) -------------------------------------------------------------------------- */
+
+/* Book-keeping of a signaled WQE that starts at pi and ends at end. */
+RVX_INLINE void rvx__mlx5_tx_mark_sig(const rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint32_t pi,
+                                      uint32_t end)
+{
+    rvx__mlx5_op_t *o = &tx->ops[pi & sq->mask];
+    o->sig = 1;
+    o->nbb = (uint16_t)(end - pi);
+    tx->sig_out++;
+    tx->last_sig_pi = end;
+    tx->last_sig_idx_be = rvx_htobe16((uint16_t)pi);
+    (*tx->outstanding)++;
+}
+
+/* What the CQE handler does when the WQE at pi retires. */
+RVX_INLINE void rvx__mlx5_tx_on_retire(const rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint32_t pi,
+                                       const rvx__mlx5_op_t *o)
+{
+    rvx__mlx5_op_t *e = &tx->ops[pi & sq->mask];
+    e->kind = o->kind;
+    e->len = o->len;
+    e->dst = o->dst;
+    e->src = o->src;
+    e->req = o->req;
+    e->bounce = o->bounce;
+    tx->nops++;
+}
+
+/* ---- retiring (cold) ------------------------------------------------------------------------ */
+
+/* Retire [ci, end): run the records (copies, fetches, requests with status st), then complete the
+ * flushes whose target is reached with flush_st. Returns the bounce position to give back (the
+ * last one retired; 0: none). */
+RVX_COLD uint64_t rvx__mlx5_tx_retire(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint32_t end,
+                                      rvx_status_t st, rvx_status_t flush_st)
+{
+    uint64_t bounce = 0;
+    rvx_request_t **pp;
+    while (tx->nops && sq->ci != end) {
+        rvx__mlx5_op_t *o = &tx->ops[sq->ci & sq->mask];
+        if (o->kind != RVX__MLX5_ON_NONE || o->bounce) {
+            if (st == RVX_OK) {
+                if (o->kind == RVX__MLX5_ON_COPY) memcpy(o->dst, o->src, o->len);
+                else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
+                else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
+            }
+            if (o->req) o->req->status = st;
+            if (o->bounce) bounce = o->bounce;
+            o->kind = RVX__MLX5_ON_NONE;
+            o->bounce = 0;
+            o->req = NULL;
+            tx->nops--;
+        }
+        sq->ci++;
+    }
+    rvx__mlx5_sq_retired(sq, end);
+    pp = &tx->flush_head; /* flushes in order of their targets */
+    while (*pp && (int32_t)(sq->ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
+        rvx_request_t *r = *pp;
+        *pp = (rvx_request_t *)(uintptr_t)r->tl_private[0];
+        r->status = flush_st;
+    }
+    if (!tx->flush_head) tx->flush_tail = NULL;
+    return bounce;
+}
+
+/* A signaled WQE completed: everything up to its end retires. */
+RVX_COLD uint64_t rvx__mlx5_tx_req_ok(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint16_t idx,
+                                      rvx_status_t flush_st)
+{
+    rvx__mlx5_op_t *o = &tx->ops[idx & sq->mask];
+    uint32_t start = rvx__mlx5_wqe_start(sq, idx);
+    o->sig = 0;
+    tx->sig_out--;
+    (*tx->outstanding)--;
+    return rvx__mlx5_tx_retire(sq, tx, start + o->nbb, RVX_OK, flush_st);
+}
+
+/* A failed queue completes every WQE it holds with an error CQE, signaled or not: progress keeps
+ * polling until they have all come. */
+RVX_COLD void rvx__mlx5_tx_hold(const rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx)
+{
+    if (!tx->hold && sq->ci != sq->pi) {
+        tx->hold = 1;
+        (*tx->outstanding)++;
+    }
+}
+
+/* The queue is empty after a failure: nothing more comes from it, its counts go. */
+RVX_COLD void rvx__mlx5_tx_settle(rvx__mlx5_txops_t *tx)
+{
+    if (tx->hold) {
+        tx->hold = 0;
+        (*tx->outstanding)--;
+    }
+    *tx->outstanding -= tx->sig_out;
+    tx->sig_out = 0;
+}
+
+/* The WQE at idx failed (or was flushed after a failure; the caller has marked its owner): the
+ * WQEs before it completed, it completes with st. Returns the bounce position to give back. */
+RVX_COLD uint64_t rvx__mlx5_tx_req_err(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint16_t idx,
+                                       rvx_status_t st, rvx_status_t flush_st)
+{
+    rvx__mlx5_op_t *o = &tx->ops[idx & sq->mask];
+    uint32_t start = rvx__mlx5_wqe_start(sq, idx), end;
+    uint64_t b1 = rvx__mlx5_tx_retire(sq, tx, start, RVX_OK, flush_st), b2;
+    if (o->sig) {
+        o->sig = 0;
+        tx->sig_out--;
+        (*tx->outstanding)--;
+        end = start + o->nbb;
+    } else {
+        /* unsignaled: its size is not recorded; step over WQEBBs until the next WQE start, which
+         * every later error CQE names */
+        end = start + 1;
+    }
+    b2 = rvx__mlx5_tx_retire(sq, tx, end, st, flush_st);
+    rvx__mlx5_tx_hold(sq, tx);
+    if (sq->ci == sq->pi) rvx__mlx5_tx_settle(tx);
+    return b2 ? b2 : b1;
+}
+
+/* A CQE that names a WQE before ci: already retired (a duplicate after recovery). */
+RVX_INLINE int rvx__mlx5_cqe_stale(const rvx__mlx5_sq_t *sq, const struct mlx5_cqe64 *cqe)
+{
+    return (int16_t)(rvx_htobe16(cqe->wqe_counter) - (uint16_t)sq->ci) < 0;
+}
+
+/* If the newest WQE is unsignaled, post a signaled NOP after it, so that a CQE will retire
+ * everything posted so far. It uses the reserve that `room` keeps, so it never waits. */
+RVX_COLD void rvx__mlx5_tx_sig_tail(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx)
+{
+    uint32_t pi = sq->pi;
+    uint8_t *wqe;
+    rvx__mlx5_wqe_send_inl_t *w;
+    if (tx->last_sig_pi == pi || pi == sq->ci || pi - sq->ci >= sq->mask + 1) return;
+    wqe = rvx__mlx5_slot(sq, pi);
+    w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */
+    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_NOP, sq->qpn8, RVX__MLX5_DS_NOP,
+                       rvx__mlx5_moderate(sq, 1), 0);
+    memset(&w->inl, 0, RVX__MLX5_BB - sizeof(w->ctrl));
+    rvx__mlx5_tx_mark_sig(sq, tx, pi, pi + 1);
+    rvx__mlx5_commit(sq, pi + 1, wqe, 1, NULL);
+}
+
+/* A flush request completes when ci reaches pi (now): queued in order of targets. */
+RVX_COLD void rvx__mlx5_tx_flush_add(rvx__mlx5_txops_t *tx, rvx_request_t *req, uint32_t pi)
+{
+    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
+    req->tl_private[0] = 0;
+    req->tl_private[1] = pi;
+    if (tx->flush_tail) tx->flush_tail->tl_private[0] = (uint64_t)(uintptr_t)req;
+    else tx->flush_head = req;
+    tx->flush_tail = req;
+}
+
+/* Complete every worker flush of a list (linked by tl_private[0]). */
+RVX_COLD void rvx__mlx5_wflush_done(rvx_request_t **list)
+{
+    while (*list) {
+        rvx_request_t *r = *list;
+        *list = (rvx_request_t *)(uintptr_t)r->tl_private[0];
+        r->status = RVX_OK;
+    }
+}
+
+/* MULT, MIN, MAX, UMIN, UMAX as a compare-and-swap loop computes them: the value to swap in for
+ * old. 0: not one of those. */
+RVX_COLD int rvx__mlx5_amo_next(rvx_amo_op_t op, unsigned size, uint64_t old, uint64_t v,
+                                uint64_t *nv)
+{
+    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull;
+    int64_t so = size == 8 ? (int64_t)old : (int64_t)(int32_t)(uint32_t)old;
+    int64_t sv = size == 8 ? (int64_t)v : (int64_t)(int32_t)(uint32_t)v;
+    switch (op) {
+    case RVX_AMO_MULT: *nv = old * v; break;
+    case RVX_AMO_MIN:  *nv = so < sv ? old : v; break;
+    case RVX_AMO_MAX:  *nv = so > sv ? old : v; break;
+    case RVX_AMO_UMIN: *nv = old < v ? old : v; break;
+    case RVX_AMO_UMAX: *nv = old > v ? old : v; break;
+    default: return 0;
+    }
+    *nv &= ones;
+    return 1;
+}
+
+#endif /* RVX_TL_MLX5_SQ_H */
