@@ -294,9 +294,6 @@
 #if RVX_DC_AM_CREDITS < 2 || RVX_DC_RX_DEPTH < RVX_DC_AM_CREDITS || RVX_DC_RX_DEPTH > 16384
 #error "RVX_DC_AM_CREDITS must be at least 2 and RVX_DC_RX_DEPTH between it and 16384"
 #endif
-#if RVX_CAN_RECEIVE
-#error "RVX_TL=RVX_TL_DC_MLX5 carries RMA and atomics in this release, not messages: build without RVX_AM_HANDLERS and RVX_TAG, or use RVX_TL_RC_MLX5"
-#endif
 #endif
 
 #if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5

@@ -7,6 +7,9 @@
 
 RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
+#if RVX_CAN_RECEIVE
+RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
+#endif
 
 /* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
 
@@ -111,11 +114,11 @@ RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
 
 /* ---- the iface ------------------------------------------------------------------------------ */
 
-/* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails):
- * sized by what can be outstanding, not by the job. */
+/* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails) and
+ * every receive buffer: sized by what can be outstanding, not by the job. */
 RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__tl_iface_t *ifc)
 {
-    int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 64;
+    int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 2 * RVX__DC_RX_DEPTH + 64;
     ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
     if (!ifc->ibcq) {
         rvx__log("dc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
@@ -178,6 +181,17 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     }
     if (ifc->dct) ibv_destroy_qp(ifc->dct);
     rvx__mlx5_srq_destroy(&ifc->srq);
+    if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
+    free(ifc->ctrl);
+    free(ifc->eps);
+    free(ifc->peers);
+#if RVX_CAN_RECEIVE
+    while (ifc->def_head) {
+        rvx__dc_deferred_t *f = ifc->def_head;
+        ifc->def_head = f->next;
+        free(f);
+    }
+#endif
     if (ifc->bounce_mr) ibv_dereg_mr(ifc->bounce_mr);
     free(ifc->bounce);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
@@ -201,6 +215,18 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->bounce_mr = rvx__mlx5_reg(ctx, ifc->bounce, bytes, "the DCI bounce rings");
     if (!ifc->bounce_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     ifc->bounce_lkey = ifc->bounce_mr->lkey;
+#if RVX_CAN_RECEIVE
+    /* the control region: word 0 the credit pool (changed by peers' NIC atomics only), word 1 + r
+     * rank r's returned credits; 8 bytes a rank, and 16 of counters */
+    ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * ((size_t)nranks + 1));
+    ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
+    ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
+    if (!ifc->ctrl || !ifc->eps || !ifc->peers) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    memset(ifc->ctrl, 0, 8 * ((size_t)nranks + 1));
+    ifc->ctrl[0] = RVX_DC_RX_DEPTH;
+    ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * ((size_t)nranks + 1), "the credit words");
+    if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
+#endif
     if ((st = rvx__dc_iface_cq(ifc)) != RVX_OK) goto fail;
     if ((st = rvx__dc_iface_dct(ifc)) != RVX_OK) goto fail;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
@@ -219,6 +245,10 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     addr->lid = ifc->ctx->lid;
     addr->is_roce = ifc->ctx->is_roce;
     memcpy(addr->gid, ifc->ctx->gid.raw, 16);
+    if (ifc->ctrl_mr) {
+        addr->ctrl_addr = (uint64_t)(uintptr_t)ifc->ctrl;
+        addr->ctrl_rkey = ifc->ctrl_mr->rkey;
+    }
 }
 
 /* Nothing to connect: a DCI reaches any DCT by its address. */
@@ -252,6 +282,14 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->rank = rank;
     ep->err = RVX_OK;
     ep->live = 1;
+#if RVX_CAN_RECEIVE
+    /* credits go on from where an earlier endpoint to the rank left them */
+    ep->ctrl_addr = addr->ctrl_addr;
+    ep->ctrl_rkey = addr->ctrl_rkey;
+    ep->tx_sent = ep->tx_limit = ifc->peers[rank].tx_sent;
+    ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
+    ifc->eps[rank] = ep;
+#endif
     ifc->nlive++;
     return RVX_OK;
 }
@@ -262,6 +300,11 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     rvx__tl_iface_t *ifc = ep->ifc;
     unsigned spins = 0;
     if (!ep->live) return;
+#if RVX_CAN_RECEIVE
+    rvx__dc_give_back(ep);
+    ifc->peers[ep->rank].tx_sent = ep->tx_sent;
+    if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
+#endif
     if (ep->dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
     while (ep->dci && ep->dci->sq.ci != ep->dci->sq.pi) {
         if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);
