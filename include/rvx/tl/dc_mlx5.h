@@ -121,13 +121,13 @@ typedef struct rvx__tl_ep {
 #endif
 } rvx__tl_ep_t;
 
-/* Per rank, what outlives an endpoint: message counters both ways, the credits taken from the
- * rank's pool. 16 bytes a rank, whatever else the job does. */
+/* Per rank, what outlives an endpoint: frames sent, the credits taken from the rank's pool, and
+ * how many of its frames taken here were last reported to it (the count itself is in the control
+ * region, where the rank can read it). 12 bytes a rank, whatever else the job does. */
 typedef struct rvx__dc_peer {
     uint32_t tx_sent;     /* frames sent to it (an endpoint's tx_sent, kept while none exists) */
     uint32_t claimed;     /* credits taken from its pool: frames of ours it may hold at once */
-    uint32_t rx_done;     /* its frames consumed here */
-    uint32_t rx_reported; /* rx_done as last told to it */
+    uint32_t rx_reported; /* its frames taken here, as last told to it */
 } rvx__dc_peer_t;
 
 /* A message as the DCT receives it: a SEND with immediate (info | chan << 16) whose first 8 bytes
@@ -170,7 +170,8 @@ typedef struct rvx__tl_iface {
     int             rank, nranks;
     rvx_request_t  *wflush;
     /* messages: the control region (word 0 the credit pool, word 1 + r the frames of ours rank r
-     * has consumed), endpoints by rank, counters by rank, frames set aside */
+     * has taken, as it reported them; word 1 + nranks + r the frames of rank r's taken here),
+     * endpoints by rank, counters by rank, frames set aside */
     uint64_t       *ctrl;
     struct ibv_mr  *ctrl_mr;
     struct rvx__tl_ep **eps;
@@ -599,13 +600,13 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
     int inl = flen <= RVX__DC_AM_INLINE;
     unsigned ds = 1 + rvx__dc_av_ds(ifc) + (inl ? RVX__MLX5_INLINE_DS(flen) : 1u), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
-    rvx__dc_peer_t *p = &ifc->peers[ep->rank];
+    uint32_t taken = (uint32_t)ifc->ctrl[1 + ifc->nranks + ep->rank];
     rvx__dc_prefix_t pre;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
     if (RVX_UNLIKELY(!d)) return; /* failed: the frame is lost with the endpoint */
     pre.rank = (uint32_t)ifc->rank;
-    pre.consumed = p->rx_done; /* credits back to the peer, for free */
-    p->rx_reported = p->rx_done;
+    pre.consumed = taken; /* credits back to the peer, for free */
+    ifc->peers[ep->rank].rx_reported = taken;
     memcpy(frame, &pre, sizeof(pre));
     pi = d->sq.pi;
     wqe = rvx__mlx5_slot(&d->sq, pi);

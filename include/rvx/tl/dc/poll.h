@@ -340,7 +340,7 @@ RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
 {
     k->rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
     k->base = ep->ctrl_addr;
-    k->len = 8 * (uint64_t)(ep->ifc->nranks + 1);
+    k->len = 8 * (2 * (uint64_t)ep->ifc->nranks + 1);
 }
 
 /* Take RVX_DC_AM_CREDITS credits from the peer's pool by compare-and-swap on its word 0: the
@@ -372,8 +372,8 @@ RVX_COLD int rvx__dc_claim(rvx__tl_ep_t *ep)
     return 0;
 }
 
-/* Frames of ours the peer has consumed: the larger of what it wrote into our control region and
- * what it said in a message (both only grow). */
+/* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
+ * it said in a message (both only grow). */
 RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
 {
     uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
@@ -395,44 +395,58 @@ RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
     return 0;
 }
 
-/* Tell the peer how many of its frames we consumed: an 8-byte inline WRITE into its control
- * region (it needs no receive buffer, so credits always flow). */
+/* Frames of rank r's taken off the SRQ here. */
+RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r)
+{
+    return &ifc->ctrl[1 + (size_t)ifc->nranks + (size_t)r];
+}
+
+/* Tell the peer how many of its frames we took: an 8-byte inline WRITE into its control region
+ * (it needs no receive buffer, so credits always flow). */
 RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    uint64_t v = p->rx_done;
+    uint64_t v = *rvx__dc_taken(ep->ifc, ep->rank);
     rvx_rkey_t k;
     if (ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
-    p->rx_reported = p->rx_done;
+    p->rx_reported = (uint32_t)v;
     rvx__dc_put_inline(ep, &v, 8, ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->rank), &k);
 }
 
-/* The credits taken from the peer's pool go back once the peer has consumed every frame sent (a
- * short wait; a peer that does not consume them keeps them counted against this rank). */
+/* The credits taken from the peer's pool go back once none of our frames holds one of its
+ * buffers: the count of frames it took is read from its control region (reports may lag by half
+ * a batch). A peer that does not take them in time keeps them counted against this rank. */
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    uint64_t raddr = ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->nranks + (uint64_t)ep->ifc->rank);
     double t0 = rvx__now_s();
     unsigned spins = 0;
     rvx_rkey_t k;
     if (!p->claimed || ep->failed) return;
-    while (rvx__dc_consumed(ep) != ep->tx_sent) {
-        if (ep->failed || rvx__now_s() - t0 > 0.5) return;
-        if (!rvx__dc_drain(ep->ifc)) rvx__backoff(&spins);
-    }
     rvx__dc_ctrl_key(ep, &k);
+    for (;;) {
+        uint64_t taken = 0;
+        if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) return;
+        if ((uint32_t)taken == ep->tx_sent) break;
+        if (rvx__now_s() - t0 > 1.0) return;
+        rvx__backoff(&spins);
+    }
     if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, p->claimed, 0, 0, 0, ep->ctrl_addr, &k, NULL,
                     NULL) == RVX_OK)
         p->claimed = 0;
 }
-/* A frame of the peer's was consumed here: its credit goes back every half batch (sooner when a
- * message to it carries it). */
-RVX_COLD void rvx__dc_rx_consumed(rvx__tl_ep_t *ep)
+
+/* A frame of the peer's was taken off the SRQ: its credit goes back every half batch (sooner
+ * when a message to the peer carries it). */
+RVX_COLD void rvx__dc_rx_taken(rvx__tl_iface_t *ifc, int rank)
 {
-    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    p->rx_done++;
-    if (p->rx_done - p->rx_reported >= RVX_DC_AM_CREDITS / 2) rvx__dc_credit_return(ep);
+    uint64_t *t = rvx__dc_taken(ifc, rank);
+    rvx__tl_ep_t *ep = ifc->eps[rank];
+    ++*t;
+    if (ep && (uint32_t)*t - ifc->peers[rank].rx_reported >= RVX_DC_AM_CREDITS / 2)
+        rvx__dc_credit_return(ep);
 }
 
 /* ---- messages: receiving -------------------------------------------------------------------- */
@@ -476,7 +490,6 @@ RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc)
         }
         rvx__rx_deliver(ep, f->chan, f->info, f->body, f->len);
         free(f);
-        if (ifc->eps[ep->rank] == ep) rvx__dc_rx_consumed(ep);
         n++;
     }
     ifc->def_head = kept;
@@ -521,8 +534,11 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     } else {
         /* the buffer goes back after the handler; frames a nested poll takes use others */
         rvx__rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
-        if (ifc->eps[pre.rank] == ep) rvx__dc_rx_consumed(ep);
     }
+    rvx__mlx5_srq_release(&ifc->srq, idx);
+    rvx__mlx5_srq_ring(&ifc->srq);
+    rvx__dc_rx_taken(ifc, (int)pre.rank); /* after the release: the buffer is free again */
+    return;
 release:
     rvx__mlx5_srq_release(&ifc->srq, idx);
     rvx__mlx5_srq_ring(&ifc->srq);

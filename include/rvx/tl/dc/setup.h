@@ -9,6 +9,8 @@ RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
+RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
+RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
 #endif
 
 /* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
@@ -217,14 +219,15 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->bounce_lkey = ifc->bounce_mr->lkey;
 #if RVX_CAN_RECEIVE
     /* the control region: word 0 the credit pool (changed by peers' NIC atomics only), word 1 + r
-     * rank r's returned credits; 8 bytes a rank, and 16 of counters */
-    ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * ((size_t)nranks + 1));
+     * rank r's returned credits, word 1 + nranks + r rank r's frames taken here; 16 bytes a rank,
+     * and 12 of counters */
+    ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (2 * (size_t)nranks + 1));
     ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
     ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
     if (!ifc->ctrl || !ifc->eps || !ifc->peers) { st = RVX_ERR_NO_MEMORY; goto fail; }
-    memset(ifc->ctrl, 0, 8 * ((size_t)nranks + 1));
+    memset(ifc->ctrl, 0, 8 * (2 * (size_t)nranks + 1));
     ifc->ctrl[0] = RVX_DC_RX_DEPTH;
-    ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * ((size_t)nranks + 1), "the credit words");
+    ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (2 * (size_t)nranks + 1), "the credit words");
     if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
 #endif
     if ((st = rvx__dc_iface_cq(ifc)) != RVX_OK) goto fail;
@@ -289,6 +292,8 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->tx_sent = ep->tx_limit = ifc->peers[rank].tx_sent;
     ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
     ifc->eps[rank] = ep;
+    /* frames the rank sent while there was no endpoint: their credits go back now */
+    if ((uint32_t)*rvx__dc_taken(ifc, rank) != ifc->peers[rank].rx_reported) rvx__dc_credit_return(ep);
 #endif
     ifc->nlive++;
     return RVX_OK;
