@@ -38,10 +38,10 @@ RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
 RC_SHARED_TESTS := t_rma t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_tag_bad
 RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
-# dc_mlx5 builds: the shared tests dc_mlx5 carries in this release (RMA and atomics; messages are
-# not carried yet), plus the dc-only tests (tests/t_dc_*.c); run on rvxsim as dc/<name>.
+# dc_mlx5 builds: the shared tests rc_mlx5 runs, plus the dc-only tests (tests/t_dc_*.c); run on
+# rvxsim as dc/<name>.
 DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5
-DC_SHARED_TESTS := t_rma t_atomics
+DC_SHARED_TESTS := $(RC_SHARED_TESTS)
 DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-dc/%,$(wildcard tests/t_dc_*.c))
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
@@ -117,6 +117,20 @@ $(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_pe
 $(addprefix $(B)/tests-rc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+
+# the tag tests over dc_mlx5 on rvxsim: the same sources, every rendezvous protocol
+TAG_DC_VARIANTS := $(addprefix $(B)/tests-dc/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)) \
+                   $(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV))
+all tests: $(TAG_DC_VARIANTS)
+$(addprefix $(B)/tests-dc/t_tag_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 
 # multi-lane rendezvous (RVX_LANES=2) over rc_mlx5, run by tests/t_lanes.sh on rvxsim with two devices
 LANES_RNDV := get put pipeline

@@ -99,8 +99,8 @@ typedef struct rvx__dc_dci {
 } rvx__dc_dci_t;
 
 /* Per peer: the address segment's fields (av_lo: bytes 8-15 of the base form, as stored), the
- * GID for the extended form, the DCI held, the status; in a build with messages, the send
- * credits (frames sent, the limit known, the peer's control region). */
+ * GID for the extended form, the DCI held, the status, the peer's control region (credits and
+ * keepalives); in a build with messages, the send credits (frames sent, the limit known). */
 typedef struct rvx__tl_ep {
     rvx__dc_dci_t        *dci;
     struct rvx__tl_iface *ifc;
@@ -112,12 +112,13 @@ typedef struct rvx__tl_ep {
     uint8_t               gid[16];
     rvx_status_t          err;
     int                   rank;
+    uint32_t              ctrl_rkey;   /* the peer's control region */
+    uint64_t              ctrl_addr;
+    double                ka_time;     /* last keepalive */
 #if RVX_CAN_RECEIVE
     uint32_t              tx_sent;     /* frames sent to the peer, in all */
     uint32_t              tx_limit;    /* tx_sent may reach this without looking further */
-    uint32_t              piggy;       /* frames of ours the peer said it consumed, in a message */
-    uint32_t              ctrl_rkey;   /* the peer's control region */
-    uint64_t              ctrl_addr;
+    uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
 #endif
 } rvx__tl_ep_t;
 

@@ -306,12 +306,45 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
 
 /* ---- liveness ------------------------------------------------------------------------------- */
 
-/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). */
+/* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
+ * DCT still answers, its error CQE fails the endpoint. No data segment (a zero-length one would
+ * mean 2 GiB to the NIC). */
+RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
+{
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc);
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
+    uint8_t *wqe, *seg;
+    rvx_rkey_t k;
+    if (!d) return;
+    k.rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
+    k.base = ep->ctrl_addr;
+    k.len = 8;
+    pi = d->sq.pi;
+    wqe = rvx__mlx5_slot(&d->sq, pi);
+    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds,
+                       rvx__mlx5_moderate(&d->sq, 1), 0);
+    seg = rvx__dc_set_av(d, ep, wqe);
+    rvx__mlx5_set_raddr(seg, ep->ctrl_addr, &k);
+    rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
+    rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
+/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). With
+ * nothing of the endpoint's in flight, a keepalive every 100 ms. */
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
+    double now;
     if (ep->failed) return rvx__dc_ep_status(ep);
     rvx__dc_drain(ep->ifc);
-    return ep->failed ? rvx__dc_ep_status(ep) : RVX_OK;
+    if (ep->failed) return rvx__dc_ep_status(ep);
+    now = rvx__now_s();
+    if ((!ep->dci || ep->dci->sq.ci == ep->dci->sq.pi) && now - ep->ka_time > 0.1) {
+        ep->ka_time = now;
+        rvx__dc_keepalive(ep);
+    }
+    return RVX_OK;
 }
 
 RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)

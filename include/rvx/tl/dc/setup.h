@@ -217,10 +217,9 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->bounce_mr = rvx__mlx5_reg(ctx, ifc->bounce, bytes, "the DCI bounce rings");
     if (!ifc->bounce_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     ifc->bounce_lkey = ifc->bounce_mr->lkey;
-#if RVX_CAN_RECEIVE
     /* the control region: word 0 the credit pool (changed by peers' NIC atomics only), word 1 + r
-     * rank r's returned credits, word 1 + nranks + r rank r's frames taken here; 16 bytes a rank,
-     * and 12 of counters */
+     * rank r's returned credits, word 1 + nranks + r rank r's frames taken here (16 bytes a rank,
+     * and 12 of counters); keepalives write nothing to it */
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (2 * (size_t)nranks + 1));
     ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
     ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
@@ -229,7 +228,6 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->ctrl[0] = RVX_DC_RX_DEPTH;
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (2 * (size_t)nranks + 1), "the credit words");
     if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
-#endif
     if ((st = rvx__dc_iface_cq(ifc)) != RVX_OK) goto fail;
     if ((st = rvx__dc_iface_dct(ifc)) != RVX_OK) goto fail;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
@@ -285,10 +283,11 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->rank = rank;
     ep->err = RVX_OK;
     ep->live = 1;
-#if RVX_CAN_RECEIVE
-    /* credits go on from where an earlier endpoint to the rank left them */
     ep->ctrl_addr = addr->ctrl_addr;
     ep->ctrl_rkey = addr->ctrl_rkey;
+    ep->ka_time = rvx__now_s();
+#if RVX_CAN_RECEIVE
+    /* credits go on from where an earlier endpoint to the rank left them */
     ep->tx_sent = ep->tx_limit = ifc->peers[rank].tx_sent;
     ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
     ifc->eps[rank] = ep;
