@@ -115,6 +115,8 @@ typedef struct rvx__tl_ep {
     uint32_t              ctrl_rkey;   /* the peer's control region */
     uint64_t              ctrl_addr;
     double                ka_time;     /* last keepalive */
+    const struct rvx__dc_dci *ka_dci;  /* where the last keepalive went, and pi after it */
+    uint32_t              ka_pi;
 #if RVX_CAN_RECEIVE
     uint32_t              tx_sent;     /* frames sent to the peer, in all */
     uint32_t              tx_limit;    /* tx_sent may reach this without looking further */

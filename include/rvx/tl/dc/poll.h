@@ -328,11 +328,14 @@ RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
     rvx__mlx5_set_raddr(seg, ep->ctrl_addr, &k);
     rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
     rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
+    ep->ka_dci = d;
+    ep->ka_pi = pi + nbb;
     rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
 }
 
-/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). With
- * nothing of the endpoint's in flight, a keepalive every 100 ms. */
+/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless
+ * the last keepalive is still in flight, another every 100 ms (it also retires an unsignaled
+ * tail, which would otherwise never show an error). */
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     double now;
@@ -340,7 +343,8 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
     rvx__dc_drain(ep->ifc);
     if (ep->failed) return rvx__dc_ep_status(ep);
     now = rvx__now_s();
-    if ((!ep->dci || ep->dci->sq.ci == ep->dci->sq.pi) && now - ep->ka_time > 0.1) {
+    if ((!ep->ka_dci || ep->ka_dci != ep->dci || (int32_t)(ep->dci->sq.ci - ep->ka_pi) >= 0) &&
+        now - ep->ka_time > 0.1) {
         ep->ka_time = now;
         rvx__dc_keepalive(ep);
     }
