@@ -29,7 +29,8 @@ TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
-              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc
+              $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc \
+              $(B)/bench/icount_tag_dc
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -185,6 +186,10 @@ $(B)/bench/icount_tag_rc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
+$(B)/bench/icount_tag_dc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
+
 $(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B -o $@ $< $(RC_LIBS)
@@ -294,7 +299,7 @@ test: deps all
 hwcheck: deps all
 	@tools/hwcheck.sh
 
-icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc sim
+icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc $(B)/bench/icount_tag_dc sim
 	@bench/icount.sh
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat

@@ -89,6 +89,7 @@ typedef struct rvx__dc_dci {
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 4: a put8's first ctrl
                                         * word before the byte swap (0: no one-WQEBB put8, the
                                         * address segment is the 48-byte form) */
+    uint64_t              ctrl_send;   /* the same for a one-WQEBB SEND_IMM (0 likewise) */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
     uint8_t               am_claim;    /* a frame claimed in its bounce ring is not published yet:
                                         * the DCI stays with its endpoint */
@@ -104,7 +105,8 @@ typedef struct rvx__dc_dci {
 typedef struct rvx__tl_ep {
     rvx__dc_dci_t        *dci;
     struct rvx__tl_iface *ifc;
-    uint64_t              av_lo;
+    uint64_t              av_key;      /* the address segment's base form, as the WQE holds it: */
+    uint64_t              av_lo;       /* the DC key (big-endian), then av_lo */
     uint32_t              dctn;
     uint8_t               failed;
     uint8_t               live;
@@ -118,8 +120,8 @@ typedef struct rvx__tl_ep {
     const struct rvx__dc_dci *ka_dci;  /* where the last keepalive went, and pi after it */
     uint32_t              ka_pi;
 #if RVX_CAN_RECEIVE
-    uint32_t              tx_sent;     /* frames sent to the peer, in all */
-    uint32_t              tx_limit;    /* tx_sent may reach this without looking further */
+    uint32_t              tx_left;     /* frames that may go before looking further */
+    uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
     uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
 #endif
 } rvx__tl_ep_t;
@@ -184,7 +186,8 @@ typedef struct rvx__tl_iface {
     unsigned        warned_nested;
     unsigned long   claims;      /* credit claims made on peers' pools */
     unsigned long   claim_fails; /* claims that found a pool empty */
-    uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8]; /* small frames are built here */
+    uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
+                                                 * (readable past a short frame's end) */
 } rvx__tl_iface_t;
 
 /* The cold paths the hot ones fall into (tl/dc/poll.h). */
@@ -224,9 +227,7 @@ RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *e
 {
     uint8_t *seg = wqe + sizeof(struct mlx5_wqe_ctrl_seg);
     if (RVX_LIKELY(d->ifc->av_bytes == RVX__DC_AV_BASE)) {
-        uint64_t key = rvx_htobe64(RVX__DC_KEY);
-        memcpy(seg, &key, 8);
-        memcpy(seg + 8, &ep->av_lo, 8);
+        memcpy(seg, &ep->av_key, 16);
         return seg + RVX__DC_AV_BASE;
     }
     rvx__mlx5_set_av(seg, RVX__DC_KEY, ep->dctn, 1, 0, 0, 0xc000, NULL, 0, RVX__MLX5_HOP_LIMIT,
@@ -293,7 +294,7 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
         return rvx__dc_put8_slow(ep, src, raddr, rkey);
     if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
-    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), ep->av_lo, src, raddr,
+    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr,
                            rkey);
     rvx__mlx5_post_bb(&d->sq, pi, &bb);
     return RVX_OK;
@@ -568,9 +569,15 @@ RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint
 #if RVX_CAN_RECEIVE
 /* Room for one more frame at the peer: the cached limit, else (cold) what the peer has returned,
  * or a claim on its pool. A failed endpoint has none. */
+/* Frames sent to the peer, in all. */
+RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
+{
+    return ep->tx_limit - ep->tx_left;
+}
+
 RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
 {
-    if (RVX_LIKELY(ep->tx_sent != ep->tx_limit)) return 1;
+    if (RVX_LIKELY(ep->tx_left != 0)) return 1;
     return rvx__dc_credit_slow(ep);
 }
 
@@ -594,8 +601,8 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 
 /* SEND with immediate (info | chan << 16) of the prefix and body: inline when small, else one
  * data segment on the bounce ring (given back when the WQE retires). */
-RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
-                                   unsigned info)
+RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                    unsigned info)
 {
     rvx__tl_iface_t *ifc = ep->ifc;
     uint8_t *frame = (uint8_t *)body - RVX__DC_PREFIX, *wqe, *seg;
@@ -631,8 +638,64 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         d->am_claim = 0;
     }
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    ep->tx_sent++;
+    ep->tx_left--;
     rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
+/* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
+ * the WQE that asks for a completion (built here from registers as well). */
+RVX_COLD void rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                   unsigned info)
+{
+#if defined(__x86_64__)
+    rvx__dc_dci_t *d = ep->dci;
+    if (d && d->ctrl_send && !rvx__mlx5_sq_full(&d->sq, 1) &&
+        (uint8_t *)body == (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX) {
+        uint32_t pi = d->sq.pi;
+        unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
+        rvx__mlx5_bb_t bb;
+        rvx__mlx5_bb_dc_send(&bb, d->ctrl_send, pi, flags, rvx_htobe32(info | chan << 16),
+                             &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
+                             (unsigned)len + RVX__DC_PREFIX);
+        if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
+        ep->tx_left--;
+        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        return;
+    }
+#endif
+    rvx__dc_publish_gen(ep, chan, body, len, info);
+}
+
+RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                   unsigned info)
+{
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
+        len >= 4 && len + RVX__DC_PREFIX <= 28) {
+        /* a short frame of known size (an 8-byte message, a tag send of 8 bytes): as put8, one
+         * WQEBB from SSE registers. Such a frame is in the scratch area, whose prefix always
+         * names this rank; the consumed count there is the last one the general path wrote, an
+         * older but true figure (the receiver keeps the largest it has seen) */
+        rvx__dc_dci_t *d = ep->dci;
+        rvx__mlx5_bb_t bb;
+        uint64_t ctrl;
+        uint32_t pi;
+        if (RVX_UNLIKELY(!d)) { rvx__dc_publish_slow(ep, chan, body, len, info); return; }
+        pi = d->sq.pi;
+        ctrl = d->ctrl_send;
+        if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !ctrl || --d->sq.sig_left == 0)) {
+            rvx__dc_publish_slow(ep, chan, body, len, info);
+            return;
+        }
+        rvx__mlx5_bb_dc_send(&bb, ctrl, pi, 0, rvx_htobe32(info | chan << 16),
+                             &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
+                             (unsigned)len + RVX__DC_PREFIX);
+        ep->tx_left--;
+        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        return;
+    }
+#endif
+    rvx__dc_publish_gen(ep, chan, body, len, info);
 }
 
 /* Zero-copy message, as the contract has it: header and body are copied into a frame (claim and

@@ -421,15 +421,19 @@ RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
 RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p;
+    uint32_t sent;
     if (ep->failed) return 0;
     p = &ep->ifc->peers[ep->rank];
+    sent = rvx__dc_tx_sent(ep);
     ep->tx_limit = rvx__dc_consumed(ep) + p->claimed;
-    if (ep->tx_sent != ep->tx_limit) return 1;
+    ep->tx_left = ep->tx_limit - sent;
+    if (ep->tx_left) return 1;
     if (p->claimed == 0 && rvx__dc_claim(ep)) {
+        sent = rvx__dc_tx_sent(ep); /* the claim waited: a nested call may have claimed too */
         ep->tx_limit = rvx__dc_consumed(ep) + p->claimed;
-        return ep->tx_sent != ep->tx_limit;
+        ep->tx_left = ep->tx_limit - sent;
     }
-    return 0;
+    return ep->tx_left != 0;
 }
 
 /* Frames of rank r's taken off the SRQ here. */
@@ -466,7 +470,7 @@ RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
     for (;;) {
         uint64_t taken = 0;
         if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) return;
-        if ((uint32_t)taken == ep->tx_sent) break;
+        if ((uint32_t)taken == rvx__dc_tx_sent(ep)) break;
         if (rvx__now_s() - t0 > 1.0) return;
         rvx__backoff(&spins);
     }

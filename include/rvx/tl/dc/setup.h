@@ -57,6 +57,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
                                             dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
+    d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
     return RVX_OK;
@@ -212,6 +213,14 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->rank = rank;
     ifc->nranks = nranks;
     ifc->av_bytes = ctx->is_roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
+#if RVX_CAN_RECEIVE
+    { /* the prefix of frames built in the scratch area names this rank from the start */
+        rvx__dc_prefix_t pre;
+        pre.rank = (uint32_t)rank;
+        pre.consumed = 0;
+        memcpy(ifc->scratch, &pre, sizeof(pre));
+    }
+#endif
     ifc->bounce = (uint8_t *)rvx__mlx5_alloc(ctx, bytes);
     if (!ifc->bounce) return RVX_ERR_NO_MEMORY;
     ifc->bounce_mr = rvx__mlx5_reg(ctx, ifc->bounce, bytes, "the DCI bounce rings");
@@ -275,6 +284,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     }
     dq = rvx_htobe32(addr->dctn & RVX__MLX5_QPN_MASK);
     lid = rvx_htobe16(addr->lid);
+    ep->av_key = rvx_htobe64(RVX__DC_KEY);
     memcpy((uint8_t *)&ep->av_lo, &dq, 4);
     memcpy((uint8_t *)&ep->av_lo + 6, &lid, 2);
     ep->dctn = addr->dctn;
@@ -288,7 +298,8 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->ka_time = rvx__now_s();
 #if RVX_CAN_RECEIVE
     /* credits go on from where an earlier endpoint to the rank left them */
-    ep->tx_sent = ep->tx_limit = ifc->peers[rank].tx_sent;
+    ep->tx_limit = ifc->peers[rank].tx_sent;
+    ep->tx_left = 0;
     ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
     ifc->eps[rank] = ep;
     /* frames the rank sent while there was no endpoint: their credits go back now */
@@ -306,7 +317,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     if (!ep->live) return;
 #if RVX_CAN_RECEIVE
     rvx__dc_give_back(ep);
-    ifc->peers[ep->rank].tx_sent = ep->tx_sent;
+    ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
     if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
 #endif
     if (ep->dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
