@@ -146,6 +146,16 @@ $(LANES_DEATH_BINS): $(B)/lanes/t_tag_peer_death_%: tests/t_tag_peer_death.c tes
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) \
 	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
+# the same over dc_mlx5
+LANES_DC_BINS := $(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)) $(B)/lanes/t_tag_peer_death_dc_get
+all tests: $(LANES_DC_BINS)
+$(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)): $(B)/lanes/t_lanes_dc_%: tests/t_lanes.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(B)/lanes/t_tag_peer_death_dc_get: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_GET \
+	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
 
 # ---- PMIx builds: the flags are read when a rule runs, after `make deps` installed libpmix-dev
 PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix 2>/dev/null)

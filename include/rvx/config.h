@@ -105,8 +105,8 @@
 #if RVX_LANES < 1 || RVX_LANES > RVX_LANES_MAX
 #error "RVX_LANES must be between 1 and 8 (it defaults to the fabric header's RVX_FAB_LANES)"
 #endif
-#if RVX_LANES > 1 && RVX_TL != RVX_TL_RC_MLX5
-#error "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5 (a lane is one more device); shared memory has one lane: define RVX_LANES=1"
+#if RVX_LANES > 1 && RVX_TL != RVX_TL_RC_MLX5 && RVX_TL != RVX_TL_DC_MLX5
+#error "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5 (a lane is one more device); shared memory has one lane: define RVX_LANES=1"
 #endif
 #ifndef RVX_LANE_STRIPE_MIN
 #define RVX_LANE_STRIPE_MIN 65536
