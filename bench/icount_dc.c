@@ -28,54 +28,58 @@ typedef struct floor_dci {
 
 RVX_COLD void floor_slow(floor_dci_t *q) { fprintf(stderr, "floor: queue full (pi %u)\n", q->pi); abort(); }
 
-/* The WQEBB in registers: ctrl (CE in `hi`), address segment, raddr, inline 8. */
-static inline void floor_build(const floor_dci_t *q, __m128i *v, uint32_t pi, const uint64_t *src,
-                               uint64_t raddr, const uint64_t *rkey_word, uint64_t hi)
-{
-    v[0] = _mm_set_epi64x((long long)hi, (long long)__builtin_bswap64((uint64_t)(uint16_t)pi << 40 | q->w8));
-    v[1] = _mm_loadu_si128((const __m128i *)(const void *)q->av);
-    v[2] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr))),
-                                         (const double *)(const void *)rkey_word));
-    v[3] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)(const void *)src), 4),
-                        _mm_cvtsi32_si128((int)__builtin_bswap32(8u | MLX5_INLINE_SEG)));
-}
+/* The WQEBB in four registers (ctrl with CE in `hi`, address segment, raddr, inline 8), stored
+ * to the queue, then the producer index, doorbell record and BlueFlame copy. */
+#if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
+#define FLOOR_RING(reg, v0, v1, v2, v3)                                   \
+    do {                                                                  \
+        _mm_store_si128((__m128i *)(void *)(reg), v0);                    \
+        _mm_store_si128((__m128i *)(void *)((reg) + 16), v1);             \
+        _mm_store_si128((__m128i *)(void *)((reg) + 32), v2);             \
+        _mm_store_si128((__m128i *)(void *)((reg) + 48), v3);             \
+    } while (0)
+#else
+#define FLOOR_RING(reg, v0, v1, v2, v3) \
+    (*(volatile uint64_t *)(void *)(reg) = (uint64_t)_mm_cvtsi128_si64(v0))
+#endif
 
-static inline void floor_post(floor_dci_t *q, uint32_t pi, const __m128i *v)
+static inline void floor_post(floor_dci_t *q, const uint64_t *src, uint64_t raddr,
+                              const uint64_t *rkey_word, uint64_t hi)
 {
+    uint32_t pi = q->pi;
     uint8_t *wqe = q->sq + ((pi & q->mask) << 6), *reg;
-    int k;
-    for (k = 0; k < 4; k++) _mm_store_si128((__m128i *)(void *)(wqe + 16 * k), v[k]);
+    __m128i v0 = _mm_set_epi64x((long long)hi, (long long)__builtin_bswap64((uint64_t)(uint16_t)pi << 40 | q->w8));
+    __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)q->av);
+    __m128i v2 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr))),
+                                               (const double *)(const void *)rkey_word));
+    __m128i v3 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)(const void *)src), 4),
+                              _mm_cvtsi32_si128((int)__builtin_bswap32(8u | MLX5_INLINE_SEG)));
+    _mm_store_si128((__m128i *)(void *)wqe, v0);
+    _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
+    _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
+    _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
     q->pi = ++pi;
     __asm__ __volatile__("" ::: "memory");
     *q->dbrec = __builtin_bswap32(pi & 0xffff);
     __asm__ __volatile__("sfence" ::: "memory");
     reg = q->bf;
-#if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
-    for (k = 0; k < 4; k++) _mm_store_si128((__m128i *)(void *)(reg + 16 * k), v[k]);
-#else
-    *(volatile uint64_t *)(void *)reg = (uint64_t)_mm_cvtsi128_si64(v[0]);
-#endif
+    FLOOR_RING(reg, v0, v1, v2, v3);
     __asm__ __volatile__("sfence" ::: "memory");
     q->bf = (uint8_t *)((uintptr_t)reg ^ q->flip);
 }
 
 RVX_COLD void floor_put8_sig(floor_dci_t *q, const uint64_t *src, uint64_t raddr, const uint64_t *rkey_word)
 {
-    __m128i v[4];
-    floor_build(q, v, q->pi, src, raddr, rkey_word, (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24);
     q->sig_left = RVX_MLX5_SIG_EVERY;
     q->last_sig = q->pi;
-    floor_post(q, q->pi, v);
+    floor_post(q, src, raddr, rkey_word, (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24);
 }
 
 RVX_NOINLINE void floor_put8(floor_dci_t *q, const uint64_t *src, uint64_t raddr, const uint64_t *rkey_word)
 {
-    uint32_t pi = q->pi;
-    __m128i v[4];
-    if (RVX_UNLIKELY((int32_t)(pi - q->limit) >= 0)) { floor_slow(q); return; }
+    if (RVX_UNLIKELY((int32_t)(q->pi - q->limit) >= 0)) { floor_slow(q); return; }
     if (RVX_UNLIKELY(--q->sig_left == 0)) { floor_put8_sig(q, src, raddr, rkey_word); return; }
-    floor_build(q, v, pi, src, raddr, rkey_word, 0);
-    floor_post(q, pi, v);
+    floor_post(q, src, raddr, rkey_word, 0);
 }
 
 /* Wait until the CQE at the consumer index is there, without consuming it. */
