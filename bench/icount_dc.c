@@ -126,25 +126,6 @@ static long loop_floor_put8(icount_env_t *e, long n)
     return *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64) != 42;
 }
 
-static long loop_am_short8(icount_env_t *e, long n)
-{
-    long i, errors = 0;
-    for (i = 0; i < n; i++) {
-        rvx_status_t st;
-        while ((st = bench_am_short8(e->ep, (uint64_t)i)) == RVX_ERR_NO_RESOURCE) rvx_progress(e->w);
-        errors += st != RVX_OK;
-        if ((i & 7) == 7) { /* deliver, return credits and retire, outside the counted call */
-            errors += rvx_ep_flush(e->ep) != RVX_OK;
-            while (rvx_progress(e->w)) {}
-        }
-    }
-    while (rvx_progress(e->w)) {}
-    if (sunk != (uint64_t)n * (uint64_t)(n - 1) / 2) {
-        fprintf(stderr, "icount_dc: am_short8: handler sum %llu\n", (unsigned long long)sunk);
-        errors++;
-    }
-    return errors;
-}
 
 RVX_NOINLINE rvx_status_t bench_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr,
                                      const rvx_rkey_t *rk, rvx_request_t *req)
@@ -191,7 +172,7 @@ int main(int argc, char **argv)
     static const icount_op_t ops[] = {
         {"put8", loop_put8, 0}, {"floor_put8", loop_floor_put8, 1}, {"get8", loop_get8, 0},
         {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
-        {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", loop_am_short8, 0},
+        {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", icount_am_short8, 0},
         {"amo_add8", loop_amo_add8, 0},
     };
     return icount_main(argc, argv, "icount_dc", ops, (int)(sizeof(ops) / sizeof(ops[0])));
