@@ -32,7 +32,7 @@ BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
               $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc \
-              $(B)/bench/scale_rc $(B)/bench/scale_dc
+              $(B)/bench/icount_tag_dc $(B)/bench/scale_rc $(B)/bench/scale_dc
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -41,10 +41,10 @@ RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
 RC_SHARED_TESTS := t_rma t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_tag_bad
 RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
-# dc_mlx5 builds: the shared tests dc_mlx5 carries in this release (RMA and atomics; messages are
-# not carried yet), plus the dc-only tests (tests/t_dc_*.c); run on rvxsim as dc/<name>.
+# dc_mlx5 builds: the shared tests rc_mlx5 runs, plus the dc-only tests (tests/t_dc_*.c); run on
+# rvxsim as dc/<name>.
 DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5
-DC_SHARED_TESTS := t_rma t_atomics
+DC_SHARED_TESTS := $(RC_SHARED_TESTS)
 DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-dc/%,$(wildcard tests/t_dc_*.c))
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
@@ -121,6 +121,20 @@ $(addprefix $(B)/tests-rc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_ep
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 
+# the tag tests over dc_mlx5 on rvxsim: the same sources, every rendezvous protocol
+TAG_DC_VARIANTS := $(addprefix $(B)/tests-dc/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)) \
+                   $(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV))
+all tests: $(TAG_DC_VARIANTS)
+$(addprefix $(B)/tests-dc/t_tag_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+
 # multi-lane rendezvous (RVX_LANES=2) over rc_mlx5, run by tests/t_lanes.sh on rvxsim with two devices
 LANES_RNDV := get put pipeline
 LANES_BINS := $(addprefix $(B)/lanes/t_lanes_,$(LANES_RNDV))
@@ -133,6 +147,16 @@ all tests: $(LANES_DEATH_BINS)
 $(LANES_DEATH_BINS): $(B)/lanes/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) \
+	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
+# the same over dc_mlx5
+LANES_DC_BINS := $(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)) $(B)/lanes/t_tag_peer_death_dc_get
+all tests: $(LANES_DC_BINS)
+$(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)): $(B)/lanes/t_lanes_dc_%: tests/t_lanes.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(B)/lanes/t_tag_peer_death_dc_get: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_GET \
 	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
 
 # ---- PMIx builds: the flags are read when a rule runs, after `make deps` installed libpmix-dev
@@ -173,6 +197,10 @@ $(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h $(HEADERS)
 $(B)/bench/icount_tag_rc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
+
+$(B)/bench/icount_tag_dc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
 
 $(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
@@ -302,7 +330,7 @@ test: deps all
 hwcheck: deps all
 	@tools/hwcheck.sh
 
-icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc sim
+icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc $(B)/bench/icount_tag_dc sim
 	@bench/icount.sh
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat

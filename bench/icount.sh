@@ -3,7 +3,7 @@
 # counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
 # cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
 # Usage: bench/icount.sh [N]     (binaries: build/bench/icount_shm, icount_tag, icount_rc(_db),
-#                                icount_tag_rc)
+#                                icount_tag_rc, icount_dc, icount_tag_dc)
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-20000}
@@ -53,35 +53,34 @@ fi
 # rc_mlx5 (build/bench/icount_rc, and icount_rc_db with the 8-byte doorbell), on rvxsim unless
 # RVX_ICOUNT_HW=1 asks for the system's rdma-core and a real adapter. Only the application thread
 # runs the wrappers, so the model's engine thread is not counted.
-tl=rc_mlx5
 simlib=$([ "${RVX_ICOUNT_HW:-0}" = 1 ] && echo "" || echo "$PWD/build/sim")
-for entry in put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
+mlx5_rows() { # tl, entries name:binary:op:wrapper...
+  local tl=$1 entry name b op fn bin a c; shift
+  for entry in "$@"; do
+    IFS=: read -r name b op fn <<<"$entry"
+    bin=build/bench/$b
+    [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
+    a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
+    c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
+    awk -v op="$name" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
+      'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+  done
+}
+mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
              put8_db:icount_rc_db:put8:bench_put8 ref_put8_db:icount_rc_db:ref_put8:ref_put8 \
              get8:icount_rc:get8:bench_get8 flush_ready:icount_rc:flush_ready:bench_flush_ready \
              progress_idle:icount_rc:progress_idle:bench_progress_idle \
              progress_live_empty:icount_rc:progress_live_empty:bench_progress_live_empty \
              am_short8:icount_rc:am_short8:bench_am_short8 amo_add8:icount_rc:amo_add8:bench_amo_add8 \
              tag_send8:icount_tag_rc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_rc:tag_recv8:bench_tag_recv8 \
-             tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle; do
-  IFS=: read -r name b op fn <<<"$entry"
-  bin=build/bench/$b
-  [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
-  a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
-  c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
-  awk -v op="$name" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
-    'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
-done
+             tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle
 
-# dc_mlx5 (build/bench/icount_dc), on rvxsim likewise: an endpoint to the process's own DCT.
-tl=dc_mlx5
-for entry in put8:bench_put8 get8:bench_get8 flush_ready:bench_flush_ready \
-             progress_idle:bench_progress_idle progress_live_empty:bench_progress_live_empty \
-             amo_add8:bench_amo_add8; do
-  op=${entry%%:*}; fn=${entry#*:}
-  bin=build/bench/icount_dc
-  [ -x $bin ] || { echo "icount: $bin not built (make): dc_mlx5 skipped"; break; }
-  a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
-  c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
-  awk -v op="$op" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
-    'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
-done
+# dc_mlx5 (build/bench/icount_dc, icount_tag_dc), on rvxsim likewise: an endpoint to the
+# process's own DCT. floor_put8 is the same put8 WQE posted by hand in the same binary.
+mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc:floor_put8:floor_put8 \
+             get8:icount_dc:get8:bench_get8 flush_ready:icount_dc:flush_ready:bench_flush_ready \
+             progress_idle:icount_dc:progress_idle:bench_progress_idle \
+             progress_live_empty:icount_dc:progress_live_empty:bench_progress_live_empty \
+             am_short8:icount_dc:am_short8:bench_am_short8 amo_add8:icount_dc:amo_add8:bench_amo_add8 \
+             tag_send8:icount_tag_dc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_dc:tag_recv8:bench_tag_recv8 \
+             tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle

@@ -172,25 +172,6 @@ static long loop_flush_ready(icount_env_t *e, long n)
     return errors;
 }
 
-static long loop_am_short8(icount_env_t *e, long n)
-{
-    long i, errors = 0;
-    for (i = 0; i < n; i++) {
-        rvx_status_t st;
-        while ((st = bench_am_short8(e->ep, (uint64_t)i)) == RVX_ERR_NO_RESOURCE) rvx_progress(e->w);
-        errors += st != RVX_OK;
-        if ((i & 7) == 7) { /* deliver, return credits and retire, outside the counted call */
-            errors += rvx_ep_flush(e->ep) != RVX_OK;
-            while (rvx_progress(e->w)) {}
-        }
-    }
-    while (rvx_progress(e->w)) {}
-    if (sunk != (uint64_t)n * (uint64_t)(n - 1) / 2) {
-        fprintf(stderr, "icount_rc: am_short8: handler sum %llu\n", (unsigned long long)sunk);
-        errors++;
-    }
-    return errors;
-}
 
 int main(int argc, char **argv)
 {
@@ -198,7 +179,7 @@ int main(int argc, char **argv)
     static const icount_op_t ops[] = {
         {"put8", loop_put8, 0}, {"ref_put8", loop_ref_put8, 1}, {"get8", loop_get8, 0},
         {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
-        {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", loop_am_short8, 0},
+        {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", icount_am_short8, 0},
         {"amo_add8", loop_amo_add8, 0},
     };
     return icount_main(argc, argv, "icount_rc", ops, (int)(sizeof(ops) / sizeof(ops[0])));

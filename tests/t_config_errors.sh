@@ -35,7 +35,8 @@ expect_error plain.c "RVX_MLX5_FRAME is smaller" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_M
 expect_error plain.c "RVX_MLX5_BOUNCE_SEG must hold 4 x RVX_PUT_BCOPY_MAX" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_BOUNCE_SEG=16384
 expect_error plain.c "RVX_MLX5_BOUNCE_SEG must hold" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_BOUNCE_BYTES=65536
 expect_error plain.c "RVX_MLX5_SRQ_DEPTH must be between" -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_SRQ_DEPTH=8
-expect_error am.c "carries RMA and atomics in this release, not messages" -DRVX_TL=RVX_TL_DC_MLX5
+expect_error am.c "RVX_DC_AM_CREDITS must be at least 2" -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_AM_CREDITS=1
+expect_error am.c "RVX_DC_AM_CREDITS must be at least 2" -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_RX_DEPTH=8
 expect_error plain.c "RVX_DC_NUM_DCI must be between 1 and 64" -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_NUM_DCI=0
 expect_error plain.c "a quarter of RVX_DC_BOUNCE_BYTES" -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_BOUNCE_BYTES=16384
 expect_error plain.c "RVX_RNDV has an unknown value" -DRVX_RNDV=7
@@ -69,6 +70,7 @@ expect_ok am.c -DRVX_TL=RVX_TL_RC_MLX5
 expect_ok plain.c -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B
 expect_ok plain.c -DRVX_TL=RVX_TL_DC_MLX5
 expect_ok plain.c -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_DC_NUM_DCI=1 -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B
+expect_ok am.c -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_TAG=1 -DRVX_LANES=2
 expect_ok am.c -DRVX_TAG=1 -DRVX_RNDV=RVX_RNDV_PIPELINE
 expect_ok plain.c -DRVX_RNDV=RVX_RNDV_PIPELINE -DRVX_RNDV_THRESH=65536
 expect_ok plain.c '-DRVX_FABRIC=<rvx/fabric/ib_hdr.h>'

@@ -88,7 +88,7 @@ int main(void)
             memset(&rk, 0, sizeof(rk));
             rk.rkey_word = (uint64_t)htobe32(key);
             rvx__mlx5_bb_dc_write8(&bb, (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | qpn << 8 | 4, pi,
-                                   rvx_htobe64(RVX__DC_KEY), ep.av_lo, &payload, raddr, &rk);
+                                   &ep.av_key, &payload, raddr, &rk);
             rvx__mlx5_bb_store(a, &bb);
             memset(b, 0, 64);
             mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)(void *)b, (uint16_t)pi,

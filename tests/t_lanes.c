@@ -10,7 +10,9 @@
  *   fail    (with RVXSIM_RDMA_DENY=mlx5_1) a striped message fails on both sides with
  *           RVX_ERR_REMOTE_ACCESS, not a hang; messages that do not use lane 1 still arrive
  * Each wait has a deadline: a lost stripe fails the test instead of hanging it. */
+#ifndef RVX_TL
 #define RVX_TL RVX_TL_RC_MLX5
+#endif
 #define RVX_TAG 1
 #ifndef RVX_LANES
 #define RVX_LANES 2

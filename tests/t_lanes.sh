@@ -14,6 +14,7 @@
 #          which travel in the RTS, and a few credit writes)
 #   fail   mlx5_1 refuses every RDMA (RVXSIM_RDMA_DENY): a striped message ends with
 #          RVX_ERR_REMOTE_ACCESS on both sides (no hang); messages on lane 0 alone still arrive
+# The same sweep over dc_mlx5 (build/lanes/t_lanes_dc_*), and its peer death with GET.
 # Also: t_tag_peer_death built with two lanes (no hang when peers die mid-rendezvous), and a build
 # with two lanes but one device or one RVX_DEV name says what to do.
 set -u
@@ -79,6 +80,29 @@ for p in get put pipeline; do
     fail "$p, two lanes: peer death"; tail -15 "$tmp/out" | sed 's/^/  | /'
   fi
 done
+
+# dc_mlx5 with two lanes (build/lanes/t_lanes_dc_*): the sweep's bytes all arrive, lane 1 carries
+# its stripes, and peers dying mid-rendezvous give every request a status
+for p in get put pipeline; do
+  [ -x "build/lanes/t_lanes_dc_$p" ] || { fail "build/lanes/t_lanes_dc_$p not built (make)"; continue; }
+  rm -f "$tmp/stats"
+  if RVXSIM_NUM_DEVICES=2 RVXSIM_PORT_SPEED=mlx5_0:HDR,mlx5_1:EDR RVXSIM_STATS_FILE=$tmp/stats \
+     timeout 200 "build/lanes/t_lanes_dc_$p" sweep >"$tmp/out" 2>&1; then
+    b1=$(dev_bytes "$tmp/stats" mlx5_1)
+    [ "$b1" -gt 0 ] && echo "ok: dc_mlx5 $p sweep: every byte arrived; mlx5_1 moved $b1 bytes" ||
+      fail "dc_mlx5 $p sweep: mlx5_1 moved nothing (no striping)"
+  else
+    fail "dc_mlx5 $p sweep: exit status"; tail -15 "$tmp/out" | sed 's/^/  | /'
+  fi
+done
+b=build/lanes/t_tag_peer_death_dc_get
+if [ ! -x $b ]; then
+  fail "$b not built (make)"
+elif RVXSIM_NUM_DEVICES=2 RVXSIM_PORT_SPEED=mlx5_0:HDR,mlx5_1:EDR timeout 200 $b >"$tmp/out" 2>&1; then
+  echo "ok: dc_mlx5 get, two lanes: peers dying mid-rendezvous give every request a status"
+else
+  fail "dc_mlx5 get, two lanes: peer death"; tail -15 "$tmp/out" | sed 's/^/  | /'
+fi
 
 # fewer devices than lanes: a clear error, not a crash
 for e in "RVXSIM_NUM_DEVICES=1|RVXSIM_NUM_DEVICES=2" "RVX_DEV=mlx5_0|names no device for lane 1"; do

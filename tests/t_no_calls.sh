@@ -35,7 +35,9 @@ for rcbin in build/bench/icount_rc build/bench/icount_rc_db; do
   check $rcbin bench_put8 bench_flush_ready bench_progress_idle bench_progress_live_empty \
     bench_am_short8 bench_amo_add8
 done
-# dc_mlx5 (the operations this release carries)
+# dc_mlx5: put8, flush, progress idle and live, AM short send, atomic; the tag build's send,
+# receive and progress
 check build/bench/icount_dc bench_put8 bench_flush_ready bench_progress_idle bench_progress_live_empty \
-  bench_amo_add8
+  bench_am_short8 bench_amo_add8
+check build/bench/icount_tag_dc bench_tag_send8 bench_tag_recv8 bench_tag_progress_idle
 [ $fails -eq 0 ]

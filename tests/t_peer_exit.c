@@ -39,8 +39,15 @@ int main(int argc, char **argv)
     if (me == 0) {
         uint64_t a = 1;
         int flag = 0;
-        /* a request to the departed rank is accepted (it fits in the ring), its reply never comes */
+        /* a request to the departed rank is accepted (it fits in the ring), its reply never comes;
+         * on dc_mlx5 the first request takes credits from the rank's pool, a round trip that may
+         * already see it gone */
+#if RVX_TL == RVX_TL_DC_MLX5
+        st = rvx_am_short(eps[2], RVX_AM_PING, &a, 1);
+        T_CHECK(st == RVX_OK || st == RVX_ERR_PEER_FAILED, "the first request: %s", rvx_status_str(st));
+#else
         T_OK(rvx_am_short(eps[2], RVX_AM_PING, &a, 1));
+#endif
         t0 = rvx__now_s();
         st = rvx_wait_flag(w, eps[2], (volatile int *)&flag, -1);
         T_CHECK(st == RVX_ERR_PEER_FAILED, "waiting for the reply: %s", rvx_status_str(st));

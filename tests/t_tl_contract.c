@@ -45,7 +45,7 @@ int main(void)
         uint32_t mbs, want = RVX_FAB_BW_MBS;
         T_CHECK(init(&c, 0) == RVX_OK, "ctx_init(lane 0)");
         mbs = bw(&c);
-#if RVX_TL == RVX_TL_RC_MLX5
+#if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
         {
             /* the port's data rate, decoded here from rdma-core's codes (Gb/s of data per lane:
              * SDR 2, DDR 4, QDR 8, FDR10 10, FDR 13.64, EDR 25, HDR 50, NDR 100) */

@@ -105,8 +105,8 @@
 #if RVX_LANES < 1 || RVX_LANES > RVX_LANES_MAX
 #error "RVX_LANES must be between 1 and 8 (it defaults to the fabric header's RVX_FAB_LANES)"
 #endif
-#if RVX_LANES > 1 && RVX_TL != RVX_TL_RC_MLX5
-#error "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5 (a lane is one more device); shared memory has one lane: define RVX_LANES=1"
+#if RVX_LANES > 1 && RVX_TL != RVX_TL_RC_MLX5 && RVX_TL != RVX_TL_DC_MLX5
+#error "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5 (a lane is one more device); shared memory has one lane: define RVX_LANES=1"
 #endif
 #ifndef RVX_LANE_STRIPE_MIN
 #define RVX_LANE_STRIPE_MIN 65536
@@ -274,8 +274,8 @@
  *   RVX_DC_NUM_DCI      initiators per worker (default 8): endpoints with work outstanding at once
  *   RVX_DC_BOUNCE_BYTES registered copy ring per DCI (default 256 KiB)
  *   RVX_DC_RX_DEPTH     receive buffers of the worker's shared receive queue, RVX_MLX5_FRAME bytes
- *                       each (default 1024; AM/tag builds): the credits all peers share
- *   RVX_DC_AM_CREDITS   credits a sender takes from a peer's pool at a time (default 16) */
+ *                       each (default 2048; AM/tag builds): the credits all peers share
+ *   RVX_DC_AM_CREDITS   credits a sender takes from a peer's pool at a time (default 32) */
 #ifndef RVX_DC_NUM_DCI
 #define RVX_DC_NUM_DCI 8
 #endif
@@ -286,16 +286,13 @@
 #define RVX_DC_BOUNCE_BYTES (256 * 1024)
 #endif
 #ifndef RVX_DC_RX_DEPTH
-#define RVX_DC_RX_DEPTH 1024
+#define RVX_DC_RX_DEPTH 2048
 #endif
 #ifndef RVX_DC_AM_CREDITS
-#define RVX_DC_AM_CREDITS 16
+#define RVX_DC_AM_CREDITS 32
 #endif
 #if RVX_DC_AM_CREDITS < 2 || RVX_DC_RX_DEPTH < RVX_DC_AM_CREDITS || RVX_DC_RX_DEPTH > 16384
 #error "RVX_DC_AM_CREDITS must be at least 2 and RVX_DC_RX_DEPTH between it and 16384"
-#endif
-#if RVX_CAN_RECEIVE
-#error "RVX_TL=RVX_TL_DC_MLX5 carries RMA and atomics in this release, not messages: build without RVX_AM_HANDLERS and RVX_TAG, or use RVX_TL_RC_MLX5"
 #endif
 #endif
 

@@ -61,7 +61,8 @@
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
-/* A worker's address: everything a peer needs to reach its DCT. */
+/* A worker's address: everything a peer needs to reach its DCT, and its control region (the
+ * credit pool and the words where peers return credits). */
 typedef struct rvx__tl_addr {
     uint64_t magic;
     uint32_t dctn;
@@ -69,6 +70,9 @@ typedef struct rvx__tl_addr {
     uint8_t  is_roce;
     uint8_t  pad;
     uint8_t  gid[16];
+    uint64_t ctrl_addr;
+    uint32_t ctrl_rkey;
+    uint32_t pad2;
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
 
@@ -85,7 +89,10 @@ typedef struct rvx__dc_dci {
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 4: a put8's first ctrl
                                         * word before the byte swap (0: no one-WQEBB put8, the
                                         * address segment is the 48-byte form) */
+    uint64_t              ctrl_send;   /* the same for a one-WQEBB SEND_IMM (0 likewise) */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
+    uint8_t               am_claim;    /* a frame claimed in its bounce ring is not published yet:
+                                        * the DCI stays with its endpoint */
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
     struct ibv_qp        *qp;
@@ -93,11 +100,13 @@ typedef struct rvx__dc_dci {
 } rvx__dc_dci_t;
 
 /* Per peer: the address segment's fields (av_lo: bytes 8-15 of the base form, as stored), the
- * GID for the extended form, the DCI held, the status. */
+ * GID for the extended form, the DCI held, the status, the peer's control region (credits and
+ * keepalives); in a build with messages, the send credits (frames sent, the limit known). */
 typedef struct rvx__tl_ep {
     rvx__dc_dci_t        *dci;
     struct rvx__tl_iface *ifc;
-    uint64_t              av_lo;
+    uint64_t              av_key;      /* the address segment's base form, as the WQE holds it: */
+    uint64_t              av_lo;       /* the DC key (big-endian), then av_lo */
     uint32_t              dctn;
     uint8_t               failed;
     uint8_t               live;
@@ -105,7 +114,44 @@ typedef struct rvx__tl_ep {
     uint8_t               gid[16];
     rvx_status_t          err;
     int                   rank;
+    uint32_t              ctrl_rkey;   /* the peer's control region */
+    uint64_t              ctrl_addr;
+    double                ka_time;     /* last keepalive */
+    const struct rvx__dc_dci *ka_dci;  /* where the last keepalive went, and pi after it */
+    uint32_t              ka_pi;
+#if RVX_CAN_RECEIVE
+    uint32_t              tx_left;     /* frames that may go before looking further */
+    uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
+    uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
+#endif
 } rvx__tl_ep_t;
+
+/* Per rank, what outlives an endpoint: frames sent, the credits taken from the rank's pool, and
+ * how many of its frames taken here were last reported to it (the count itself is in the control
+ * region, where the rank can read it). 12 bytes a rank, whatever else the job does. */
+typedef struct rvx__dc_peer {
+    uint32_t tx_sent;     /* frames sent to it (an endpoint's tx_sent, kept while none exists) */
+    uint32_t claimed;     /* credits taken from its pool: frames of ours it may hold at once */
+    uint32_t rx_reported; /* its frames taken here, as last told to it */
+} rvx__dc_peer_t;
+
+/* A message as the DCT receives it: a SEND with immediate (info | chan << 16) whose first 8 bytes
+ * say who sent it and how many of the receiver's frames that sender has consumed, then the body. */
+typedef struct rvx__dc_prefix {
+    uint32_t rank;
+    uint32_t consumed;
+} rvx__dc_prefix_t;
+#define RVX__DC_PREFIX   8u
+/* Frames of up to this many bytes (prefix + body) go inline in the SEND. */
+#define RVX__DC_AM_INLINE RVX__TL_SHORT_MAX
+
+typedef struct rvx__dc_deferred {
+    struct rvx__dc_deferred *next;
+    int      rank;
+    unsigned chan, info;
+    size_t   len;
+    uint8_t  body[1];
+} rvx__dc_deferred_t;
 
 typedef struct rvx__tl_iface {
     /* hot: progress reads these */
@@ -128,6 +174,20 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_bf_t *bfs;
     int             rank, nranks;
     rvx_request_t  *wflush;
+    /* messages: the control region (word 0 the credit pool, word 1 + r the frames of ours rank r
+     * has taken, as it reported them; word 1 + nranks + r the frames of rank r's taken here),
+     * endpoints by rank, counters by rank, frames set aside */
+    uint64_t       *ctrl;
+    struct ibv_mr  *ctrl_mr;
+    struct rvx__tl_ep **eps;
+    rvx__dc_peer_t *peers;
+    rvx__dc_deferred_t *def_head, *def_tail;
+    int             in_rx;
+    unsigned        warned_nested;
+    unsigned long   claims;      /* credit claims made on peers' pools */
+    unsigned long   claim_fails; /* claims that found a pool empty */
+    uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
+                                                 * (readable past a short frame's end) */
 } rvx__tl_iface_t;
 
 /* The cold paths the hot ones fall into (tl/dc/poll.h). */
@@ -136,6 +196,9 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len);
 RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req);
 RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc);
 RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req);
+#if RVX_CAN_RECEIVE
+RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep);
+#endif
 RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
                                        uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
                                        void *fetch);
@@ -164,9 +227,7 @@ RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *e
 {
     uint8_t *seg = wqe + sizeof(struct mlx5_wqe_ctrl_seg);
     if (RVX_LIKELY(d->ifc->av_bytes == RVX__DC_AV_BASE)) {
-        uint64_t key = rvx_htobe64(RVX__DC_KEY);
-        memcpy(seg, &key, 8);
-        memcpy(seg + 8, &ep->av_lo, 8);
+        memcpy(seg, &ep->av_key, 16);
         return seg + RVX__DC_AV_BASE;
     }
     rvx__mlx5_set_av(seg, RVX__DC_KEY, ep->dctn, 1, 0, 0, 0xc000, NULL, 0, RVX__MLX5_HOP_LIMIT,
@@ -233,7 +294,7 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
         return rvx__dc_put8_slow(ep, src, raddr, rkey);
     if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
-    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), ep->av_lo, src, raddr,
+    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr,
                            rkey);
     rvx__mlx5_post_bb(&d->sq, pi, &bb);
     return RVX_OK;
@@ -503,14 +564,184 @@ RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint
     return rvx__dc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
 }
 
+/* ---- messages ------------------------------------------------------------------------------- */
+
+#if RVX_CAN_RECEIVE
+/* Room for one more frame at the peer: the cached limit, else (cold) what the peer has returned,
+ * or a claim on its pool. A failed endpoint has none. */
+/* Frames sent to the peer, in all. */
+RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
+{
+    return ep->tx_limit - ep->tx_left;
+}
+
+RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
+{
+    if (RVX_LIKELY(ep->tx_left != 0)) return 1;
+    return rvx__dc_credit_slow(ep);
+}
+
+/* Where to write a frame of len bytes, after the 8-byte prefix: small frames are built in the
+ * worker's scratch area and go inline; others go from the bounce ring of the endpoint's DCI,
+ * which stays the endpoint's until the frame is published. NULL: no credit (or failed). */
+RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    rvx__dc_dci_t *d;
+    uint8_t *b;
+    (void)chan;
+    if (!rvx__dc_credit(ep)) return NULL;
+    if (len + RVX__DC_PREFIX <= RVX__DC_AM_INLINE) return (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX;
+    d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+    if (RVX_UNLIKELY(!d)) return NULL;
+    b = rvx__dc_bounce(d, len + RVX__DC_PREFIX);
+    if (RVX_UNLIKELY(!b)) return NULL;
+    d->am_claim = 1;
+    return b + RVX__DC_PREFIX;
+}
+
+/* SEND with immediate (info | chan << 16) of the prefix and body: inline when small, else one
+ * data segment on the bounce ring (given back when the WQE retires). */
+RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                    unsigned info)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+    uint8_t *frame = (uint8_t *)body - RVX__DC_PREFIX, *wqe, *seg;
+    size_t flen = len + RVX__DC_PREFIX;
+    int inl = flen <= RVX__DC_AM_INLINE;
+    unsigned ds = 1 + rvx__dc_av_ds(ifc) + (inl ? RVX__MLX5_INLINE_DS(flen) : 1u), flags;
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    uint32_t taken = (uint32_t)ifc->ctrl[1 + ifc->nranks + ep->rank];
+    rvx__dc_prefix_t pre;
+    rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
+    if (RVX_UNLIKELY(!d)) return; /* failed: the frame is lost with the endpoint */
+    pre.rank = (uint32_t)ifc->rank;
+    pre.consumed = taken; /* credits back to the peer, for free */
+    ifc->peers[ep->rank].rx_reported = taken;
+    memcpy(frame, &pre, sizeof(pre));
+    pi = d->sq.pi;
+    wqe = rvx__mlx5_slot(&d->sq, pi);
+    flags = rvx__mlx5_moderate(&d->sq, 0);
+    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, d->sq.qpn8, ds, flags,
+                       rvx_htobe32(info | chan << 16));
+    seg = rvx__dc_set_av(d, ep, wqe);
+    if (inl) {
+        unsigned units = rvx__mlx5_set_inline(&d->sq, seg, frame, flen);
+        size_t used = sizeof(struct mlx5_wqe_inl_data_seg) + flen;
+        rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
+    } else {
+        rvx__mlx5_op_t o;
+        rvx__mlx5_set_data(seg, (uint32_t)flen, ifc->bounce_lkey, frame);
+        rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
+        memset(&o, 0, sizeof(o)); /* the bounce space goes back when this WQE retires */
+        o.bounce = d->b_head;
+        rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, &o);
+        d->am_claim = 0;
+    }
+    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
+    ep->tx_left--;
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
+/* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
+ * the WQE that asks for a completion (built here from registers as well). */
+RVX_COLD void rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                   unsigned info)
+{
+#if defined(__x86_64__)
+    rvx__dc_dci_t *d = ep->dci;
+    if (d && d->ctrl_send && !rvx__mlx5_sq_full(&d->sq, 1) &&
+        (uint8_t *)body == (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX) {
+        uint32_t pi = d->sq.pi;
+        unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
+        rvx__mlx5_bb_t bb;
+        rvx__mlx5_bb_dc_send(&bb, d->ctrl_send, pi, flags, rvx_htobe32(info | chan << 16),
+                             &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
+                             (unsigned)len + RVX__DC_PREFIX);
+        if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
+        ep->tx_left--;
+        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        return;
+    }
+#endif
+    rvx__dc_publish_gen(ep, chan, body, len, info);
+}
+
+RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                   unsigned info)
+{
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
+        len >= 4 && len + RVX__DC_PREFIX <= 28) {
+        /* a short frame of known size (an 8-byte message, a tag send of 8 bytes): as put8, one
+         * WQEBB from SSE registers. Such a frame is in the scratch area, whose prefix always
+         * names this rank; the consumed count there is the last one the general path wrote, an
+         * older but true figure (the receiver keeps the largest it has seen) */
+        rvx__dc_dci_t *d = ep->dci;
+        rvx__mlx5_bb_t bb;
+        uint64_t ctrl;
+        uint32_t pi;
+        if (RVX_UNLIKELY(!d)) { rvx__dc_publish_slow(ep, chan, body, len, info); return; }
+        pi = d->sq.pi;
+        ctrl = d->ctrl_send;
+        if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !ctrl || --d->sq.sig_left == 0)) {
+            rvx__dc_publish_slow(ep, chan, body, len, info);
+            return;
+        }
+        rvx__mlx5_bb_dc_send(&bb, ctrl, pi, 0, rvx_htobe32(info | chan << 16),
+                             &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
+                             (unsigned)len + RVX__DC_PREFIX);
+        ep->tx_left--;
+        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        return;
+    }
+#endif
+    rvx__dc_publish_gen(ep, chan, body, len, info);
+}
+
+/* Zero-copy message, as the contract has it: header and body are copied into a frame (claim and
+ * publish), and the call completes at once: RVX_OK, buf reusable; lmem and req are not used.
+ * RVX_ERR_NO_RESOURCE: no credit, nothing sent. */
+#define RVX__TL_AM_ZCOPY         0  /* the body is copied: callers need not register */
+#define RVX__TL_AM_ZCOPY_HDR_MAX 28
+RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,
+                                         size_t hdrlen, const void *buf, size_t len,
+                                         const rvx__tl_mem_t *lmem, unsigned info,
+                                         rvx_request_t *req)
+{
+    uint8_t *b;
+    (void)lmem;
+    (void)req;
+    if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX_MLX5_FRAME - RVX__DC_PREFIX)
+        return RVX_ERR_INVALID_PARAM;
+    if (RVX_UNLIKELY(ep->failed)) return rvx__dc_ep_status(ep);
+    b = (uint8_t *)rvx__tl_am_claim(ep, chan, hdrlen + len);
+    if (!b) return ep->failed ? rvx__dc_ep_status(ep) : RVX_ERR_NO_RESOURCE;
+    if (hdrlen) memcpy(b, hdr, hdrlen);
+    if (len) memcpy(b + hdrlen, buf, len);
+    rvx__tl_am_publish(ep, chan, b, hdrlen + len, info);
+    return ep->failed ? rvx__dc_ep_status(ep) : RVX_OK;
+}
+#endif
+
 /* ---- progress and flush --------------------------------------------------------------------- */
 
-/* Progress: nothing while no signaled work is outstanding (this release carries no messages, so
- * nothing arrives unasked); otherwise one look at the CQE at the consumer index. */
+/* Progress: nothing without live endpoints (in a build without messages, nothing while no
+ * signaled work is outstanding: nothing arrives unasked); otherwise one look at the CQE at the
+ * consumer index, and at frames set aside. */
 RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 {
+#if RVX_CAN_RECEIVE
+    if (!ifc->nlive) return 0;
+#else
     if (!ifc->outstanding) return 0;
-    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) return 0;
+#endif
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) {
+#if RVX_CAN_RECEIVE
+        if (RVX_LIKELY(!ifc->def_head)) return 0;
+#else
+        return 0;
+#endif
+    }
     return rvx__dc_progress_slow(ifc);
 }
 

@@ -70,10 +70,17 @@ RVX_COLD void rvx__dc_wflush_check(rvx__tl_iface_t *ifc)
     rvx__mlx5_wflush_done(&ifc->wflush);
 }
 
-/* Handle every CQE present; returns how many. */
-RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
+#if RVX_CAN_RECEIVE
+RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode,
+                         int deliver);
+#endif
+
+/* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting for
+ * room, or no handler may run). Returns the number of CQEs. */
+RVX_COLD int rvx__dc_poll(rvx__tl_iface_t *ifc, int deliver)
 {
     int n = 0;
+    (void)deliver;
     for (;;) {
         struct mlx5_cqe64 *cqe = rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci);
         uint8_t op_own = *(volatile uint8_t *)&cqe->op_own;
@@ -84,9 +91,20 @@ RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
         rvx_from_device_barrier(); /* the owner check before the CQE's other bytes */
         qpn = rvx__mlx5_cqe_qpn(cqe);
         opcode = op_own >> 4;
-        d = rvx__dc_dci_of(ifc, qpn);
         rvx__mlx5_cq_advance(&ifc->cq);
         n++;
+        if (qpn == ifc->dct->qp_num) {
+#if RVX_CAN_RECEIVE
+            rvx__dc_rx(ifc, cqe, opcode, deliver);
+#else
+            rvx__log("dc_mlx5: a message (CQE opcode %u) in a build without messages: dropped",
+                     opcode);
+            rvx__mlx5_srq_release(&ifc->srq, rvx_htobe16(cqe->wqe_counter));
+            rvx__mlx5_srq_ring(&ifc->srq);
+#endif
+            continue;
+        }
+        d = rvx__dc_dci_of(ifc, qpn);
         if (!d) {
             rvx__log("dc_mlx5: completion (opcode %u) for QP 0x%x, not a DCI: ignored", opcode, qpn);
         } else if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) &&
@@ -106,9 +124,33 @@ RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
     return n;
 }
 
+/* Inside an rvx call (or a handler): completions and replies; requests go aside for the next
+ * rvx_progress. */
+RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
+{
+    return rvx__dc_poll(ifc, 0);
+}
+
+#if RVX_CAN_RECEIVE
+RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc);
+#endif
+
 RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
 {
-    return rvx__dc_drain(ifc);
+    int n = 0;
+#if RVX_CAN_RECEIVE
+    if (ifc->in_rx) {
+        if (!ifc->warned_nested++) rvx__log("rvx_progress called from an AM handler: ignored");
+        return 0;
+    }
+    ifc->in_rx = 1;
+    if (ifc->def_head) n += rvx__dc_deliver_deferred(ifc);
+#endif
+    n += rvx__dc_poll(ifc, 1);
+#if RVX_CAN_RECEIVE
+    ifc->in_rx = 0;
+#endif
+    return n;
 }
 
 /* ---- the pool and waiting ------------------------------------------------------------------- */
@@ -131,7 +173,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
         if (d->failed) continue;
         if (!d->ep && idle) { idle_held = NULL; busy_free = d; break; }
         if (!d->ep && !busy_free) busy_free = d;
-        if (d->ep && idle && !idle_held && !d->tx.flush_head) idle_held = d;
+        if (d->ep && idle && !idle_held && !d->tx.flush_head && !d->am_claim) idle_held = d;
     }
     if (!busy_free && idle_held) {
         idle_held->ep->dci = NULL; /* its holder's work is complete: it takes another next time */
@@ -264,18 +306,284 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
 
 /* ---- liveness ------------------------------------------------------------------------------- */
 
-/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). */
+/* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
+ * DCT still answers, its error CQE fails the endpoint. No data segment (a zero-length one would
+ * mean 2 GiB to the NIC). */
+RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
+{
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc);
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
+    uint8_t *wqe, *seg;
+    rvx_rkey_t k;
+    if (!d) return;
+    k.rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
+    k.base = ep->ctrl_addr;
+    k.len = 8;
+    pi = d->sq.pi;
+    wqe = rvx__mlx5_slot(&d->sq, pi);
+    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds,
+                       rvx__mlx5_moderate(&d->sq, 1), 0);
+    seg = rvx__dc_set_av(d, ep, wqe);
+    rvx__mlx5_set_raddr(seg, ep->ctrl_addr, &k);
+    rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
+    rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
+    ep->ka_dci = d;
+    ep->ka_pi = pi + nbb;
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
+/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless
+ * the last keepalive is still in flight, another every 100 ms (it also retires an unsignaled
+ * tail, which would otherwise never show an error). */
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
+    double now;
     if (ep->failed) return rvx__dc_ep_status(ep);
     rvx__dc_drain(ep->ifc);
-    return ep->failed ? rvx__dc_ep_status(ep) : RVX_OK;
+    if (ep->failed) return rvx__dc_ep_status(ep);
+    now = rvx__now_s();
+    if ((!ep->ka_dci || ep->ka_dci != ep->dci || (int32_t)(ep->dci->sq.ci - ep->ka_pi) >= 0) &&
+        now - ep->ka_time > 0.1) {
+        ep->ka_time = now;
+        rvx__dc_keepalive(ep);
+    }
+    return RVX_OK;
 }
 
 RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {
+#if RVX_CAN_RECEIVE
+    unsigned spins = 0;
+    void *body;
+    while (!(body = rvx__tl_am_claim(ep, chan, len))) {
+        if (ep->failed) return NULL;
+        if (rvx__dc_drain(ep->ifc)) spins = 0;
+        else rvx__backoff(&spins);
+        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+    }
+    return body;
+#else
     (void)ep; (void)chan; (void)len;
     return NULL;
+#endif
 }
+
+/* ---- messages: credits ---------------------------------------------------------------------- */
+
+#if RVX_CAN_RECEIVE
+/* The peer's control region as a key (its word 0 is the pool, word 1 + r rank r's credits). */
+RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
+{
+    k->rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
+    k->base = ep->ctrl_addr;
+    k->len = 8 * (2 * (uint64_t)ep->ifc->nranks + 1);
+}
+
+/* Take RVX_DC_AM_CREDITS credits from the peer's pool by compare-and-swap on its word 0: the
+ * receiver's buffers are handed out whole, so all senders together never hold more credits than
+ * it has buffers posted. Waits for the answers (a round trip, once per batch). 0: the pool has
+ * too few left (others hold them), or the endpoint failed. */
+RVX_COLD int rvx__dc_claim(rvx__tl_ep_t *ep)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_peer_t *p = &ifc->peers[ep->rank];
+    uint64_t guess = RVX_DC_RX_DEPTH, seen;
+    rvx_rkey_t k;
+    int tries;
+    rvx__dc_ctrl_key(ep, &k);
+    ifc->claims++;
+    for (tries = 0; tries < 16 && !ep->failed; tries++) {
+        seen = ~0ull;
+        if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_CS, 8, guess - RVX_DC_AM_CREDITS, guess, 0, 0,
+                        ep->ctrl_addr, &k, &seen, NULL) != RVX_OK)
+            return 0;
+        if (seen == guess) {
+            p->claimed += RVX_DC_AM_CREDITS;
+            return 1;
+        }
+        if (seen < RVX_DC_AM_CREDITS || seen > 0xffffffffull) break;
+        guess = seen;
+    }
+    ifc->claim_fails++;
+    return 0;
+}
+
+/* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
+ * it said in a message (both only grow). */
+RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
+{
+    uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
+    return (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy;
+}
+
+/* No cached credit: look at what the peer returned; with nothing claimed, claim. */
+RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
+{
+    rvx__dc_peer_t *p;
+    uint32_t sent;
+    if (ep->failed) return 0;
+    p = &ep->ifc->peers[ep->rank];
+    sent = rvx__dc_tx_sent(ep);
+    ep->tx_limit = rvx__dc_consumed(ep) + p->claimed;
+    ep->tx_left = ep->tx_limit - sent;
+    if (ep->tx_left) return 1;
+    if (p->claimed == 0 && rvx__dc_claim(ep)) {
+        sent = rvx__dc_tx_sent(ep); /* the claim waited: a nested call may have claimed too */
+        ep->tx_limit = rvx__dc_consumed(ep) + p->claimed;
+        ep->tx_left = ep->tx_limit - sent;
+    }
+    return ep->tx_left != 0;
+}
+
+/* Frames of rank r's taken off the SRQ here. */
+RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r)
+{
+    return &ifc->ctrl[1 + (size_t)ifc->nranks + (size_t)r];
+}
+
+/* Tell the peer how many of its frames we took: an 8-byte inline WRITE into its control region
+ * (it needs no receive buffer, so credits always flow). */
+RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep)
+{
+    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    uint64_t v = *rvx__dc_taken(ep->ifc, ep->rank);
+    rvx_rkey_t k;
+    if (ep->failed) return;
+    rvx__dc_ctrl_key(ep, &k);
+    p->rx_reported = (uint32_t)v;
+    rvx__dc_put_inline(ep, &v, 8, ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->rank), &k);
+}
+
+/* The credits taken from the peer's pool go back once none of our frames holds one of its
+ * buffers: the count of frames it took is read from its control region (reports may lag by half
+ * a batch). A peer that does not take them in time keeps them counted against this rank. */
+RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
+{
+    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    uint64_t raddr = ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->nranks + (uint64_t)ep->ifc->rank);
+    double t0 = rvx__now_s();
+    unsigned spins = 0;
+    rvx_rkey_t k;
+    if (!p->claimed || ep->failed) return;
+    rvx__dc_ctrl_key(ep, &k);
+    for (;;) {
+        uint64_t taken = 0;
+        if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) return;
+        if ((uint32_t)taken == rvx__dc_tx_sent(ep)) break;
+        if (rvx__now_s() - t0 > 1.0) return;
+        rvx__backoff(&spins);
+    }
+    if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, p->claimed, 0, 0, 0, ep->ctrl_addr, &k, NULL,
+                    NULL) == RVX_OK)
+        p->claimed = 0;
+}
+
+/* A frame of the peer's was taken off the SRQ: its credit goes back every half batch (sooner
+ * when a message to the peer carries it). */
+RVX_COLD void rvx__dc_rx_taken(rvx__tl_iface_t *ifc, int rank)
+{
+    uint64_t *t = rvx__dc_taken(ifc, rank);
+    rvx__tl_ep_t *ep = ifc->eps[rank];
+    ++*t;
+    if (ep && (uint32_t)*t - ifc->peers[rank].rx_reported >= RVX_DC_AM_CREDITS / 2)
+        rvx__dc_credit_return(ep);
+}
+
+/* ---- messages: receiving -------------------------------------------------------------------- */
+
+/* Keep a copy of a frame aside, delivered later in order (a handler may not run now, or its
+ * endpoint does not exist yet). */
+RVX_COLD void rvx__dc_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, unsigned info,
+                            const void *body, size_t len)
+{
+    rvx__dc_deferred_t *f = (rvx__dc_deferred_t *)malloc(sizeof(*f) + len);
+    if (!f) {
+        rvx__log("dc_mlx5: out of memory keeping a message from rank %d aside: dropped", rank);
+        return;
+    }
+    f->next = NULL;
+    f->rank = rank;
+    f->chan = chan;
+    f->info = info;
+    f->len = len;
+    memcpy(f->body, body, len);
+    if (ifc->def_tail) ifc->def_tail->next = f;
+    else ifc->def_head = f;
+    ifc->def_tail = f;
+}
+
+RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc)
+{
+    rvx__dc_deferred_t *kept = NULL, *last = NULL;
+    int n = 0;
+    while (ifc->def_head) {
+        rvx__dc_deferred_t *f = ifc->def_head;
+        rvx__tl_ep_t *ep = ifc->eps[f->rank];
+        ifc->def_head = f->next;
+        if (!ifc->def_head) ifc->def_tail = NULL;
+        if (!ep) { /* kept (in order) until the endpoint exists */
+            f->next = NULL;
+            if (last) last->next = f;
+            else kept = f;
+            last = f;
+            continue;
+        }
+        rvx__rx_deliver(ep, f->chan, f->info, f->body, f->len);
+        free(f);
+        n++;
+    }
+    ifc->def_head = kept;
+    ifc->def_tail = last;
+    return n;
+}
+
+/* A CQE of the DCT: a frame in the SRQ buffer its wqe_counter names (or, scattered, in the CQE
+ * itself). Handed to the protocol, or kept aside; the buffer goes straight back to the SRQ. */
+RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode,
+                         int deliver)
+{
+    uint16_t idx = rvx_htobe16(cqe->wqe_counter);
+    const uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
+    uint32_t len = rvx_htobe32(cqe->byte_cnt), x = rvx_htobe32(cqe->imm_inval_pkey);
+    unsigned chan = x >> 16, info = x & 0xffff;
+    rvx__dc_prefix_t pre;
+    rvx__tl_ep_t *ep;
+    if (opcode != MLX5_CQE_RESP_SEND_IMM) {
+        rvx__log("dc_mlx5: receive completion with opcode %u (syndrome 0x%x): buffer reposted",
+                 opcode, ((const struct mlx5_err_cqe *)(const void *)cqe)->syndrome);
+        goto release;
+    }
+    if (cqe->op_own & MLX5_INLINE_SCATTER_32) buf = (const uint8_t *)cqe;
+    else if (cqe->op_own & MLX5_INLINE_SCATTER_64) buf = (const uint8_t *)cqe - RVX__MLX5_CQE64;
+    if (len < RVX__DC_PREFIX || len > ifc->srq.frame) {
+        rvx__log("dc_mlx5: a message of %u bytes: dropped", len);
+        goto release;
+    }
+    memcpy(&pre, buf, sizeof(pre));
+    if (pre.rank >= (uint32_t)ifc->nranks || chan >= RVX__TL_AM_CHANNELS) {
+        rvx__log("dc_mlx5: a message naming rank %u, channel %u: dropped", pre.rank, chan);
+        goto release;
+    }
+    buf += RVX__DC_PREFIX;
+    len -= RVX__DC_PREFIX;
+    ep = ifc->eps[pre.rank];
+    if (ep && (int32_t)(pre.consumed - ep->piggy) > 0) ep->piggy = pre.consumed;
+    if (!ep || (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head))) {
+        /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
+        rvx__dc_defer(ifc, (int)pre.rank, chan, info, buf, len);
+    } else {
+        /* the buffer goes back after the handler; frames a nested poll takes use others */
+        rvx__rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
+    }
+    rvx__mlx5_srq_release(&ifc->srq, idx);
+    rvx__mlx5_srq_ring(&ifc->srq);
+    rvx__dc_rx_taken(ifc, (int)pre.rank); /* after the release: the buffer is free again */
+    return;
+release:
+    rvx__mlx5_srq_release(&ifc->srq, idx);
+    rvx__mlx5_srq_ring(&ifc->srq);
+}
+#endif
 
 #endif /* RVX_TL_DC_POLL_H */

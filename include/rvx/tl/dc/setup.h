@@ -7,6 +7,11 @@
 
 RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
+#if RVX_CAN_RECEIVE
+RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
+RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
+RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
+#endif
 
 /* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
 
@@ -52,6 +57,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
                                             dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
+    d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
     return RVX_OK;
@@ -111,11 +117,11 @@ RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
 
 /* ---- the iface ------------------------------------------------------------------------------ */
 
-/* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails):
- * sized by what can be outstanding, not by the job. */
+/* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails) and
+ * every receive buffer: sized by what can be outstanding, not by the job. */
 RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__tl_iface_t *ifc)
 {
-    int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 64;
+    int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 2 * RVX__DC_RX_DEPTH + 64;
     ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
     if (!ifc->ibcq) {
         rvx__log("dc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
@@ -178,6 +184,17 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     }
     if (ifc->dct) ibv_destroy_qp(ifc->dct);
     rvx__mlx5_srq_destroy(&ifc->srq);
+    if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
+    free(ifc->ctrl);
+    free(ifc->eps);
+    free(ifc->peers);
+#if RVX_CAN_RECEIVE
+    while (ifc->def_head) {
+        rvx__dc_deferred_t *f = ifc->def_head;
+        ifc->def_head = f->next;
+        free(f);
+    }
+#endif
     if (ifc->bounce_mr) ibv_dereg_mr(ifc->bounce_mr);
     free(ifc->bounce);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
@@ -196,11 +213,30 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->rank = rank;
     ifc->nranks = nranks;
     ifc->av_bytes = ctx->is_roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
+#if RVX_CAN_RECEIVE
+    { /* the prefix of frames built in the scratch area names this rank from the start */
+        rvx__dc_prefix_t pre;
+        pre.rank = (uint32_t)rank;
+        pre.consumed = 0;
+        memcpy(ifc->scratch, &pre, sizeof(pre));
+    }
+#endif
     ifc->bounce = (uint8_t *)rvx__mlx5_alloc(ctx, bytes);
     if (!ifc->bounce) return RVX_ERR_NO_MEMORY;
     ifc->bounce_mr = rvx__mlx5_reg(ctx, ifc->bounce, bytes, "the DCI bounce rings");
     if (!ifc->bounce_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     ifc->bounce_lkey = ifc->bounce_mr->lkey;
+    /* the control region: word 0 the credit pool (changed by peers' NIC atomics only), word 1 + r
+     * rank r's returned credits, word 1 + nranks + r rank r's frames taken here (16 bytes a rank,
+     * and 12 of counters); keepalives write nothing to it */
+    ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (2 * (size_t)nranks + 1));
+    ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
+    ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
+    if (!ifc->ctrl || !ifc->eps || !ifc->peers) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    memset(ifc->ctrl, 0, 8 * (2 * (size_t)nranks + 1));
+    ifc->ctrl[0] = RVX_DC_RX_DEPTH;
+    ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (2 * (size_t)nranks + 1), "the credit words");
+    if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     if ((st = rvx__dc_iface_cq(ifc)) != RVX_OK) goto fail;
     if ((st = rvx__dc_iface_dct(ifc)) != RVX_OK) goto fail;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
@@ -219,6 +255,10 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     addr->lid = ifc->ctx->lid;
     addr->is_roce = ifc->ctx->is_roce;
     memcpy(addr->gid, ifc->ctx->gid.raw, 16);
+    if (ifc->ctrl_mr) {
+        addr->ctrl_addr = (uint64_t)(uintptr_t)ifc->ctrl;
+        addr->ctrl_rkey = ifc->ctrl_mr->rkey;
+    }
 }
 
 /* Nothing to connect: a DCI reaches any DCT by its address. */
@@ -244,6 +284,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     }
     dq = rvx_htobe32(addr->dctn & RVX__MLX5_QPN_MASK);
     lid = rvx_htobe16(addr->lid);
+    ep->av_key = rvx_htobe64(RVX__DC_KEY);
     memcpy((uint8_t *)&ep->av_lo, &dq, 4);
     memcpy((uint8_t *)&ep->av_lo + 6, &lid, 2);
     ep->dctn = addr->dctn;
@@ -252,6 +293,18 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->rank = rank;
     ep->err = RVX_OK;
     ep->live = 1;
+    ep->ctrl_addr = addr->ctrl_addr;
+    ep->ctrl_rkey = addr->ctrl_rkey;
+    ep->ka_time = rvx__now_s();
+#if RVX_CAN_RECEIVE
+    /* credits go on from where an earlier endpoint to the rank left them */
+    ep->tx_limit = ifc->peers[rank].tx_sent;
+    ep->tx_left = 0;
+    ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
+    ifc->eps[rank] = ep;
+    /* frames the rank sent while there was no endpoint: their credits go back now */
+    if ((uint32_t)*rvx__dc_taken(ifc, rank) != ifc->peers[rank].rx_reported) rvx__dc_credit_return(ep);
+#endif
     ifc->nlive++;
     return RVX_OK;
 }
@@ -262,6 +315,11 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     rvx__tl_iface_t *ifc = ep->ifc;
     unsigned spins = 0;
     if (!ep->live) return;
+#if RVX_CAN_RECEIVE
+    rvx__dc_give_back(ep);
+    ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
+    if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
+#endif
     if (ep->dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
     while (ep->dci && ep->dci->sq.ci != ep->dci->sq.pi) {
         if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);

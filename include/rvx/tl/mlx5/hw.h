@@ -48,7 +48,9 @@
 #define RVX__MLX5_PSN           0x1000u /* first packet sequence number, send and receive */
 #define RVX__MLX5_RD_ATOMIC     16      /* READs/atomics in flight, as initiator and as target */
 #define RVX__MLX5_MIN_RNR_TIMER 12      /* 0.64 ms (IB encoding); RNR does not happen with credits */
+#ifndef RVX__MLX5_RNR_RETRY /* a test may set 0: an RNR NAK is then an error */
 #define RVX__MLX5_RNR_RETRY     7       /* 7: retry without limit */
+#endif
 #define RVX__MLX5_HOP_LIMIT     64      /* RoCE GRH hop limit */
 #define RVX__MLX5_REMOTE_ACCESS \
     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
