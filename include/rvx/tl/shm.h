@@ -332,7 +332,10 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 {
     unsigned c;
     memset(ep, 0, sizeof(*ep));
-    if (addr->magic != RVX__SHM_MAGIC || addr->nranks != ifc->nranks) {
+    if (addr->magic != RVX__SHM_MAGIC || addr->nranks != ifc->nranks ||
+        addr->mbox_len != ifc->mbox_len) {
+        /* the rings are found at offsets the job's size gives: a mailbox of another length
+         * would put them outside what is mapped */
         rvx__log("address of rank %d is not a shm address of this job (different build?)", rank);
         return RVX_ERR_INVALID_PARAM;
     }
