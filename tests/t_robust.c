@@ -138,6 +138,22 @@ static void loopback_key_bounded(rvx_context_t *ctx, rvx_ep_t *self)
     rvx_mem_dereg(mems[0]);
     rvx_mem_dereg(mems[1]);
 }
+
+/* The peer's address record as the bootstrap brought it, with its mailbox length changed: the
+ * rings sit at offsets the job's size gives, so any other length is refused (a shorter one was
+ * mapped short, and the rings read past it). */
+static void hostile_address_refused(rvx_worker_t *w, int peer)
+{
+    static const uint64_t lens[] = {4096, 1, 0};
+    unsigned i;
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        rvx__tl_addr_t a;
+        rvx__tl_ep_t tep;
+        memcpy(&a, w->addrs + (size_t)peer * RVX__ADDR_STRIDE(rvx_size(w->ctx)), sizeof(a));
+        a.mbox_len = lens[i];
+        T_STATUS(rvx__tl_ep_connect(&w->iface[0], &tep, peer, &a), RVX_ERR_INVALID_PARAM);
+    }
+}
 #endif
 
 /* A tag send longer than any peer accepts is refused at once, and leaves nothing pending. */
@@ -323,6 +339,7 @@ int main(int argc, char **argv)
         long_am_not_into_cache_slack(ctx, w, self);
 #if RVX_TL == RVX_TL_SHM
         loopback_key_bounded(ctx, self);
+        hostile_address_refused(w, 1 - me);
 #endif
         rvx_ep_destroy(self);
     }
