@@ -457,10 +457,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stdout, "fuzz/rx: set-up failed\n");
         abort();
     }
-    bufsz = size_class(11) + 64;
-    sbuf = (uint8_t *)malloc(bufsz);
+    /* whole pages: the registration cache registers (and a rendezvous key covers) whole pages,
+     * which with a smaller malloc'd buffer would include other heap objects */
+    bufsz = (size_class(11) + 64 + 4095) & ~(size_t)4095;
+    sbuf = (uint8_t *)aligned_alloc(4096, bufsz);
     memset(sbuf, 0x5a, bufsz);
-    for (i = 0; i < 4; i++) rbuf[i] = (uint8_t *)malloc(bufsz);
+    for (i = 0; i < 4; i++) rbuf[i] = (uint8_t *)aligned_alloc(4096, bufsz);
     rvx_rkey_pack(appmem, packed_app);
     peer_snap = rvx__tag_of(w)->peers[0];
     tl_setup();
