@@ -13,11 +13,11 @@ for h in $hs; do
   [ -x "$b" ] || { echo "SKIP: $b is not built (make fuzz-build needs clang with libFuzzer)"; exit 77; }
   tmp=$(mktemp -d)
   # the corpus, every input once; then S seconds of fuzzing into a scratch directory
-  if ! env LD_LIBRARY_PATH=build/sim "$b" -runs=0 -timeout=10 -rss_limit_mb=2560 \
+  if ! env LD_LIBRARY_PATH=build/sim "$b" -runs=0 -timeout=120 -rss_limit_mb=2560 \
         -artifact_prefix="$tmp/" "fuzz/corpus/$h" >"$tmp/replay.log" 2>&1; then
     echo "FAIL: $h: replaying fuzz/corpus/$h"; tail -n 30 "$tmp/replay.log"; fail=1
   fi
-  if ! env LD_LIBRARY_PATH=build/sim "$b" -max_total_time="$S" -timeout=10 -rss_limit_mb=2560 \
+  if ! env LD_LIBRARY_PATH=build/sim "$b" -max_total_time="$S" -timeout=120 -rss_limit_mb=2560 \
         -artifact_prefix="$tmp/" -max_len=2048 "$tmp" "fuzz/corpus/$h" >"$tmp/fuzz.log" 2>&1; then
     echo "FAIL: $h: $S s of fuzzing"; tail -n 30 "$tmp/fuzz.log"; fail=1
   fi
