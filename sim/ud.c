@@ -80,7 +80,7 @@ struct ud_wqe {
 	bool grh;
 	uint8_t sl;
 	uint32_t len;
-	uint8_t b[SIM_MAX_WQE_SIZE];
+	uint8_t b[SIM_MAX_WQE_SIZE] __attribute__((aligned(16))); /* segments are read as structs */
 	uint8_t data[SIM_MTU];
 };
 

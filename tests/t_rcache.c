@@ -19,7 +19,7 @@
 static rvx_context_t *ctx;
 static size_t pg;
 
-#define NREG() ((long)ctx->nregions)
+#define NREG() ((long)ctx->tl[0].nregs) /* every registration, the cache's included */
 
 static char *area(size_t pages)
 {

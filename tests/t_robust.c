@@ -2,7 +2,7 @@
  * absurd lengths, requests in any initial state, calls a handler may not make. Two ranks, an
  * AM + tag build; the same source runs on shm (build/tests) and rc_mlx5 (build/tests-rc). */
 #define RVX_TAG 1
-#define RVX_AM_HANDLERS(X) X(PING, on_ping)
+#define RVX_AM_HANDLERS(X) X(PING, on_ping) X(TRY, on_try) X(LONGT, on_long)
 #include <rvx/rvx.h>
 #include "testlib.h"
 
@@ -12,6 +12,149 @@ static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
     (void)t; (void)a; (void)n; (void)p; (void)len;
     pings++;
 }
+
+/* A handler tries the requests it may not send; what they returned is checked outside. */
+static volatile int tries;
+static rvx_status_t try_short, try_medium, try_reply;
+static void on_try(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    static const char pay[4] = "abc";
+    uint64_t x = 1;
+    (void)a; (void)n; (void)p; (void)len;
+    try_short = rvx_am_short(t->ep, RVX_AM_PING, &x, 1);
+    try_medium = rvx_am_medium(t->ep, RVX_AM_PING, NULL, 0, pay, sizeof(pay));
+    try_reply = rvx_am_reply_short(t, RVX_AM_PING, &x, 1); /* a reply is what it may send */
+    tries++;
+}
+
+static volatile int longs;
+static void on_long(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    longs++;
+}
+
+/* Progress until *counter reaches want (the loopback frame has come round), 10 s at most. */
+static int t_progress_until(rvx_worker_t *w, volatile int *counter, int want, volatile uint64_t *alt,
+                            uint64_t alt_want)
+{
+    double t0 = t_now();
+    while (*counter < want && (!alt || *alt < alt_want) && t_now() - t0 < 10) rvx_progress(w);
+    return *counter >= want || (alt && *alt >= alt_want);
+}
+
+/* Requests from inside a handler are refused (a request could wait for ring room that only the
+ * handler's return frees); the handler's one reply goes; outside, requests work again. */
+static void requests_from_handler(rvx_worker_t *w, rvx_ep_t *self)
+{
+    int p0 = pings;
+    T_OK(rvx_am_short(self, RVX_AM_TRY, NULL, 0));
+    T_CHECK(t_progress_until(w, &tries, 1, NULL, 0), "the handler never ran");
+    T_STATUS(try_short, RVX_ERR_INVALID_PARAM);
+    T_STATUS(try_medium, RVX_ERR_INVALID_PARAM);
+    T_STATUS(try_reply, RVX_OK);
+    T_CHECK(t_progress_until(w, &pings, p0 + 1, NULL, 0), "the reply never arrived");
+    T_CHECK(w->in_handler == 0, "in_handler left at %u", w->in_handler);
+    T_OK(rvx_am_short(self, RVX_AM_PING, NULL, 0));
+    T_CHECK(t_progress_until(w, &pings, p0 + 2, NULL, 0), "a request after the handler did not arrive");
+    T_CHECK(pings == p0 + 2, "a refused request was delivered after all (%d pings)", pings - p0);
+}
+
+/* A long AM's target must lie in what the application registered: not in the slack of a page
+ * that the registration cache pinned whole, nor in the cache's registration at all. The frames
+ * are written below the AM layer, as a hostile peer would. */
+static void inject_long(rvx_worker_t *w, rvx_ep_t *ep, uint64_t raddr, uint64_t len)
+{
+    uint8_t *b;
+    while (!(b = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], RVX__CHAN_REQUEST, 16))) rvx_progress(w);
+    memcpy(b, &raddr, 8);
+    memcpy(b + 8, &len, 8);
+    rvx__tl_am_publish(&ep->tl[0], RVX__CHAN_REQUEST, b, 16, RVX__AM_INFO(RVX_AM_LONGT, RVX__AM_LONG, 0));
+}
+
+static void long_am_not_into_cache_slack(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t *self)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), blen = 100;
+    uint8_t *area = (uint8_t *)aligned_alloc(pg, 2 * pg), *buf = area + 64;
+    rvx_mem_t *cached, *app;
+    rvx_worker_stats_t s;
+    uint64_t bad0;
+    int l0 = longs;
+    memset(area, 0x5a, 2 * pg);
+    T_OK(rvx__tag_reg(rvx__tag_of(w), buf, blen, &cached)); /* pins the whole page */
+    T_CHECK(rvx_mem_len(cached) >= pg, "the cache registered %zu bytes", rvx_mem_len(cached));
+    rvx_worker_stats(w, &s);
+    bad0 = s.am_bad_long_target;
+    inject_long(w, self, (uint64_t)(uintptr_t)(buf + blen), 64); /* the page's slack */
+    T_CHECK(t_progress_until(w, &longs, l0 + 1, &w->stats.am_bad_long_target, bad0 + 1), "no answer");
+    inject_long(w, self, (uint64_t)(uintptr_t)buf, blen);       /* the cache's, not the app's */
+    T_CHECK(t_progress_until(w, &longs, l0 + 1, &w->stats.am_bad_long_target, bad0 + 2), "no answer");
+    T_OK(rvx_mem_reg(ctx, buf, blen, &app));
+    inject_long(w, self, (uint64_t)(uintptr_t)buf, blen);       /* now the application's */
+    T_CHECK(t_progress_until(w, &longs, l0 + 1, NULL, 0), "the long AM into registered memory never ran");
+    inject_long(w, self, (uint64_t)(uintptr_t)(buf + blen), 64); /* still not past it */
+    T_CHECK(t_progress_until(w, &longs, l0 + 2, &w->stats.am_bad_long_target, bad0 + 3), "no answer");
+    rvx_worker_stats(w, &s);
+    T_CHECK(longs == l0 + 1, "long AMs run: %d (only the one into registered memory may)", longs - l0);
+    T_CHECK(s.am_bad_long_target == bad0 + 3, "long AMs refused: %llu of 3",
+            (unsigned long long)(s.am_bad_long_target - bad0));
+    rvx_mem_dereg(app);
+    rvx__tag_dereg(rvx__tag_of(w), cached);
+    rvx_tag_mem_invalidate(w, area, 2 * pg);
+    free(area);
+}
+
+#if RVX_TL == RVX_TL_SHM
+/* A key of this very process (a loopback endpoint) is bounded by what the process registered,
+ * not by its own length word: stretched or moved, it is refused. */
+static void loopback_key_bounded(rvx_context_t *ctx, rvx_ep_t *self)
+{
+    static uint8_t user[256];
+    rvx_mem_t *mems[2];
+    unsigned i;
+    T_OK(rvx_mem_alloc(ctx, 4096, &mems[0]));
+    T_OK(rvx_mem_reg(ctx, user, sizeof(user), &mems[1]));
+    for (i = 0; i < 2; i++) {
+        rvx__shm_packed_rkey_t p;
+        rvx_rkey_t k;
+        uint8_t buf[RVX_RKEY_PACKED_SIZE];
+        T_OK(rvx_rkey_pack(mems[i], buf));
+        memcpy(&p, buf, sizeof(p));
+        p.len = (uint64_t)1 << 20;
+        memcpy(buf, &p, sizeof(p));
+        T_STATUS(rvx_rkey_unpack(self, buf, &k), RVX_ERR_INVALID_PARAM);
+        p.len = rvx_mem_len(mems[i]);
+        p.base += 8;
+        memcpy(buf, &p, sizeof(p));
+        T_STATUS(rvx_rkey_unpack(self, buf, &k), RVX_ERR_INVALID_PARAM);
+        T_OK(rvx_rkey_pack(mems[i], buf));
+        T_OK(rvx_rkey_unpack(self, buf, &k));
+        T_OK(rvx_put(self, "xyz", 3, (uint64_t)(uintptr_t)rvx_mem_addr(mems[i]), &k));
+        T_STATUS(rvx_put(self, "xyz", 3, (uint64_t)(uintptr_t)rvx_mem_addr(mems[i]) + rvx_mem_len(mems[i]) - 2, &k),
+                 RVX_ERR_REMOTE_ACCESS);
+        rvx_rkey_release(&k);
+        T_CHECK(memcmp(rvx_mem_addr(mems[i]), "xyz", 3) == 0, "loopback put did not land");
+    }
+    rvx_mem_dereg(mems[0]);
+    rvx_mem_dereg(mems[1]);
+}
+
+/* The peer's address record as the bootstrap brought it, with its mailbox length changed: the
+ * rings sit at offsets the job's size gives, so any other length is refused (a shorter one was
+ * mapped short, and the rings read past it). */
+static void hostile_address_refused(rvx_worker_t *w, int peer)
+{
+    static const uint64_t lens[] = {4096, 1, 0};
+    unsigned i;
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        rvx__tl_addr_t a;
+        rvx__tl_ep_t tep;
+        memcpy(&a, w->addrs + (size_t)peer * RVX__ADDR_STRIDE(rvx_size(w->ctx)), sizeof(a));
+        a.mbox_len = lens[i];
+        T_STATUS(rvx__tl_ep_connect(&w->iface[0], &tep, peer, &a), RVX_ERR_INVALID_PARAM);
+    }
+}
+#endif
 
 /* A tag send longer than any peer accepts is refused at once, and leaves nothing pending. */
 static void absurd_tag_length(rvx_worker_t *w, rvx_ep_t *ep)
@@ -188,6 +331,18 @@ int main(int argc, char **argv)
     t_spawn(argc, argv, 2, 60);
     me = t_start(&ctx, &w);
     T_OK(rvx_ep_create(w, 1 - me, &ep));
+    T_OK(rvx_barrier(ctx));
+    {
+        rvx_ep_t *self;
+        T_OK(rvx_ep_create(w, me, &self));
+        requests_from_handler(w, self);
+        long_am_not_into_cache_slack(ctx, w, self);
+#if RVX_TL == RVX_TL_SHM
+        loopback_key_bounded(ctx, self);
+        hostile_address_refused(w, 1 - me);
+#endif
+        rvx_ep_destroy(self);
+    }
     T_OK(rvx_barrier(ctx));
     absurd_tag_length(w, ep);
     absurd_mem_lengths(ctx);

@@ -70,6 +70,7 @@ struct rvx_worker {
     unsigned           proto_pending; /* protocol operations in flight: progress steps them */
     unsigned           proto_queued;  /* peers with protocol frames waiting for ring room */
     void              *proto;         /* the protocols' queues and state */
+    unsigned           in_handler;    /* AM handlers running: requests are refused */
 };
 
 struct rvx_ep {
@@ -82,6 +83,7 @@ struct rvx_mem {
     rvx__tl_mem_t  tl[RVX_LANES];   /* the same bytes registered on every lane */
     rvx_context_t *ctx;
     int            allocated;
+    int            exposed;         /* in ctx->regions: a peer's long AM may land in it */
 };
 
 /* What the protocol layer provides to this one, composed from every protocol of the build in
@@ -375,7 +377,7 @@ RVX_COLD int rvx__ctx_owns(const rvx_context_t *ctx, uint64_t addr, uint64_t len
 /* A region registered on lane 0 (st: how that went) is registered on the other lanes too and
  * recorded in the context; on failure everything is undone. */
 RVX_COLD rvx_status_t rvx__mem_finish(rvx_context_t *ctx, rvx_mem_t *mem, rvx_status_t st,
-                                      rvx_mem_t **memp)
+                                      int expose, rvx_mem_t **memp)
 {
     unsigned l = 1;
     if (st != RVX_OK) {
@@ -384,8 +386,8 @@ RVX_COLD rvx_status_t rvx__mem_finish(rvx_context_t *ctx, rvx_mem_t *mem, rvx_st
     }
     for (; l < RVX_LANES && st == RVX_OK; l++)
         st = rvx__tl_mem_reg(&ctx->tl[l], mem->tl[0].addr, mem->tl[0].len, &mem->tl[l]);
-    if (st == RVX_OK) st = rvx__ctx_add_region(ctx, mem->tl[0].addr, mem->tl[0].len);
-    else l--; /* lane l - 1 failed: lanes below it hold a registration */
+    if (st == RVX_OK && expose) st = rvx__ctx_add_region(ctx, mem->tl[0].addr, mem->tl[0].len);
+    else if (st != RVX_OK) l--; /* lane l - 1 failed: lanes below it hold a registration */
     if (st != RVX_OK) {
         while (l--) rvx__tl_mem_dereg(&ctx->tl[l], &mem->tl[l]);
         free(mem);
@@ -412,7 +414,7 @@ static inline int rvx__mem_range_mapped(const void *addr, size_t len)
     return msync((void *)base, a + len - base, MS_ASYNC) == 0;
 }
 
-static inline rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem_t **memp)
+RVX_COLD rvx_status_t rvx__mem_alloc(rvx_context_t *ctx, size_t len, int expose, rvx_mem_t **memp)
 {
     rvx_mem_t *mem;
     if (!ctx || !memp || !len) return RVX_ERR_INVALID_PARAM;
@@ -421,11 +423,20 @@ static inline rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem
     mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
     if (!mem) return RVX_ERR_NO_MEMORY;
     mem->allocated = 1;
-    return rvx__mem_finish(ctx, mem, rvx__tl_mem_alloc(&ctx->tl[0], len, &mem->tl[0]), memp);
+    mem->exposed = expose;
+    return rvx__mem_finish(ctx, mem, rvx__tl_mem_alloc(&ctx->tl[0], len, &mem->tl[0]), expose, memp);
 }
 
-/* Register memory the application already has. */
-static inline rvx_status_t rvx_mem_reg(rvx_context_t *ctx, void *addr, size_t len, rvx_mem_t **memp)
+static inline rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem_t **memp)
+{
+    return rvx__mem_alloc(ctx, len, 1, memp);
+}
+
+/* expose: a peer's long AM may land in it (what the application registered); 0 for what the
+ * protocols register for themselves, such as the registration cache's whole pages, whose slack
+ * the application never exposed. */
+RVX_COLD rvx_status_t rvx__mem_reg(rvx_context_t *ctx, void *addr, size_t len, int expose,
+                                   rvx_mem_t **memp)
 {
     rvx_mem_t *mem;
     if (!ctx || !memp || !addr || !len) return RVX_ERR_INVALID_PARAM;
@@ -433,7 +444,15 @@ static inline rvx_status_t rvx_mem_reg(rvx_context_t *ctx, void *addr, size_t le
     if (!rvx__mem_range_mapped(addr, len)) return RVX_ERR_INVALID_PARAM;
     mem = (rvx_mem_t *)calloc(1, sizeof(*mem));
     if (!mem) return RVX_ERR_NO_MEMORY;
-    return rvx__mem_finish(ctx, mem, rvx__tl_mem_reg(&ctx->tl[0], addr, len, &mem->tl[0]), memp);
+    mem->exposed = expose;
+    return rvx__mem_finish(ctx, mem, rvx__tl_mem_reg(&ctx->tl[0], addr, len, &mem->tl[0]), expose,
+                           memp);
+}
+
+/* Register memory the application already has. */
+static inline rvx_status_t rvx_mem_reg(rvx_context_t *ctx, void *addr, size_t len, rvx_mem_t **memp)
+{
+    return rvx__mem_reg(ctx, addr, len, 1, memp);
 }
 
 static inline void rvx_mem_dereg(rvx_mem_t *mem)
@@ -442,7 +461,7 @@ static inline void rvx_mem_dereg(rvx_mem_t *mem)
     unsigned i;
     if (!mem) return;
     ctx = mem->ctx;
-    for (i = 0; i < ctx->nregions; i++) {
+    for (i = 0; mem->exposed && i < ctx->nregions; i++) {
         if (ctx->regions[i].base == (uintptr_t)mem->tl[0].addr && ctx->regions[i].len == mem->tl[0].len) {
             ctx->regions[i] = ctx->regions[--ctx->nregions];
             break;

@@ -18,8 +18,8 @@
  *           rkey) before the handler runs; the handler's `payload` points there.
  * Requests return RVX_ERR_NO_RESOURCE when the ring to the peer is full (progress and retry;
  * rvx_am_retry does that). A request handler may reply once, with rvx_am_reply_*; replies never
- * fail for lack of room (they wait). Handlers must not send requests; rvx_progress called from
- * a handler does nothing.
+ * fail for lack of room (they wait). A request (rvx_am_short, _medium, _long) from inside a
+ * handler is refused with RVX_ERR_INVALID_PARAM; rvx_progress called from a handler does nothing.
  * From a peer, an unknown handler id or a malformed message is counted in rvx_worker_stats,
  * reported once on stderr, and dropped. Delivery between one pair is in order. */
 #ifndef RVX_PROTO_AM_H
@@ -45,6 +45,13 @@ RVX_STATIC_ASSERT(RVX_AM_NHANDLERS <= 256, "at most 256 AM handlers (8-bit id)")
 #define RVX__AM_LONG   3u
 #define RVX__AM_INFO(id, kind, nargs) ((unsigned)(id) | (kind) << 8 | (unsigned)(nargs) << 10)
 
+/* A request from a handler could wait for room that only this handler's return frees. */
+RVX_COLD rvx_status_t rvx__am_in_handler(void)
+{
+    rvx__log("am request from an AM handler: refused (handlers may only reply)");
+    return RVX_ERR_INVALID_PARAM;
+}
+
 RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
 {
     return rvx__tl_ep_alive(&ep->tl[0]) == RVX_OK ? RVX_ERR_NO_RESOURCE : RVX_ERR_PEER_FAILED;
@@ -66,6 +73,8 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
 #if RVX_DEBUG
     if (!ep) return RVX_ERR_INVALID_PARAM;
 #endif
+    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(ep->worker->in_handler))
+        return rvx__am_in_handler();
     body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], chan, len);
     if (RVX_UNLIKELY(!body)) {
         if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
@@ -94,6 +103,8 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
     rvx_status_t st;
     if (RVX_UNLIKELY(!rkey || id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS))
         return RVX_ERR_INVALID_PARAM;
+    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(ep->worker->in_handler))
+        return rvx__am_in_handler(); /* before the payload moves */
     if (chan == RVX__CHAN_REQUEST &&
         RVX_UNLIKELY(!rvx__tl_am_claim(&ep->tl[0], chan, 8 * (size_t)nargs + 16)))
         return rvx__am_no_room(ep); /* check room first: a failed send moves no payload */
@@ -208,6 +219,7 @@ RVX_INLINE void rvx__am_rx(rvx_ep_t *ep, unsigned chan, unsigned info, void *bod
     tok.ep = ep;
     tok.is_request = chan == RVX__CHAN_REQUEST;
     tok.replied = 0;
+    w->in_handler++;
     switch (id) {
         RVX_AM_HANDLERS(RVX__AM_CASE)
     default:
@@ -215,6 +227,7 @@ RVX_INLINE void rvx__am_rx(rvx_ep_t *ep, unsigned chan, unsigned info, void *bod
         rvx__report_bad(w, RVX__BAD_UNKNOWN_ID, "dropped an AM from rank %d for unknown handler "
                         "id %d", ep->rank, (int)id);
     }
+    w->in_handler--;
 }
 
 #endif /* RVX_PROTO_AM_H */

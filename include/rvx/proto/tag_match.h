@@ -322,7 +322,7 @@ RVX_COLD rvx_status_t rvx__tag_reg(struct rvx__tag_state *t, void *addr, size_t 
 #if RVX__TAG_RCACHE
     return rvx__rcache_get(&t->rcache, addr, len, mem);
 #else
-    return rvx_mem_reg(t->w->ctx, addr, len, mem);
+    return rvx__mem_reg(t->w->ctx, addr, len, 0, mem); /* not a long-AM target */
 #endif
 }
 

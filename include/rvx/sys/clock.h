@@ -5,11 +5,20 @@
 
 #include <time.h>
 
+/* A fuzzing harness that plays the adapter itself names a function here, called whenever rvx
+ * waits for the adapter (fuzz/rx.c); nothing else defines it. */
+#ifdef RVX_FUZZ_BACKOFF_HOOK
+void RVX_FUZZ_BACKOFF_HOOK(void);
+#endif
+
 /* Sleep a little longer each time: spin briefly, then back off to 1 ms, so that waiting
  * processes leave the cores to those doing work. */
 static inline void rvx__backoff(unsigned *spins)
 {
     struct timespec ts;
+#ifdef RVX_FUZZ_BACKOFF_HOOK
+    RVX_FUZZ_BACKOFF_HOOK();
+#endif
     if (++*spins < 64) { rvx_cpu_relax(); return; }
     ts.tv_sec = 0;
     ts.tv_nsec = *spins < 1024 ? 1000 * (long)(*spins / 64) : 1000000;

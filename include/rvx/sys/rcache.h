@@ -264,12 +264,12 @@ RVX_COLD rvx_status_t rvx__rcache_miss(rvx__rcache_t *rc, uintptr_t a, size_t le
 
     e = (rvx__rcache_entry_t *)calloc(1, sizeof(*e));
     if (!e) return RVX_ERR_NO_MEMORY;
-    st = rvx_mem_reg(rc->ctx, (void *)ustart, uend - ustart, &e->mem);
+    st = rvx__mem_reg(rc->ctx, (void *)ustart, uend - ustart, 0, &e->mem);
     if (st != RVX_OK && (ustart != start || uend != end)) {
         /* part of a merged region may have been unmapped without invalidation: this range only */
         ustart = start;
         uend = end;
-        st = rvx_mem_reg(rc->ctx, (void *)ustart, uend - ustart, &e->mem);
+        st = rvx__mem_reg(rc->ctx, (void *)ustart, uend - ustart, 0, &e->mem);
     }
     if (st != RVX_OK) {
         free(e);

@@ -54,8 +54,17 @@
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
+/* What this process registered: a key that names this very process (a loopback endpoint) is
+ * checked against it, since its bounds would otherwise be the key's word alone. */
+typedef struct rvx__shm_reg {
+    uintptr_t base;
+    size_t    len;
+} rvx__shm_reg_t;
+
 typedef struct rvx__tl_ctx {
-    size_t page;
+    size_t          page;
+    rvx__shm_reg_t *regs;
+    unsigned        nregs, capregs;
 } rvx__tl_ctx_t;
 
 typedef struct rvx__tl_mem {
@@ -138,6 +147,7 @@ typedef struct rvx__tl_iface {
     int            nranks;
     int            in_rx;        /* handlers are running: progress must not re-enter */
     unsigned       warned_nested;
+    rvx__tl_ctx_t *tctx;         /* its registrations bound loopback keys */
 } rvx__tl_iface_t;
 
 /* ---- helpers -------------------------------------------------------------------------------- */
@@ -210,11 +220,53 @@ RVX_COLD void *rvx__shm_map_peer(int pid, int fd, size_t len, const char *what)
 RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
 {
     (void)lane; /* one lane only (config.h refuses RVX_LANES > 1 on shm) */
+    memset(ctx, 0, sizeof(*ctx));
     ctx->page = (size_t)sysconf(_SC_PAGESIZE);
     return RVX_OK;
 }
 
-RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx) { (void)ctx; }
+RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx)
+{
+    free(ctx->regs);
+    memset(ctx, 0, sizeof(*ctx));
+}
+
+RVX_COLD rvx_status_t rvx__shm_reg_add(rvx__tl_ctx_t *ctx, void *addr, size_t len)
+{
+    if (ctx->nregs == ctx->capregs) {
+        unsigned cap = ctx->capregs ? 2 * ctx->capregs : 8;
+        rvx__shm_reg_t *r = (rvx__shm_reg_t *)realloc(ctx->regs, cap * sizeof(*r));
+        if (!r) return RVX_ERR_NO_MEMORY;
+        ctx->regs = r;
+        ctx->capregs = cap;
+    }
+    ctx->regs[ctx->nregs].base = (uintptr_t)addr;
+    ctx->regs[ctx->nregs].len = len;
+    ctx->nregs++;
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__shm_reg_del(rvx__tl_ctx_t *ctx, const void *addr, size_t len)
+{
+    unsigned i;
+    for (i = 0; i < ctx->nregs; i++) {
+        if (ctx->regs[i].base == (uintptr_t)addr && ctx->regs[i].len == len) {
+            ctx->regs[i] = ctx->regs[--ctx->nregs];
+            return;
+        }
+    }
+}
+
+/* Is [base, base+len) inside one region this process registered? */
+RVX_COLD int rvx__shm_reg_covers(const rvx__tl_ctx_t *ctx, uint64_t base, uint64_t len)
+{
+    unsigned i;
+    for (i = 0; ctx && i < ctx->nregs; i++) {
+        uint64_t off = base - ctx->regs[i].base;
+        if (off <= ctx->regs[i].len && len <= ctx->regs[i].len - off) return 1;
+    }
+    return 0;
+}
 
 /* A lane's bandwidth in MB/s: shared memory has no port to ask, so the fabric header's figure. */
 RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
@@ -226,8 +278,8 @@ RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
                                          int nranks)
 {
-    (void)ctx;
     memset(ifc, 0, sizeof(*ifc));
+    ifc->tctx = ctx;
     ifc->rank = rank;
     ifc->nranks = nranks;
     ifc->mbox_len = RVX__SHM_SLOT + (size_t)nranks * RVX__TL_AM_CHANNELS * RVX__SHM_RING_BYTES;
@@ -280,7 +332,10 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 {
     unsigned c;
     memset(ep, 0, sizeof(*ep));
-    if (addr->magic != RVX__SHM_MAGIC || addr->nranks != ifc->nranks) {
+    if (addr->magic != RVX__SHM_MAGIC || addr->nranks != ifc->nranks ||
+        addr->mbox_len != ifc->mbox_len) {
+        /* the rings are found at offsets the job's size gives: a mailbox of another length
+         * would put them outside what is mapped */
         rvx__log("address of rank %d is not a shm address of this job (different build?)", rank);
         return RVX_ERR_INVALID_PARAM;
     }
@@ -377,21 +432,26 @@ RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_
         return RVX_ERR_NO_MEMORY;
     }
     mem->len = len;
+    if (rvx__shm_reg_add(ctx, mem->addr, len) != RVX_OK) {
+        munmap(mem->addr, maplen);
+        close(mem->fd);
+        return RVX_ERR_NO_MEMORY;
+    }
     return RVX_OK;
 }
 
 RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len,
                                       rvx__tl_mem_t *mem)
 {
-    (void)ctx;
     mem->addr = addr;
     mem->len = len;
     mem->fd = -1;
-    return RVX_OK;
+    return rvx__shm_reg_add(ctx, addr, len);
 }
 
 RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
 {
+    rvx__shm_reg_del(ctx, mem->addr, mem->len);
     if (mem->fd >= 0) {
         munmap(mem->addr, (mem->len + ctx->page - 1) & ~(ctx->page - 1));
         close(mem->fd);
@@ -427,6 +487,13 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
     rkey->len = p.len;
     rkey->pid = p.pid;
     if (p.pid == getpid()) {
+        /* a loopback key is bounded by what this process registered, never by its own word */
+        if (!rvx__shm_reg_covers(ep->ifc->tctx, p.base, p.len)) {
+            rvx__log("rkey_unpack: a key of this process names %llu bytes at %#llx, which it did "
+                     "not register", (unsigned long long)p.len, (unsigned long long)p.base);
+            memset(rkey, 0, sizeof(*rkey));
+            return RVX_ERR_INVALID_PARAM;
+        }
         rkey->self = 1;
         rkey->lbase = (uint8_t *)(uintptr_t)p.base;
         rkey->maplen = p.len;

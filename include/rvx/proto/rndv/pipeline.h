@@ -198,7 +198,7 @@ RVX_COLD rvx_status_t rvx__pipe_send_setup(struct rvx__tag_state *t, rvx__tag_op
     t->n_pipe_pinned += op->pinned;
     op->p2_end = RVX_PIPE_BOUNCE ? rvx__pipe_cut(t, op, op->done, RVX_PIPE_BOUNCE) : op->done;
     if (!op->pinned && op->p2_end > op->done && !t->bounce &&
-        rvx_mem_alloc(t->w->ctx, (size_t)RVX_PIPE_BOUNCE_BUFS * RVX_PIPE_FRAG, &t->bounce) != RVX_OK) {
+        rvx__mem_alloc(t->w->ctx, (size_t)RVX_PIPE_BOUNCE_BUFS * RVX_PIPE_FRAG, 0, &t->bounce) != RVX_OK) {
         t->bounce = NULL;
         op->p2_end = op->done; /* no bounce buffers: phase 3 does it all */
     }

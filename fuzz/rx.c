@@ -1,0 +1,607 @@
+/* fuzz/rx: frames from a peer into the receive path of an AM + tag build, one process, one
+ * loopback endpoint. Built once per transport (RVX_TL) and rendezvous protocol (RVX_RNDV).
+ *
+ * The input is a program of small operations: frames as a peer would send them (any channel,
+ * info word, length and bytes), the application's own calls (tag sends and receives of every
+ * size class, cancels, probes, active messages, remote keys), and progress. Operations can patch
+ * a frame with the id of a live operation or with a valid packed key, so that control frames
+ * reach the states where they are accepted.
+ *
+ *   shm      frames go to the protocol as the ring hands them over; raw ring headers are written
+ *            into the mailbox; frames our own loopback sends put in the ring can be changed
+ *            before they are consumed.
+ *   rc_mlx5  the loopback QP's queues and CQ are moved to private memory after set-up, and the
+ *            harness plays the NIC: receive CQEs (byte count, immediate) carrying the input's
+ *            frames, error CQEs with any syndrome, completions of what was posted, credit words
+ *            as the peer would write them, and our own SENDs looped back (optionally changed).
+ *
+ * Per input the state goes back to the one after set-up: the endpoint is marked failed and its
+ * protocol operations closed, posted receives cancelled, and the transport's endpoint state
+ * restored from a snapshot. A request still RVX_INPROGRESS after that is a hang: abort().
+ * rvx's own log lines go to /dev/null (libFuzzer and the sanitizers write to fd 2 directly). */
+#define _GNU_SOURCE 1
+#define RVX_TAG 1
+#define RVX_AM_HANDLERS(X) X(H0, on_am) X(H1, on_am_reply)
+#include <rvx/rvx.h>
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define NREQ  32
+#define MAXOPS 96
+
+static rvx_context_t *ctx;
+static rvx_worker_t *w;
+static rvx_ep_t *ep;
+static rvx_mem_t *appmem;  /* registered by the application: long-AM target, RMA target */
+static uint8_t *sbuf, *rbuf[4];
+static size_t bufsz;
+static rvx_request_t reqs[NREQ];
+static int req_used[NREQ];
+static unsigned nreq;
+static uint8_t packed_app[RVX_RKEY_PACKED_SIZE];
+static rvx__tag_peer_t peer_snap;
+
+static void on_am(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    if (len) { /* the payload is readable, first byte to last */
+        volatile uint8_t sink = ((volatile uint8_t *)p)[0];
+        sink = ((volatile uint8_t *)p)[len - 1];
+        (void)sink;
+    }
+    (void)a;
+#if RVX_TL == RVX_TL_SHM
+    if (n & 1) rvx_am_reply_short(t, RVX_AM_H1, NULL, 0);
+#else
+    (void)t; (void)n; /* a reply waits for credits: the rc harness gives them only by its ops */
+#endif
+}
+
+static void on_am_reply(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+}
+
+/* ---- input reading -------------------------------------------------------------------------- */
+
+typedef struct { const uint8_t *p; size_t n; } in_t;
+
+static unsigned u8(in_t *in) { if (!in->n) return 0; in->n--; return *in->p++; }
+static unsigned u16(in_t *in) { unsigned a = u8(in); return a | u8(in) << 8; }
+static uint32_t u32(in_t *in) { uint32_t a = u16(in); return a | (uint32_t)u16(in) << 16; }
+static uint64_t u64(in_t *in) { uint64_t a = u32(in); return a | (uint64_t)u32(in) << 32; }
+
+static size_t size_class(unsigned k)
+{
+    static const size_t s[] = {0, 1, 8, 17, 100, RVX_AM_MAX_MEDIUM - 20, RVX_AM_MAX_MEDIUM + 7,
+                               3 * RVX_AM_MAX_MEDIUM, RVX_RNDV_THRESH_BYTES - 1, RVX_RNDV_THRESH_BYTES,
+                               RVX_RNDV_THRESH_BYTES + 4097, 3 * RVX_RNDV_THRESH_BYTES + 123};
+    return s[k % (sizeof(s) / sizeof(s[0]))];
+}
+
+static rvx_request_t *req_new(void)
+{
+    unsigned i;
+    for (i = 0; i < NREQ; i++)
+        if (!req_used[i]) {
+            req_used[i] = 1;
+            memset(&reqs[i], 0, sizeof(reqs[i]));
+            if (i >= nreq) nreq = i + 1;
+            return &reqs[i];
+        }
+    return NULL;
+}
+
+/* The body of a frame: exact-size heap memory, so a read past its end is reported. Flags patch
+ * in the id of a live operation (bytes 0-3), or a valid packed key of the application region. */
+static uint8_t *frame_body(in_t *in, size_t maxlen, size_t *lenp)
+{
+    size_t len = u16(in) % (maxlen + 1), got;
+    unsigned flags = u8(in);
+    uint8_t *b = (uint8_t *)malloc(len ? len : 1);
+    got = len < in->n ? len : in->n; /* the input's bytes, then zeros */
+    memcpy(b, in->p, got);
+    memset(b + got, 0, len - got);
+    in->p += got;
+    in->n -= got;
+    if ((flags & 1) && len >= 4) {
+        struct rvx__tag_state *t = rvx__tag_of(w);
+        uint32_t slot = (flags >> 2) % (t->idcap ? t->idcap : 1);
+        if (t->idcap && t->ids[slot]) memcpy(b, &t->ids[slot]->id, 4);
+    }
+    if ((flags & 2) && len >= RVX_RKEY_PACKED_SIZE) {
+        size_t off = u8(in) % (len - RVX_RKEY_PACKED_SIZE + 1);
+        memcpy(b + off, packed_app, RVX_RKEY_PACKED_SIZE);
+    }
+    *lenp = len;
+    return b;
+}
+
+/* ---- transport side: delivering frames, and the per-input reset ----------------------------- */
+
+#if RVX_TL == RVX_TL_SHM
+static rvx__tl_ep_t tl_snap;
+
+static void tl_setup(void) { tl_snap = ep->tl[0]; }
+
+static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
+{
+    rvx__rx_deliver(&ep->tl[0], chan, info, body, len);
+}
+
+static void tl_reset(void)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    unsigned ch;
+    for (ch = 0; ch < RVX__TL_AM_CHANNELS; ch++) { /* the ring's control line and the slots used */
+        uint64_t used = ep->tl[0].tx[ch].tail > ep->tl[0].rx[ch].head ? ep->tl[0].tx[ch].tail
+                                                                       : ep->tl[0].rx[ch].head;
+        size_t n = used + 1 < RVX__SHM_NSLOTS ? (size_t)used + 1 : RVX__SHM_NSLOTS;
+        memset(rvx__shm_ring(ifc->mbox, 0, ch), 0, RVX__SHM_SLOT + n * RVX__SHM_SLOT);
+    }
+    ep->tl[0] = tl_snap;
+    ifc->in_rx = 0;
+}
+
+/* The frame at the head of a ring, if one is there. */
+static uint64_t *ring_head(unsigned chan)
+{
+    rvx__shm_rx_t *rx = &ep->tl[0].rx[chan];
+    return (uint64_t *)(void *)(uintptr_t)rx->next;
+}
+
+static void tl_op(in_t *in, unsigned op)
+{
+    unsigned chan = u8(in) & 1;
+    uint64_t *h = ring_head(chan);
+    rvx__shm_rx_t *rx = &ep->tl[0].rx[chan];
+    switch (op % 3) {
+    case 0: { /* a raw header: any length and info, with the stamp the ring expects */
+        uint64_t v = u64(in);
+        *h = (v & ~0xffffffffull) | rx->expect;
+        rvx_progress(w);
+        break;
+    }
+    case 1: /* change a byte of the frame our own send left at the head of the ring */
+        if ((uint32_t)*h == rx->expect) {
+            size_t len = (size_t)(*h >> 32) & 0xffff, off = u16(in);
+            unsigned x = u8(in);
+            if (len && ((size_t)(rx->head & (RVX__SHM_NSLOTS - 1)) * RVX__SHM_SLOT + 8 + len <=
+                        RVX__SHM_NSLOTS * RVX__SHM_SLOT))
+                ((uint8_t *)(h + 1))[off % len] ^= (uint8_t)x;
+        }
+        break;
+    default: /* change its length or info word */
+        if ((uint32_t)*h == rx->expect) {
+            unsigned which = u8(in);
+            uint64_t v = u16(in);
+            if (which & 1) *h = (*h & ~(0xffffull << 48)) | v << 48;
+            else *h = (*h & ~(0xffffull << 32)) | v << 32;
+        }
+        break;
+    }
+}
+#define FRAME_MAX (RVX__SHM_NSLOTS * RVX__SHM_SLOT - 8) /* the longest frame a ring holds */
+
+#else /* rc_mlx5: the harness is the NIC */
+
+static rvx__mlx5_conn_t *c;
+static rvx__mlx5_conn_t conn_snap;
+static rvx__tl_iface_t ifc_snap;
+static rvx__mlx5_op_t *ops_snap;
+static uint32_t *rq_slot_snap;
+static uint8_t *cq_mem;
+static size_t cq_bytes, ops_bytes, rqslot_bytes;
+static uint32_t nic_sq;    /* next WQE the adapter looks at */
+static uint32_t nic_cq_pi; /* its CQ producer index: a CQE is written only where rvx has been */
+static unsigned nic_err;   /* the QP is in error: every WQE completes flushed */
+static uint32_t prv_dbrec[4];
+static rvx__mlx5_bf_t prv_bf;
+typedef struct { uint32_t imm; size_t len; uint8_t *body; } staged_t;
+static staged_t staged[8];
+static unsigned nstaged;
+
+static void cq_fill(void)
+{
+    uint32_t i;
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    for (i = 0; i < ifc->cq.cnt; i++) rvx__mlx5_cqe(&ifc->cq, i)->op_own = 0xf1;
+}
+
+/* Move the loopback QP's send and receive queues, its doorbell records and BlueFlame register,
+ * and the CQ, into memory the simulated adapter does not watch. */
+static void tl_setup(void)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    size_t sq_bytes, rq_bytes;
+    uint8_t *p;
+    c = ep->tl[0].c;
+    sq_bytes = (size_t)(c->sq.mask + 1) * RVX__MLX5_BB;
+    p = (uint8_t *)aligned_alloc(4096, (sq_bytes + 4095) & ~(size_t)4095);
+    memcpy(p, c->sq.buf, sq_bytes);
+    c->sq.buf = p;
+    c->sq.dbrec = &prv_dbrec[1];
+    prv_bf = *c->sq.bf;
+    p = (uint8_t *)aligned_alloc(4096, (2 * (size_t)prv_bf.size + 4095) & ~(size_t)4095);
+    prv_bf.cur = p + (prv_bf.cur - prv_bf.reg);
+    prv_bf.reg = p;
+    c->sq.bf = &prv_bf;
+    rq_bytes = (size_t)(c->rq_mask + 1) * c->rq_stride;
+    p = (uint8_t *)aligned_alloc(4096, (rq_bytes + 4095) & ~(size_t)4095);
+    memcpy(p, c->rq_buf, rq_bytes);
+    c->rq_buf = p;
+    c->rq_dbrec = &prv_dbrec[0];
+    cq_bytes = ((size_t)ifc->cq.cnt << ifc->cq.shift) + 64;
+    cq_mem = (uint8_t *)aligned_alloc(4096, (cq_bytes + 4095) & ~(size_t)4095);
+    ifc->cq.buf = cq_mem + (ifc->cq.shift == 7 ? 64 : 0);
+    ifc->cq.dbrec = &prv_dbrec[2];
+    ifc->cq.next_op_own = &rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci)->op_own;
+    cq_fill();
+    ops_bytes = (size_t)(c->sq.mask + 1) * sizeof(*c->ops);
+    ops_snap = (rvx__mlx5_op_t *)malloc(ops_bytes);
+    memcpy(ops_snap, c->ops, ops_bytes);
+    rqslot_bytes = (size_t)(c->rq_mask + 1) * sizeof(*c->rq_slot);
+    rq_slot_snap = (uint32_t *)malloc(rqslot_bytes);
+    memcpy(rq_slot_snap, c->rq_slot, rqslot_bytes);
+    conn_snap = *c;
+    ifc_snap = *ifc;
+    nic_sq = c->sq.pi;
+    nic_cq_pi = ifc->cq.ci;
+}
+
+
+static int cqe_write(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, uint32_t imm_be,
+                     uint32_t qpn, unsigned syndrome)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    struct mlx5_cqe64 *cqe;
+    if (nic_cq_pi - ifc->cq.ci >= ifc->cq.cnt) return 0;
+    cqe = rvx__mlx5_cqe(&ifc->cq, nic_cq_pi);
+    memset(cqe, 0, 64);
+    cqe->wqe_counter = rvx_htobe16(wqe_counter);
+    cqe->byte_cnt = rvx_htobe32(byte_cnt);
+    cqe->imm_inval_pkey = imm_be;
+    cqe->sop_drop_qpn = rvx_htobe32(qpn & 0xffffff);
+    if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
+        struct mlx5_err_cqe *e = (struct mlx5_err_cqe *)(void *)cqe;
+        e->syndrome = (uint8_t)syndrome;
+    }
+    cqe->op_own = (uint8_t)(opcode << 4 | (nic_cq_pi & ifc->cq.cnt ? 1 : 0));
+    nic_cq_pi++;
+    return 1;
+}
+
+/* From the harness (not from inside rvx): make room, write, let progress take it. */
+static void cqe_put(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, uint32_t imm_be,
+                    uint32_t qpn, unsigned syndrome)
+{
+    unsigned n = 0;
+    while (!cqe_write(opcode, wqe_counter, byte_cnt, imm_be, qpn, syndrome) && n++ < 8) rvx_progress(w);
+    rvx_progress(w);
+}
+
+/* A received frame: its bytes in the buffer of the next receive, then its CQE. The adapter never
+ * reports more bytes than the buffer holds (a longer SEND is an error CQE). Only with no CQE
+ * pending, so that the next receive is the one rvx takes next. */
+static void rx_cqe(uint32_t imm_host, const uint8_t *body, size_t len)
+{
+    uint32_t slot;
+    rvx_progress(w);
+    if (nic_cq_pi != w->iface[0].cq.ci) return;
+    slot = c->rq_slot[c->rx_seen & c->rq_mask];
+    if (len > RVX__MLX5_FRAME) len = RVX__MLX5_FRAME;
+    if (len) memcpy(c->rx_buf + (size_t)slot * RVX__MLX5_FRAME, body, len);
+    cqe_put(MLX5_CQE_RESP_SEND_IMM, 0, (uint32_t)len, rvx_htobe32(imm_host), c->qpn, 0);
+}
+
+static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
+{
+    if ((info & 0xffff) == RVX__MLX5_HELLO) info ^= 1; /* re-connection hellos: not fuzzed here */
+    rx_cqe(chan << 16 | (info & 0xffff), body, len);
+}
+
+static const uint8_t *wqebb(uint32_t i) { return c->sq.buf + (size_t)(i & c->sq.mask) * RVX__MLX5_BB; }
+
+/* The bytes of a SEND's payload: inline (possibly across WQEBBs) or through a data segment. */
+static size_t send_payload(uint32_t idx, unsigned ds, uint8_t *out, size_t cap)
+{
+    uint8_t seg[16];
+    uint32_t bc;
+    size_t off, n, i;
+    if (ds < 2) return 0;
+    memcpy(seg, wqebb(idx) + 16, 16);
+    memcpy(&bc, seg, 4);
+    bc = rvx_htobe32(bc);
+    if (bc & MLX5_INLINE_SEG) {
+        n = bc & 0x3ff;
+        if (n > cap || 20 + n > (size_t)ds * 16) return 0;
+        for (i = 0, off = 20; i < n; i++, off++) out[i] = wqebb(idx + (uint32_t)(off / 64))[off % 64];
+        return n;
+    } else {
+        uint64_t addr;
+        memcpy(&addr, seg + 8, 8);
+        addr = rvx_htobe64(addr);
+        n = bc;
+        if (n > cap) return 0;
+        if (n) memcpy(out, (const void *)(uintptr_t)addr, n);
+        return n;
+    }
+}
+
+/* The adapter executes what was posted since it last looked, as far as the CQ has room: SENDs are
+ * kept to be looped back, every signaled WQE completes (every WQE, flushed, once the QP is in
+ * error). It never calls into rvx, so rvx's waiting loops can run it (RVX_FUZZ_BACKOFF_HOOK). */
+static void nic_step(void)
+{
+    static uint8_t tmp[RVX__MLX5_FRAME];
+    while (nic_sq != c->sq.pi) {
+        const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *)(const void *)wqebb(nic_sq);
+        unsigned opcode = rvx_htobe32(ctrl->opmod_idx_opcode) & 0xff;
+        unsigned ds = rvx_htobe32(ctrl->qpn_ds) & 0x3f;
+        unsigned nbb = (ds * 16 + 63) / 64;
+        if (nic_err) {
+            if (!cqe_write(MLX5_CQE_REQ_ERR, (uint16_t)nic_sq, 0, 0, c->qpn, nic_err)) return;
+            nic_err = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+        } else {
+            if ((ctrl->fm_ce_se & RVX__MLX5_CE) && !cqe_write(MLX5_CQE_REQ, (uint16_t)nic_sq, 0, 0, c->qpn, 0))
+                return;
+            if ((opcode == MLX5_OPCODE_SEND_IMM || opcode == MLX5_OPCODE_SEND) && nstaged < 8) {
+                size_t n = send_payload(nic_sq, ds, tmp, sizeof(tmp));
+                staged[nstaged].imm = rvx_htobe32(ctrl->imm);
+                staged[nstaged].len = n;
+                staged[nstaged].body = (uint8_t *)malloc(n ? n : 1);
+                memcpy(staged[nstaged].body, tmp, n);
+                nstaged++;
+            }
+        }
+        nic_sq += nbb ? nbb : 1;
+    }
+}
+
+void fuzz_nic_hook(void);
+void fuzz_nic_hook(void)
+{
+    if (c) nic_step();
+}
+
+/* Run the adapter and progress until both are idle; unsignaled work at the tail gets the
+ * signaled NOP the transport posts when it waits for room. */
+static void nic_run(void)
+{
+    unsigned rounds = 0;
+    while (rounds++ < 64) {
+        nic_step();
+        rvx_progress(w);
+        if (nic_sq == c->sq.pi && nic_cq_pi == w->iface[0].cq.ci) {
+            if (c->failed || c->sq.ci == c->sq.pi) break;
+            rvx__mlx5_sig_tail(c);
+        }
+    }
+}
+
+/* The QP fails: the next WQE with `synd`, every later one flushed, as the adapter does. */
+static void nic_fail(unsigned synd)
+{
+    nic_err = synd ? synd : MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR;
+    nic_run();
+    c->failed = 1;
+}
+
+static void tl_reset(void)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    unsigned i;
+    while (ifc->def_head) {
+        rvx__mlx5_deferred_t *d = ifc->def_head;
+        ifc->def_head = d->next;
+        free(d);
+    }
+    *c = conn_snap;
+    memcpy(c->ops, ops_snap, ops_bytes);
+    memcpy(c->rq_slot, rq_slot_snap, rqslot_bytes);
+    *ifc = ifc_snap;
+    cq_fill();
+    nic_sq = c->sq.pi;
+    nic_cq_pi = ifc->cq.ci;
+    nic_err = 0;
+    for (i = 0; i < nstaged; i++) free(staged[i].body);
+    nstaged = 0;
+}
+
+static void tl_op(in_t *in, unsigned op)
+{
+    switch (op % 6) {
+    case 0: nic_run(); break;
+    case 1: { /* loop a staged SEND of ours back, perhaps changed */
+        unsigned k = u8(in), x = u8(in), off = u16(in);
+        staged_t *s;
+        if (!nstaged) break;
+        s = &staged[k % nstaged];
+        if (s->len && (k & 0x80)) s->body[off % s->len] ^= (uint8_t)x;
+        rx_cqe(s->imm, s->body, s->len);
+        break;
+    }
+    case 2: { /* the peer's credit word */
+        uint64_t v = u8(in) & 1 ? u64(in) : *c->credit_word + u8(in);
+        *(volatile uint64_t *)(uintptr_t)c->credit_word = v;
+        break;
+    }
+    case 3: /* the connection fails with any syndrome */
+        nic_fail(u8(in));
+        break;
+    case 4: /* a receive completes in error (the peer broke the connection, or a length error) */
+        cqe_put(MLX5_CQE_RESP_ERR, (uint16_t)u16(in), 0, 0, c->qpn, u8(in));
+        break;
+    default: { /* a CQE for a QP that is not ours, or of an opcode nothing posts */
+        unsigned opc = u8(in) & 0xf;
+        if (opc == 0xf || opc == MLX5_CQE_REQ || opc == MLX5_CQE_REQ_ERR) opc = 0x3; /* RESP_WR_IMM */
+        cqe_put(opc, (uint16_t)u16(in), u32(in) % (RVX__MLX5_FRAME + 1), u32(in), u8(in) & 1 ? c->qpn : u32(in), 0);
+        break;
+    }
+    }
+}
+#define FRAME_MAX RVX__MLX5_FRAME
+#endif
+
+/* ---- set-up, the per-input reset ------------------------------------------------------------ */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    unsigned i;
+    (void)argc; (void)argv;
+    unsetenv("RVX_SIZE");
+    unsetenv("RVX_RANK");
+    if (!getenv("FUZZ_VERBOSE")) stderr = fopen("/dev/null", "w"); /* rvx's log lines */
+    if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK ||
+        rvx_ep_create(w, 0, &ep) != RVX_OK || rvx_mem_alloc(ctx, 1 << 16, &appmem) != RVX_OK) {
+        fprintf(stdout, "fuzz/rx: set-up failed\n");
+        abort();
+    }
+    /* whole pages: the registration cache registers (and a rendezvous key covers) whole pages,
+     * which with a smaller malloc'd buffer would include other heap objects */
+    bufsz = (size_class(11) + 64 + 4095) & ~(size_t)4095;
+    sbuf = (uint8_t *)aligned_alloc(4096, bufsz);
+    memset(sbuf, 0x5a, bufsz);
+    for (i = 0; i < 4; i++) rbuf[i] = (uint8_t *)aligned_alloc(4096, bufsz);
+    rvx_rkey_pack(appmem, packed_app);
+    peer_snap = rvx__tag_of(w)->peers[0];
+    tl_setup();
+    return 0;
+}
+
+static void reset(void)
+{
+    struct rvx__tag_state *t = rvx__tag_of(w);
+    unsigned i;
+#if RVX_TL == RVX_TL_SHM
+    ep->tl[0].failed = 1;
+#else
+    nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+#endif
+    rvx__proto_ep_close(ep);
+    for (i = 0; i < nreq; i++)
+        if (req_used[i] && reqs[i].status == RVX_INPROGRESS) rvx_tag_cancel(w, &reqs[i]);
+    for (i = 0; i < nreq; i++) {
+        if (req_used[i] && reqs[i].status == RVX_INPROGRESS) {
+            fprintf(stdout, "fuzz/rx: request %u still pending after its endpoint closed\n", i);
+            abort();
+        }
+        req_used[i] = 0;
+    }
+    nreq = 0;
+    if (w->in_handler) { fprintf(stdout, "fuzz/rx: in_handler left at %u\n", w->in_handler); abort(); }
+    tl_reset();
+    /* ids as after set-up, so that an input means the same every time it runs */
+    t->idgen = 0;
+    t->nidfree = 0;
+    for (i = t->idcap; i-- > 1;) {
+        if (t->ids[i]) { fprintf(stdout, "fuzz/rx: id slot %u still held\n", i); abort(); }
+        t->idfree[t->nidfree++] = i;
+    }
+    t->peers[0] = peer_snap;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    in_t in = {data, size};
+    unsigned nops = 0;
+    while (in.n && nops++ < MAXOPS) {
+        unsigned op = u8(&in);
+#if RVX_TL != RVX_TL_SHM
+        /* the adapter completes what was posted before the next call: the transport waits for
+         * completions where it runs out of queue or bounce space, as it would on hardware */
+        if ((op & 15) < 9) nic_run();
+#endif
+        switch (op & 15) {
+        case 0: case 1: { /* a frame of any class */
+            size_t len;
+            unsigned chan = u8(&in) & 1, info = u16(&in);
+            uint8_t *b;
+            if (op & 16) info = RVX__TAG_CLASS | (info & 15); /* a tag frame of type 0-15 */
+            b = frame_body(&in, FRAME_MAX, &len);
+            deliver(chan, info, b, len);
+            free(b);
+            break;
+        }
+        case 2: { /* tag send */
+            rvx_request_t *r = req_new();
+            size_t len = size_class(u8(&in));
+            uint64_t tag = u8(&in);
+            if (r && rvx_tag_send(ep, sbuf, len, tag, r) != RVX_INPROGRESS) req_used[r - reqs] = 0;
+            break;
+        }
+        case 3: { /* tag receive, from anyone or from rank 0, whole tag or masked */
+            rvx_request_t *r = req_new();
+            unsigned k = u8(&in), m = u8(&in);
+            size_t len = size_class(k);
+            uint64_t tag = u8(&in), mask = m & 1 ? ~0ull : 0xf0;
+            rvx_status_t st;
+            if (!r) break;
+            st = m & 2 ? rvx_tag_recv_from(w, 0, rbuf[(m >> 2) & 3], len, tag, mask, r, NULL)
+                       : rvx_tag_recv(w, rbuf[(m >> 2) & 3], len, tag, mask, r, NULL);
+            if (st != RVX_INPROGRESS) req_used[r - reqs] = 0;
+            break;
+        }
+        case 4: { /* progress */
+            unsigned n = (u8(&in) & 7) + 1;
+            while (n--) rvx_progress(w);
+            break;
+        }
+        case 5: { /* cancel a receive */
+            unsigned k = u8(&in);
+            if (nreq) rvx_tag_cancel(w, &reqs[k % nreq]);
+            break;
+        }
+        case 6: { /* probe */
+            rvx_tag_info_t info;
+            rvx_tag_probe(w, u8(&in), u8(&in) & 1 ? ~0ull : 0, &info);
+            break;
+        }
+        case 7: { /* an active message of ours */
+            uint64_t args[RVX_AM_MAX_ARGS] = {0};
+            unsigned k = u8(&in), n = k % (RVX_AM_MAX_ARGS + 1);
+            size_t plen = u16(&in) % (RVX_AM_MAX_MEDIUM + 1);
+            if ((k >> 4) % 3 == 0) rvx_am_short(ep, RVX_AM_H0, args, n);
+            else if ((k >> 4) % 3 == 1) rvx_am_medium(ep, RVX_AM_H0, args, n, sbuf, plen);
+            else {
+                rvx_rkey_t rk;
+                if (rvx_rkey_unpack(ep, packed_app, &rk) == RVX_OK) {
+                    rvx_am_long(ep, RVX_AM_H0, args, n, sbuf, plen % 4096,
+                                (uint64_t)(uintptr_t)rvx_mem_addr(appmem) + u16(&in), &rk);
+                    rvx_rkey_release(&rk);
+                }
+            }
+            break;
+        }
+        case 8: { /* a remote key of the input's making, or ours changed; then RMA through it */
+            uint8_t kb[RVX_RKEY_PACKED_SIZE];
+            rvx_rkey_t rk;
+            unsigned m = u8(&in), i;
+            memcpy(kb, packed_app, sizeof(kb));
+            if (m & 1) for (i = 0; i < sizeof(kb); i++) kb[i] = (uint8_t)u8(&in);
+            else kb[u8(&in) % sizeof(kb)] ^= (uint8_t)u8(&in);
+            if (rvx_rkey_unpack(ep, kb, &rk) == RVX_OK) {
+                uint64_t raddr = m & 2 ? u64(&in) : (uint64_t)(uintptr_t)rvx_mem_addr(appmem) + u32(&in);
+                size_t len = u16(&in) % (bufsz - 64);
+                rvx_request_t *r = req_new();
+                if (m & 4) rvx_put(ep, sbuf, len, raddr, &rk);
+                else if (r && rvx_get(ep, rbuf[0], len, raddr, &rk, r) != RVX_INPROGRESS) req_used[r - reqs] = 0;
+                if (r && r->status == RVX_INPROGRESS) {
+                    /* a get in flight reads into rbuf[0] until it completes: finish it here */
+#if RVX_TL != RVX_TL_SHM
+                    nic_run();
+#endif
+                    if (r->status != RVX_INPROGRESS) req_used[r - reqs] = 0;
+                }
+                rvx_rkey_release(&rk);
+            }
+            break;
+        }
+        default: /* the transport's own operations */
+            tl_op(&in, op >> 4);
+            break;
+        }
+    }
+    reset();
+    return 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""fuzz/seeds.py: the seed inputs of fuzz/corpus/<harness>/seed-*, as programs of fuzz/rx.c's
+operations that drive each rendezvous protocol through its states (RTS, RTR/CTS/KEY, DATA,
+ATS/FIN), eager messages of one and of several fragments, active messages and keys; on shm with
+frames of our own loopback sends changed at the head of the ring, on rc_mlx5 with our own SENDs
+looped back by the harness's adapter. Run from the repository root: python3 fuzz/seeds.py"""
+import os, struct
+
+RNDV = ["get", "put", "am", "pipeline"]
+SEND, RECV, PROG, CANCEL, PROBE, AM, KEY = 2, 3, 4, 5, 6, 7, 8
+
+def send(k, tag): return bytes([SEND, k, tag])
+def recv(k, tag, m=1): return bytes([RECV, k, m, tag])
+def prog(n=7): return bytes([PROG, n])
+def tl(sub, *rest): return bytes([(sub << 4) | 9]) + bytes(rest)
+
+def shm_seeds():
+    s = {}
+    for k in (8, 9, 10, 11):  # eager of several fragments, and the rendezvous sizes
+        s["send_recv_%d" % k] = send(k, 5) + recv(11, 5) + prog() * 6
+        s["recv_send_%d" % k] = recv(11, 6) + send(k, 6) + prog() * 6
+        s["truncated_%d" % k] = send(k, 7) + recv(2, 7) + prog() * 6
+        # change a byte of each frame as it reaches the head of each ring, between steps
+        body = send(k, 8) + recv(11, 8)
+        for i in range(8):
+            body += tl(1, i & 1, i * 5, 0, 0x41) + prog(0)
+        s["mutate_%d" % k] = body
+        body = send(k, 9) + recv(11, 9)
+        for i in range(6):
+            body += tl(2, i & 1, i, 0x10, 0) + prog(0)
+        s["relen_%d" % k] = body
+    s["am"] = bytes([AM, 0x03, 0, 0]) + bytes([AM, 0x15, 0x40, 0]) + bytes([AM, 0x21, 0x10, 0, 8, 0]) + prog() * 3
+    s["key"] = bytes([KEY, 0, 3, 0x20, 0, 0, 0, 0, 64, 0]) + bytes([KEY, 4, 0, 0, 0, 0, 0, 0, 64, 0])
+    s["raw_header"] = send(2, 1) + tl(0, 0, 0, 0, 0, 0, 16, 0, 1, 0x40) + prog()
+    s["probe_cancel"] = send(10, 3) + prog() + bytes([PROBE, 3, 1]) + recv(11, 4) + bytes([CANCEL, 0]) + prog()
+    return s
+
+def rc_seeds():
+    s = {}
+    credit = tl(2, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0)
+    for k in (8, 9, 10, 11):
+        body = credit + send(k, 5) + recv(11, 5)
+        for i in range(8):
+            body += tl(0) + tl(1, i, 0, 0, 0)
+        s["loop_%d" % k] = body + tl(0) + prog()
+        body = credit + recv(11, 6) + send(k, 6)
+        for i in range(8):
+            body += tl(0) + tl(1, 0x80 | i, 0x20, i * 3, 0)
+        s["loop_mutated_%d" % k] = body
+        s["fail_%d" % k] = credit + send(k, 7) + recv(11, 7) + tl(0) + tl(1, 0, 0, 0, 0) + tl(3, 0x22) + prog()
+    s["resp_err"] = credit + tl(4, 0, 0, 0x15) + prog()
+    s["am"] = credit + bytes([AM, 0x03, 0, 0]) + bytes([AM, 0x15, 0x40, 0]) + tl(0) + tl(1, 0, 0, 0, 0) + tl(1, 1, 0, 0, 0)
+    s["key"] = credit + bytes([KEY, 0, 3, 0x20, 0, 0, 0, 0, 64, 0]) + tl(0)
+    s["no_credit"] = send(9, 1) + send(2, 2) + tl(0) + tl(2, 0, 4) + prog() + tl(0)
+    return s
+
+def write(name, seeds):
+    d = os.path.join("fuzz", "corpus", name)
+    os.makedirs(d, exist_ok=True)
+    for k, v in seeds.items():
+        with open(os.path.join(d, "seed-" + k), "wb") as f:
+            f.write(v)
+
+for r in RNDV:
+    write("rx_shm_" + r, shm_seeds())
+    write("rx_rc_" + r, rc_seeds())
+# wire: a valid key of ours (byte 0 = 2: changed nowhere), a key with its length stretched, an
+# address record of this job for each process choice
+key = {"ours": bytes([2]), "stretched": bytes([2, 16, 0xff, 17, 0xff]), "raw": bytes([0]) + bytes(40)}
+write("wire_rc", key)
+addr = dict(key)
+for sel in range(0, 64, 3):
+    addr["addr_%d" % sel] = bytes([1 | sel << 1]) + struct.pack("<QQiiii", 0x7276785348, 0, 0, 0, 1, 0)
+write("wire_shm", addr)
+# sim_wqe: a NOP, an 8-byte inline RDMA WRITE, a SEND with a data segment (patched to a region)
+def ctrl(op, ds, ce=8): return struct.pack(">IIBBBBI", op, 0x001234 << 8 | ds, 0, 0, 0, ce, 0)
+sim = {
+    "nop": bytes([3, 0, 0, 0, 0, 1, 0, 0, 0, 1]) + ctrl(0x00, 1) + bytes(48),
+    "write8": bytes([3, 0, 0, 0, 0, 1, 0, 0, 0, 1]) + ctrl(0x08, 3) + struct.pack(">QII", 0x1000, 0x155a, 0)
+              + struct.pack(">I", 8 | 0x80000000) + bytes(8) + bytes(4),
+    "send_ptr": bytes([3, 0, 0, 0, 0, 1, 0, 0, 0, 3]) + ctrl(0x0a, 2) + struct.pack(">IIQ", 64, 0, 0) + bytes(32),
+    "ud": bytes([3, 0, 0, 0, 0, 2, 0, 0, 0, 0x81]) + ctrl(0x0a, 5) + bytes(112),
+}
+write("sim_wqe", sim)
