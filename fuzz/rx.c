@@ -189,9 +189,12 @@ static rvx__mlx5_conn_t *c;
 static rvx__mlx5_conn_t conn_snap;
 static rvx__tl_iface_t ifc_snap;
 static rvx__mlx5_op_t *ops_snap;
-static uint32_t *rq_slot_snap;
+static uint8_t *srq_wq_snap;
+static uint32_t *bfree_snap;
 static uint8_t *cq_mem;
-static size_t cq_bytes, ops_bytes, rqslot_bytes;
+static size_t cq_bytes, ops_bytes, srq_bytes, bfree_bytes;
+static uint16_t nic_srq_next;  /* the shared receive queue's WQE the adapter consumes next */
+static uint16_t nic_srq_taken; /* WQEs consumed, mod 2^16 (the doorbell record counts posts) */
 static uint32_t nic_sq;    /* next WQE the adapter looks at */
 static uint32_t nic_cq_pi; /* its CQ producer index: a CQE is written only where rvx has been */
 static unsigned nic_err;   /* the QP is in error: every WQE completes flushed */
@@ -213,7 +216,9 @@ static void cq_fill(void)
 static void tl_setup(void)
 {
     rvx__tl_iface_t *ifc = &w->iface[0];
-    size_t sq_bytes, rq_bytes;
+    rvx__mlx5_srq_t *s = &ifc->srq;
+    size_t sq_bytes;
+    uint32_t i;
     uint8_t *p;
     c = ep->tl[0].c;
     sq_bytes = (size_t)(c->sq.mask + 1) * RVX__MLX5_BB;
@@ -226,23 +231,41 @@ static void tl_setup(void)
     prv_bf.cur = p + (prv_bf.cur - prv_bf.reg);
     prv_bf.reg = p;
     c->sq.bf = &prv_bf;
-    rq_bytes = (size_t)(c->rq_mask + 1) * c->rq_stride;
-    p = (uint8_t *)aligned_alloc(4096, (rq_bytes + 4095) & ~(size_t)4095);
-    memcpy(p, c->rq_buf, rq_bytes);
-    c->rq_buf = p;
-    c->rq_dbrec = &prv_dbrec[0];
+    /* the shared receive queue: its WQE ring and doorbell record move too, and its free list
+     * starts afresh (0 -> 1 -> ... -> mask, all but the last posted) so that the adapter knows
+     * which WQE it consumes next; every buffer is rvx's to post at set-up, none is held */
+    srq_bytes = (size_t)(s->mask + 1) * s->stride;
+    p = (uint8_t *)aligned_alloc(4096, (srq_bytes + 4095) & ~(size_t)4095);
+    memcpy(p, s->wq, srq_bytes);
+    s->wq = p;
+    s->dbrec = &prv_dbrec[0];
+    for (i = 0; i <= s->mask; i++) rvx__mlx5_srq_wqe(s, i)->next_wqe_index = rvx_htobe16((uint16_t)((i + 1) & s->mask));
+    s->head = 0;
+    s->tail = (uint16_t)s->mask;
+    s->posted = 0;
+    for (i = 0; i < s->mask; i++) rvx__mlx5_srq_post(s);
+    rvx__mlx5_srq_ring(s);
+    srq_wq_snap = (uint8_t *)malloc(srq_bytes);
+    memcpy(srq_wq_snap, s->wq, srq_bytes);
+    nic_srq_next = 0;
+    nic_srq_taken = 0;
+    /* the bounce pool exists from the start, so that the snapshot holds it and its free stack */
+    if (!ifc->bpool && rvx__mlx5_bpool_init(ifc) != RVX_OK) {
+        fprintf(stdout, "fuzz/rx: no bounce pool\n");
+        abort();
+    }
+    bfree_bytes = (RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG) * sizeof(*ifc->bfree);
+    bfree_snap = (uint32_t *)malloc(bfree_bytes);
+    memcpy(bfree_snap, ifc->bfree, bfree_bytes);
     cq_bytes = ((size_t)ifc->cq.cnt << ifc->cq.shift) + 64;
     cq_mem = (uint8_t *)aligned_alloc(4096, (cq_bytes + 4095) & ~(size_t)4095);
     ifc->cq.buf = cq_mem + (ifc->cq.shift == 7 ? 64 : 0);
     ifc->cq.dbrec = &prv_dbrec[2];
     ifc->cq.next_op_own = &rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci)->op_own;
     cq_fill();
-    ops_bytes = (size_t)(c->sq.mask + 1) * sizeof(*c->ops);
+    ops_bytes = (size_t)(c->sq.mask + 1) * sizeof(*c->tx.ops);
     ops_snap = (rvx__mlx5_op_t *)malloc(ops_bytes);
-    memcpy(ops_snap, c->ops, ops_bytes);
-    rqslot_bytes = (size_t)(c->rq_mask + 1) * sizeof(*c->rq_slot);
-    rq_slot_snap = (uint32_t *)malloc(rqslot_bytes);
-    memcpy(rq_slot_snap, c->rq_slot, rqslot_bytes);
+    memcpy(ops_snap, c->tx.ops, ops_bytes);
     conn_snap = *c;
     ifc_snap = *ifc;
     nic_sq = c->sq.pi;
@@ -280,18 +303,39 @@ static void cqe_put(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, ui
     rvx_progress(w);
 }
 
-/* A received frame: its bytes in the buffer of the next receive, then its CQE. The adapter never
- * reports more bytes than the buffer holds (a longer SEND is an error CQE). Only with no CQE
- * pending, so that the next receive is the one rvx takes next. */
+/* The adapter takes the shared receive queue's next posted WQE, as a receive consumes it: its
+ * index (the CQE's wqe_counter), or -1 with none posted (the sender would see RNR). */
+static int srq_take(void)
+{
+    rvx__mlx5_srq_t *s = &w->iface[0].srq;
+    uint16_t idx = nic_srq_next;
+    if ((uint16_t)(rvx_htobe32(*s->dbrec) - nic_srq_taken) == 0) return -1;
+    /* the link is read now: once the buffer is given back, this WQE's link is rewritten */
+    nic_srq_next = (uint16_t)(rvx_htobe16(rvx__mlx5_srq_wqe(s, idx)->next_wqe_index) & s->mask);
+    nic_srq_taken++;
+    return idx;
+}
+
+/* A CQE that consumes a receive WQE (a receive, or a receive's error): room in the CQ first, so
+ * that a WQE is never taken without its CQE. */
+static void rx_put(unsigned opcode, const uint8_t *body, size_t len, uint32_t imm_be, uint32_t qpn,
+                   unsigned syndrome)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    unsigned n = 0;
+    int idx;
+    while (nic_cq_pi - ifc->cq.ci >= ifc->cq.cnt && n++ < 8) rvx_progress(w);
+    if (nic_cq_pi - ifc->cq.ci >= ifc->cq.cnt || (idx = srq_take()) < 0) return;
+    if (len > ifc->srq.frame) len = ifc->srq.frame;
+    if (len && body) memcpy(rvx__mlx5_srq_buf(&ifc->srq, (uint16_t)idx), body, len); /* else: what the buffer held */
+    cqe_put(opcode, (uint16_t)idx, (uint32_t)len, imm_be, qpn, syndrome);
+}
+
+/* A received frame: its bytes in the buffer of the next posted receive, then its CQE. The adapter
+ * never reports more bytes than the buffer holds (a longer SEND is an error CQE). */
 static void rx_cqe(uint32_t imm_host, const uint8_t *body, size_t len)
 {
-    uint32_t slot;
-    rvx_progress(w);
-    if (nic_cq_pi != w->iface[0].cq.ci) return;
-    slot = c->rq_slot[c->rx_seen & c->rq_mask];
-    if (len > RVX__MLX5_FRAME) len = RVX__MLX5_FRAME;
-    if (len) memcpy(c->rx_buf + (size_t)slot * RVX__MLX5_FRAME, body, len);
-    cqe_put(MLX5_CQE_RESP_SEND_IMM, 0, (uint32_t)len, rvx_htobe32(imm_host), c->qpn, 0);
+    rx_put(MLX5_CQE_RESP_SEND_IMM, body, len, rvx_htobe32(imm_host), c->qpn, 0);
 }
 
 static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
@@ -397,9 +441,13 @@ static void tl_reset(void)
         free(d);
     }
     *c = conn_snap;
-    memcpy(c->ops, ops_snap, ops_bytes);
-    memcpy(c->rq_slot, rq_slot_snap, rqslot_bytes);
+    memcpy(c->tx.ops, ops_snap, ops_bytes);
     *ifc = ifc_snap;
+    memcpy(ifc->srq.wq, srq_wq_snap, srq_bytes);
+    prv_dbrec[0] = rvx_htobe32(ifc->srq.posted);
+    nic_srq_next = 0;
+    nic_srq_taken = 0;
+    memcpy(ifc->bfree, bfree_snap, bfree_bytes);
     cq_fill();
     nic_sq = c->sq.pi;
     nic_cq_pi = ifc->cq.ci;
@@ -429,13 +477,23 @@ static void tl_op(in_t *in, unsigned op)
     case 3: /* the connection fails with any syndrome */
         nic_fail(u8(in));
         break;
-    case 4: /* a receive completes in error (the peer broke the connection, or a length error) */
-        cqe_put(MLX5_CQE_RESP_ERR, (uint16_t)u16(in), 0, 0, c->qpn, u8(in));
+    case 4: { /* a receive completes in error (the peer broke the connection, or a length error):
+               * it names the WQE it consumed; a flush consumes none */
+        unsigned wc = u16(in), synd = u8(in);
+        if (synd == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) cqe_put(MLX5_CQE_RESP_ERR, (uint16_t)wc, 0, 0, c->qpn, synd);
+        else rx_put(MLX5_CQE_RESP_ERR, NULL, 0, 0, c->qpn, synd);
         break;
-    default: { /* a CQE for a QP that is not ours, or of an opcode nothing posts */
-        unsigned opc = u8(in) & 0xf;
-        if (opc == 0xf || opc == MLX5_CQE_REQ || opc == MLX5_CQE_REQ_ERR) opc = 0x3; /* RESP_WR_IMM */
-        cqe_put(opc, (uint16_t)u16(in), u32(in) % (RVX__MLX5_FRAME + 1), u32(in), u8(in) & 1 ? c->qpn : u32(in), 0);
+    }
+    default: { /* a CQE for a QP that is not ours (every QP of the worker receives on the shared
+                * queue), or of an opcode nothing posts */
+        unsigned opc = u8(in) & 0xf, wc = u16(in);
+        uint32_t len = u32(in) % (RVX__MLX5_FRAME + 1), imm = u32(in), qpn;
+        if (opc == 0xf || opc == MLX5_CQE_REQ || opc == MLX5_CQE_REQ_ERR) opc = MLX5_CQE_RESP_SEND_IMM;
+        qpn = u8(in) & 1 ? c->qpn : u32(in);
+        /* receives and receive errors consume a WQE of the shared queue and name it; the rest
+         * carry any WQE counter */
+        if (opc == MLX5_CQE_RESP_SEND_IMM || opc == MLX5_CQE_RESP_ERR) rx_put(opc, NULL, len, imm, qpn, 0);
+        else cqe_put(opc, (uint16_t)wc, len, imm, qpn, 0);
         break;
     }
     }
