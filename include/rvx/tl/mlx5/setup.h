@@ -314,7 +314,9 @@ RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx_rkey_t *rkey, i
         return RVX_ERR_INVALID_PARAM;
     }
     if (p.owner != (uint32_t)rank + 1) {
-        rvx__log("rkey_unpack: a key of rank %d unpacked on the endpoint to rank %d", (int)p.owner - 1, rank);
+        /* owner is the peer's word: printed as sent, never turned into a rank by arithmetic */
+        rvx__log("rkey_unpack: a key whose owner word is %u (rank + 1) unpacked on the endpoint to "
+                 "rank %d", p.owner, rank);
         return RVX_ERR_INVALID_PARAM;
     }
     rkey->rkey_word = (uint64_t)rvx_htobe32(p.rkey);
