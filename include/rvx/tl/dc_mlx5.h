@@ -51,6 +51,12 @@
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
 #define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+/* Credits an endpoint holds at a peer go back once it has sent nothing for one to two of these
+ * intervals (microseconds), or at once when a claim of this worker finds a pool empty. */
+#ifndef RVX_DC_CREDIT_IDLE_US
+#define RVX_DC_CREDIT_IDLE_US 1000
+#endif
+#define RVX__DC_TICK       256u                  /* empty progress calls between looks at the clock */
 #if RVX_CAN_RECEIVE
 #define RVX__DC_RX_DEPTH   RVX_DC_RX_DEPTH
 #define RVX__DC_FRAME      RVX_MLX5_FRAME
@@ -110,7 +116,8 @@ typedef struct rvx__tl_ep {
     uint32_t              dctn;
     uint8_t               failed;
     uint8_t               live;
-    uint16_t              pad;
+    uint8_t               holding;     /* on the worker's list of credit holders */
+    uint8_t               pad;
     uint8_t               gid[16];
     rvx_status_t          err;
     int                   rank;
@@ -123,16 +130,22 @@ typedef struct rvx__tl_ep {
     uint32_t              tx_left;     /* frames that may go before looking further */
     uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
     uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
+    uint32_t              hold_mark;   /* frames sent, as the last sweep saw them */
+    struct rvx__tl_ep    *hold_next;   /* the worker's endpoints holding credits (a list) */
+    struct rvx__tl_ep    *hold_prev;
+    double                claim_after; /* after a failed claim, no other before this time */
+    double                claim_gap;   /* and the wait before the next one (doubles, capped) */
 #endif
 } rvx__tl_ep_t;
 
 /* Per rank, what outlives an endpoint: frames sent, the credits taken from the rank's pool, and
  * how many of its frames taken here were last reported to it (the count itself is in the control
- * region, where the rank can read it). 12 bytes a rank, whatever else the job does. */
+ * region, where the rank can read it). 16 bytes a rank, whatever else the job does. */
 typedef struct rvx__dc_peer {
     uint32_t tx_sent;     /* frames sent to it (an endpoint's tx_sent, kept while none exists) */
     uint32_t claimed;     /* credits taken from its pool: frames of ours it may hold at once */
     uint32_t rx_reported; /* its frames taken here, as last told to it */
+    uint32_t dirty;       /* on the list of ranks whose taken count is not reported yet */
 } rvx__dc_peer_t;
 
 /* A message as the DCT receives it: a SEND with immediate (info | chan << 16) whose first 8 bytes
@@ -156,6 +169,8 @@ typedef struct rvx__dc_deferred {
 typedef struct rvx__tl_iface {
     /* hot: progress reads these */
     unsigned        nlive;
+    unsigned        quiet;       /* progress calls with nothing to do before a look at the slow
+                                  * work (frames set aside: 1; credits to sweep: a tick) */
     unsigned        outstanding; /* signaled WQEs not yet completed, all DCIs */
     rvx__mlx5_cq_t  cq;
     unsigned        av_bytes;    /* RVX__DC_AV_BASE or RVX__DC_AV_EXT */
@@ -186,6 +201,13 @@ typedef struct rvx__tl_iface {
     unsigned        warned_nested;
     unsigned long   claims;      /* credit claims made on peers' pools */
     unsigned long   claim_fails; /* claims that found a pool empty */
+    unsigned long   released;    /* credits given back by living endpoints (idle, or wanted) */
+    rvx__tl_ep_t   *holders;     /* endpoints holding credits at their peer */
+    int            *dirty;       /* ranks whose frames taken here are not reported yet */
+    unsigned        ndirty;
+    unsigned        sweep_in;    /* slow progress calls before the next look at the clock */
+    int             in_sweep;
+    double          sweep_t;     /* when the last sweep ran */
     uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
                                                  * (readable past a short frame's end) */
 } rvx__tl_iface_t;
@@ -727,21 +749,19 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
 
 /* Progress: nothing without live endpoints (in a build without messages, nothing while no
  * signaled work is outstanding: nothing arrives unasked); otherwise one look at the CQE at the
- * consumer index, and at frames set aside. */
+ * consumer index, and a countdown that is 1 while frames are set aside and otherwise lets every
+ * RVX__DC_TICK-th empty call look at the clock (idle credits go back, tl/dc/poll.h). */
 RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own)) &&
+        RVX_LIKELY(--ifc->quiet != 0))
+        return 0;
 #else
     if (!ifc->outstanding) return 0;
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) return 0;
 #endif
-    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) {
-#if RVX_CAN_RECEIVE
-        if (RVX_LIKELY(!ifc->def_head)) return 0;
-#else
-        return 0;
-#endif
-    }
     return rvx__dc_progress_slow(ifc);
 }
 

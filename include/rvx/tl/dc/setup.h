@@ -10,6 +10,8 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
 RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
+RVX_COLD void rvx__dc_hold_add(rvx__tl_ep_t *ep);
+RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep);
 RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
 #endif
 
@@ -188,6 +190,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     free(ifc->ctrl);
     free(ifc->eps);
     free(ifc->peers);
+    free(ifc->dirty);
 #if RVX_CAN_RECEIVE
     while (ifc->def_head) {
         rvx__dc_deferred_t *f = ifc->def_head;
@@ -213,6 +216,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->rank = rank;
     ifc->nranks = nranks;
     ifc->av_bytes = ctx->is_roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
+    ifc->quiet = RVX__DC_TICK;
 #if RVX_CAN_RECEIVE
     { /* the prefix of frames built in the scratch area names this rank from the start */
         rvx__dc_prefix_t pre;
@@ -228,11 +232,12 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->bounce_lkey = ifc->bounce_mr->lkey;
     /* the control region: word 0 the credit pool (changed by peers' NIC atomics only), word 1 + r
      * rank r's returned credits, word 1 + nranks + r rank r's frames taken here (16 bytes a rank,
-     * and 12 of counters); keepalives write nothing to it */
+     * and 20 of counters and lists); keepalives write nothing to it */
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (2 * (size_t)nranks + 1));
     ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
     ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
-    if (!ifc->ctrl || !ifc->eps || !ifc->peers) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    ifc->dirty = (int *)calloc((size_t)nranks, sizeof(*ifc->dirty));
+    if (!ifc->ctrl || !ifc->eps || !ifc->peers || !ifc->dirty) { st = RVX_ERR_NO_MEMORY; goto fail; }
     memset(ifc->ctrl, 0, 8 * (2 * (size_t)nranks + 1));
     ifc->ctrl[0] = RVX_DC_RX_DEPTH;
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (2 * (size_t)nranks + 1), "the credit words");
@@ -302,6 +307,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->tx_left = 0;
     ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
     ifc->eps[rank] = ep;
+    if (ifc->peers[rank].claimed) rvx__dc_hold_add(ep); /* the sweep gives them back */
     /* frames the rank sent while there was no endpoint: their credits go back now */
     if ((uint32_t)*rvx__dc_taken(ifc, rank) != ifc->peers[rank].rx_reported) rvx__dc_credit_return(ep);
 #endif
@@ -316,7 +322,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     unsigned spins = 0;
     if (!ep->live) return;
 #if RVX_CAN_RECEIVE
-    rvx__dc_give_back(ep);
+    rvx__dc_give_back(ep); /* and off the holders' list */
     ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
     if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
 #endif
