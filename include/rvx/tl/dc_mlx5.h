@@ -51,6 +51,16 @@
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
 #define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+/* Which DCI an endpoint's WQEs go to (see the top of this file). */
+#define RVX_DC_DCI_POOLED 0 /* held while work is outstanding, handed over when done (default) */
+#define RVX_DC_DCI_FIXED  1 /* always DCI rank % RVX_DC_NUM_DCI, shared with the ranks alike */
+#ifndef RVX_DC_DCI_POLICY
+#define RVX_DC_DCI_POLICY RVX_DC_DCI_POOLED
+#endif
+#if RVX_DC_DCI_POLICY != RVX_DC_DCI_POOLED && RVX_DC_DCI_POLICY != RVX_DC_DCI_FIXED
+#error "RVX_DC_DCI_POLICY must be RVX_DC_DCI_POOLED or RVX_DC_DCI_FIXED"
+#endif
+
 /* Credits an endpoint holds at a peer go back once it has sent nothing for one to two of these
  * intervals (microseconds), or at once when a claim of this worker finds a pool empty. */
 #ifndef RVX_DC_CREDIT_IDLE_US
@@ -97,12 +107,17 @@ typedef struct rvx__dc_dci {
                                         * address segment is the 48-byte form) */
     uint64_t              ctrl_send;   /* the same for a one-WQEBB SEND_IMM (0 likewise) */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
+    rvx_status_t          fail_st;     /* the status of the error CQE that failed it */
     uint8_t               am_claim;    /* a frame claimed in its bounce ring is not published yet:
                                         * the DCI stays with its endpoint */
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
     struct ibv_qp        *qp;
     uint32_t              qpn;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    struct rvx__tl_ep   **owner;       /* per WQEBB slot, the endpoint whose WQE starts there:
+                                        * an error CQE fails it (the DCI is shared) */
+#endif
 } rvx__dc_dci_t;
 
 /* Per peer: the address segment's fields (av_lo: bytes 8-15 of the base form, as stored), the
@@ -232,7 +247,11 @@ RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsign
 RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
 {
     rvx__dc_dci_t *d = ep->dci;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    if (RVX_LIKELY(d != NULL && !rvx__mlx5_sq_full(&d->sq, nbb) && !d->failed)) return d;
+#else
     if (RVX_LIKELY(d != NULL && !rvx__mlx5_sq_full(&d->sq, nbb))) return d;
+#endif
     return rvx__dc_get_slow(ep, nbb);
 }
 
@@ -264,6 +283,27 @@ RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
     return ifc->av_bytes / RVX__MLX5_SEG;
 }
 
+/* The one commit point of every dc WQE (ep's, of nbb WQEBBs at pi; bb: the one-WQEBB form built
+ * in registers). Under the fixed policy the DCI is shared, so the slot remembers its endpoint. */
+RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint32_t pi, uint32_t nbb,
+                               uint8_t *wqe, const rvx__mlx5_bb_t *bb)
+{
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    d->owner[pi & d->sq.mask] = (struct rvx__tl_ep *)(uintptr_t)ep;
+#else
+    (void)ep;
+#endif
+#if defined(__x86_64__)
+    if (bb) {
+        rvx__mlx5_post_bb(&d->sq, pi, bb);
+        return;
+    }
+#else
+    (void)bb;
+#endif
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
 /* ---- put ------------------------------------------------------------------------------------ */
 
 /* RDMA WRITE with the data inline: ctrl, address, raddr, inline segment, zeros to the end of the
@@ -290,7 +330,7 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, si
     used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
     rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
     return RVX_OK;
 }
 
@@ -318,7 +358,7 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr,
                            rkey);
-    rvx__mlx5_post_bb(&d->sq, pi, &bb);
+    rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
     return RVX_OK;
 }
 #endif
@@ -365,7 +405,7 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned o
     if (o) rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, o);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&d->sq);
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 #define RVX__DC_RDMA_NBB(ifc) RVX__MLX5_NBB(3 + rvx__dc_av_ds(ifc))
@@ -530,7 +570,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, &o);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     rvx__mlx5_set_fence(&d->sq);
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
     if (wait) return rvx__dc_wait_req(ep->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
@@ -661,7 +701,7 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
     }
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     ep->tx_left--;
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 /* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
@@ -681,7 +721,7 @@ RVX_COLD void rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, 
                              (unsigned)len + RVX__DC_PREFIX);
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
         ep->tx_left--;
-        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
         return;
     }
 #endif
@@ -713,7 +753,7 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
                              &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
                              (unsigned)len + RVX__DC_PREFIX);
         ep->tx_left--;
-        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
         return;
     }
 #endif

@@ -10,7 +10,11 @@
 /* The status flushes of a DCI complete with: its holder's. */
 RVX_INLINE rvx_status_t rvx__dc_flush_status(const rvx__dc_dci_t *d)
 {
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    return d->failed ? d->fail_st : RVX_OK; /* shared: a flush pending on it reports its error */
+#else
     return d->ep ? d->ep->err : RVX_OK;
+#endif
 }
 
 /* A failed DCI completes every WQE it holds with an error CQE, signaled or not: progress keeps
@@ -34,10 +38,17 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
 {
     uint16_t idx = rvx_htobe16(e->wqe_counter);
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    rvx__tl_ep_t *ep = d->owner[idx & d->sq.mask]; /* the DCI is shared: the WQE's own endpoint */
+    if (ep && !ep->failed) ep->dci = NULL;          /* its later posts fail at once */
+#else
     rvx__tl_ep_t *ep = d->ep;
+#endif
     uint64_t b;
     if (!d->failed) {
         d->failed = 1;
+        d->fail_st = st;
+        d->ctrl_w8 = d->ctrl_send = 0; /* one-WQEBB posts go to the slow path, which waits */
         rvx__log("dc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, DCI 0x%x "
                  "WQE %u): the endpoint is marked failed, the DCI recovers", ep ? ep->rank : -1,
                  rvx__mlx5_syndrome_str(e->syndrome), e->syndrome, e->vendor_err_synd, d->qpn, idx);
@@ -169,7 +180,13 @@ RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
 /* A signaled NOP after an unsignaled tail (not on a failed DCI: its WQEs come back anyway). */
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
 {
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    uint32_t pi = d->sq.pi;
     if (!d->failed) rvx__mlx5_tx_sig_tail(&d->sq, &d->tx);
+    if (d->sq.pi != pi) d->owner[pi & d->sq.mask] = NULL; /* a NOP: no endpoint's */
+#else
+    if (!d->failed) rvx__mlx5_tx_sig_tail(&d->sq, &d->tx);
+#endif
 }
 
 /* A DCI for ep: one no one holds (idle ones first), else one whose holder's work has all
@@ -206,6 +223,23 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
     int counted = 0;
     for (;;) {
         rvx__dc_dci_t *d = ep->dci;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+        if (ep->failed) return NULL;
+        d = ep->dci = &ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
+        if (d->failed) { /* recovering (another endpoint's error): wait for it */
+            if (d->sq.ci == d->sq.pi) { /* it could not be recovered */
+                ep->failed = 1;
+                ep->err = RVX_ERR_IO;
+                ep->dci = NULL;
+                return NULL;
+            }
+            rvx__dc_hold(d);
+            if (rvx__dc_drain(ifc)) spins = 0;
+            else rvx__backoff(&spins);
+            continue;
+        }
+        (void)counted; (void)k;
+#else
         if (!d) {
             if (ep->failed) return NULL;
             d = rvx__dc_pick(ifc);
@@ -217,6 +251,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
                 ifc->pool_waits++;
             }
         }
+#endif
         if (d && !rvx__mlx5_sq_full(&d->sq, nbb)) return d;
         /* something must be signaled, or no CQE would ever free a queue */
         if (d) { rvx__dc_sig_tail(d); rvx__dc_hold(d); }
@@ -237,7 +272,7 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len)
             return d->bounce + off;
         }
         /* failed, or recovered meanwhile and no longer the caller's: the endpoint has failed */
-        if (d->failed || !d->ep) return NULL;
+        if (d->failed || (RVX_DC_DCI_POLICY == RVX_DC_DCI_POOLED && !d->ep)) return NULL;
         rvx__dc_sig_tail(d);
         if (d->sq.ci == d->sq.pi) d->b_tail = d->b_head; /* nothing in flight: all of it is free */
         else if (rvx__dc_drain(d->ifc)) spins = 0;
@@ -341,7 +376,7 @@ RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
     rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     ep->ka_dci = d;
     ep->ka_pi = pi + nbb;
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 /* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless

@@ -62,6 +62,11 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    free(d->owner);
+    d->owner = (struct rvx__tl_ep **)calloc(d->sq.mask + 1, sizeof(*d->owner));
+    if (!d->owner) return RVX_ERR_NO_MEMORY;
+#endif
     return RVX_OK;
 }
 
@@ -183,6 +188,9 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
         free(ifc->dci[i].tx.ops);
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+        free(ifc->dci[i].owner);
+#endif
     }
     if (ifc->dct) ibv_destroy_qp(ifc->dct);
     rvx__mlx5_srq_destroy(&ifc->srq);
