@@ -124,7 +124,7 @@ typedef struct rvx__dc_dci {
  * GID for the extended form, the DCI held, the status, the peer's control region (credits and
  * keepalives); in a build with messages, the send credits (frames sent, the limit known). */
 typedef struct rvx__tl_ep {
-    rvx__dc_dci_t        *dci;
+    rvx__dc_dci_t        *dci;         /* &ifc->no_dci when it holds none */
     struct rvx__tl_iface *ifc;
     uint64_t              av_key;      /* the address segment's base form, as the WQE holds it: */
     uint64_t              av_lo;       /* the DC key (big-endian), then av_lo */
@@ -195,6 +195,8 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_srq_t srq;         /* the DCT's receive buffers */
     struct ibv_qp  *dct;
     rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
+    rvx__dc_dci_t   no_dci;      /* what an endpoint without a DCI points to: a queue that is
+                                  * always full and always done, so hot paths test no pointer */
     unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
     unsigned long   dci_taken;   /* DCIs taken from an endpoint whose work had completed */
     unsigned long   pool_waits;  /* times a post found every DCI holding outstanding work */
@@ -248,9 +250,9 @@ RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
 {
     rvx__dc_dci_t *d = ep->dci;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
-    if (RVX_LIKELY(d != NULL && !rvx__mlx5_sq_full(&d->sq, nbb) && !d->failed)) return d;
+    if (RVX_LIKELY(!rvx__mlx5_sq_full(&d->sq, nbb) && !d->failed)) return d;
 #else
-    if (RVX_LIKELY(d != NULL && !rvx__mlx5_sq_full(&d->sq, nbb))) return d;
+    if (RVX_LIKELY(!rvx__mlx5_sq_full(&d->sq, nbb))) return d;
 #endif
     return rvx__dc_get_slow(ep, nbb);
 }
@@ -335,11 +337,23 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, si
 }
 
 #if defined(__x86_64__)
-/* Not the one-WQEBB case (no DCI held, a full queue, the WQE that asks for a completion, the
- * 48-byte address form): the general inline path. */
+/* Not the fast path: the WQE that asks for a completion (built from registers as well, with
+ * fm_ce_se in byte 11), or (the general inline path) no DCI held, a full queue, a failed DCI,
+ * the 48-byte address form. */
 RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
                                         const rvx_rkey_t *rkey)
 {
+    rvx__dc_dci_t *d = ep->dci;
+    if (d->ctrl_w8 && !rvx__mlx5_sq_full(&d->sq, 1)) {
+        uint32_t pi = d->sq.pi;
+        unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
+        rvx__mlx5_bb_t bb;
+        rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr, rkey);
+        bb.q[0] = _mm_or_si128(bb.q[0], _mm_set_epi64x((long long)((uint64_t)flags << 24), 0));
+        if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
+        return RVX_OK;
+    }
     return rvx__dc_put_inline(ep, src, 8, raddr, rkey);
 }
 
@@ -351,7 +365,6 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     rvx__dc_dci_t *d = ep->dci;
     rvx__mlx5_bb_t bb;
     uint32_t pi;
-    if (RVX_UNLIKELY(!d)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     pi = d->sq.pi;
     if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
         return rvx__dc_put8_slow(ep, src, raddr, rkey);
@@ -742,7 +755,6 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         rvx__mlx5_bb_t bb;
         uint64_t ctrl;
         uint32_t pi;
-        if (RVX_UNLIKELY(!d)) { rvx__dc_publish_slow(ep, chan, body, len, info); return; }
         pi = d->sq.pi;
         ctrl = d->ctrl_send;
         if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !ctrl || --d->sq.sig_left == 0)) {
@@ -810,7 +822,7 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
 {
     const rvx__dc_dci_t *d = ep->dci;
-    if (!d || d->sq.ci == d->sq.pi) return ep->err;
+    if (d->sq.ci == d->sq.pi) return ep->err; /* also no DCI held (no_dci) */
     return rvx__dc_flush_slow(ep, req);
 }
 

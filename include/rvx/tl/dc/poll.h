@@ -40,7 +40,7 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
     rvx__tl_ep_t *ep = d->owner[idx & d->sq.mask]; /* the DCI is shared: the WQE's own endpoint */
-    if (ep && !ep->failed) ep->dci = NULL;          /* its later posts fail at once */
+    if (ep && !ep->failed) ep->dci = &d->ifc->no_dci; /* its later posts fail at once */
 #else
     rvx__tl_ep_t *ep = d->ep;
 #endif
@@ -204,7 +204,8 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
         if (d->ep && idle && !idle_held && !d->tx.flush_head && !d->am_claim) idle_held = d;
     }
     if (!busy_free && idle_held) {
-        idle_held->ep->dci = NULL; /* its holder's work is complete: it takes another next time */
+        idle_held->ep->dci = &ifc->no_dci; /* its holder's work is complete: it takes another
+                                            * next time */
         idle_held->ep = NULL;
         busy_free = idle_held;
         ifc->dci_taken++;
@@ -222,7 +223,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
     unsigned spins = 0, k;
     int counted = 0;
     for (;;) {
-        rvx__dc_dci_t *d = ep->dci;
+        rvx__dc_dci_t *d = ep->dci == &ifc->no_dci ? NULL : ep->dci;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
         if (ep->failed) return NULL;
         d = ep->dci = &ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
@@ -230,7 +231,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
             if (d->sq.ci == d->sq.pi) { /* it could not be recovered */
                 ep->failed = 1;
                 ep->err = RVX_ERR_IO;
-                ep->dci = NULL;
+                ep->dci = &ifc->no_dci;
                 return NULL;
             }
             rvx__dc_hold(d);

@@ -112,7 +112,7 @@ RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
     struct ibv_qp_attr qa;
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_RESET;
-    if (d->ep) d->ep->dci = NULL;
+    if (d->ep) d->ep->dci = &ifc->no_dci;
     d->ep = NULL;
     if (ibv_modify_qp(d->qp, &qa, IBV_QP_STATE) || rvx__dc_dci_ready(ifc->ctx, d->qp) != RVX_OK ||
         rvx__dc_dci_fresh(ifc, d) != RVX_OK) {
@@ -303,6 +303,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->dctn = addr->dctn;
     memcpy(ep->gid, addr->gid, 16);
     ep->ifc = ifc;
+    ep->dci = &ifc->no_dci;
     ep->rank = rank;
     ep->err = RVX_OK;
     ep->live = 1;
@@ -334,13 +335,13 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
     if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
 #endif
-    if (ep->dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
-    while (ep->dci && ep->dci->sq.ci != ep->dci->sq.pi) {
+    if (ep->dci != &ifc->no_dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
+    while (ep->dci->sq.ci != ep->dci->sq.pi) {
         if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);
         if (spins > 20000) break; /* the peer is gone without telling: the DCI's retries end it */
     }
-    if (ep->dci) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
-    ep->dci = NULL;
+    if (ep->dci->ep == ep) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
+    ep->dci = &ifc->no_dci;
     ep->live = 0;
     ifc->nlive--;
 }
