@@ -106,6 +106,9 @@ typedef struct rvx__dc_dci {
                                         * word before the byte swap (0: no one-WQEBB put8, the
                                         * address segment is the 48-byte form) */
     uint64_t              ctrl_send;   /* the same for a one-WQEBB SEND_IMM (0 likewise) */
+    uint32_t              pi_fast;     /* the one-WQEBB fast paths go while pi is before this:
+                                        * sq.pi_limit as of the last completion, or (no
+                                        * one-WQEBB form, failed) pi then, already reached */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
     rvx_status_t          fail_st;     /* the status of the error CQE that failed it */
     uint8_t               am_claim;    /* a frame claimed in its bounce ring is not published yet:
@@ -285,6 +288,12 @@ RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
     return ifc->av_bytes / RVX__MLX5_SEG;
 }
 
+/* After a completion (or a change of form): where the one-WQEBB fast paths stop. */
+RVX_INLINE void rvx__dc_fast_limit(rvx__dc_dci_t *d)
+{
+    d->pi_fast = d->ctrl_w8 ? d->sq.pi_limit : d->sq.pi;
+}
+
 /* The one commit point of every dc WQE (ep's, of nbb WQEBBs at pi; bb: the one-WQEBB form built
  * in registers). Under the fixed policy the DCI is shared, so the slot remembers its endpoint. */
 RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint32_t pi, uint32_t nbb,
@@ -366,8 +375,7 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     rvx__mlx5_bb_t bb;
     uint32_t pi;
     pi = d->sq.pi;
-    if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
-        return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr,
                            rkey);
@@ -757,7 +765,7 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         uint32_t pi;
         pi = d->sq.pi;
         ctrl = d->ctrl_send;
-        if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !ctrl || --d->sq.sig_left == 0)) {
+        if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0)) {
             rvx__dc_publish_slow(ep, chan, body, len, info);
             return;
         }

@@ -29,6 +29,7 @@ RVX_COLD void rvx__dc_req_ok(rvx__dc_dci_t *d, uint16_t idx)
 {
     uint64_t b = rvx__mlx5_tx_req_ok(&d->sq, &d->tx, idx, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
+    rvx__dc_fast_limit(d);
 }
 
 /* A WQE failed (or was flushed after a failure): the endpoint holding the DCI fails, the WQEs
@@ -59,6 +60,7 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     }
     b = rvx__mlx5_tx_req_err(&d->sq, &d->tx, idx, st, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
+    rvx__dc_fast_limit(d);
     if (d->sq.ci == d->sq.pi) rvx__dc_dci_recover(d);
 }
 
