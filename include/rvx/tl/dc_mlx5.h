@@ -217,7 +217,7 @@ typedef struct rvx__tl_iface {
     struct rvx__tl_ep **eps;
     rvx__dc_peer_t *peers;
     rvx__dc_deferred_t *def_head, *def_tail;
-    int             in_rx;
+    uint8_t         in_rx;       /* delivering: a handler may be running */
     unsigned        warned_nested;
     unsigned long   claims;      /* credit claims made on peers' pools */
     unsigned long   claim_fails; /* claims that found a pool empty */
@@ -658,6 +658,7 @@ RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
     return ep->tx_limit - ep->tx_left;
 }
 
+/* A credit for one more frame (taken when the frame is published). */
 RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
 {
     if (RVX_LIKELY(ep->tx_left != 0)) return 1;
@@ -675,9 +676,8 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     if (!rvx__dc_credit(ep)) return NULL;
     if (len + RVX__DC_PREFIX <= RVX__DC_AM_INLINE) return (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX;
     d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-    if (RVX_UNLIKELY(!d)) return NULL;
-    b = rvx__dc_bounce(d, len + RVX__DC_PREFIX);
-    if (RVX_UNLIKELY(!b)) return NULL;
+    b = d ? rvx__dc_bounce(d, len + RVX__DC_PREFIX) : NULL;
+    if (RVX_UNLIKELY(!b)) return NULL; /* failed */
     d->am_claim = 1;
     return b + RVX__DC_PREFIX;
 }
@@ -779,6 +779,10 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
 #endif
     rvx__dc_publish_gen(ep, chan, body, len, info);
 }
+
+/* Nonzero while a handler runs (every delivery sets in_rx), a word the send path reaches through
+ * the ifc pointer it loads anyway: proto/am.h refuses requests from handlers with it. */
+#define RVX__TL_IN_HANDLER(tl) ((tl)->ifc->in_rx)
 
 /* Zero-copy message, as the contract has it: header and body are copied into a frame (claim and
  * publish), and the call completes at once: RVX_OK, buf reusable; lmem and req are not used.

@@ -518,7 +518,7 @@ RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
 }
 
 /* The send limit from the latest reports: frames taken plus credits held. */
-RVX_COLD void rvx__dc_refresh(rvx__tl_ep_t *ep)
+RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
 {
     uint32_t sent = rvx__dc_tx_sent(ep);
     ep->tx_limit = rvx__dc_consumed(ep) + ep->ifc->peers[ep->rank].claimed;
@@ -547,17 +547,14 @@ RVX_COLD void rvx__dc_release(rvx__tl_ep_t *ep)
     if (!p->claimed) rvx__dc_hold_del(ep);
 }
 
-/* No cached credit: look at what the peer returned; holding less than a batch, claim the rest
- * (not again soon after a claim that found the pool empty). */
+/* Holding less than a batch and no credit left: claim the rest (not again soon after a claim
+ * that found the pool empty). */
 RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all);
-RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
+RVX_COLD int rvx__dc_credit_claim(rvx__tl_ep_t *ep)
 {
-    rvx__dc_peer_t *p;
+    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
     double now;
-    if (ep->failed) return 0;
-    p = &ep->ifc->peers[ep->rank];
-    rvx__dc_refresh(ep);
-    if (ep->tx_left || p->claimed >= RVX_DC_AM_CREDITS) return ep->tx_left != 0;
+    if (p->claimed >= RVX_DC_AM_CREDITS) return 0; /* the peer has them all: wait for reports */
     now = rvx__now_s();
     if (now < ep->claim_after) return 0;
     if (rvx__dc_claim(ep, RVX_DC_AM_CREDITS - p->claimed)) {
@@ -571,6 +568,15 @@ RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
         ep->claim_after = rvx__now_s() + ep->claim_gap;
     }
     return ep->tx_left != 0;
+}
+
+/* No cached credit: what the peer reported since (the common case, short), else a claim. */
+RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
+{
+    if (ep->failed) return 0;
+    rvx__dc_refresh(ep);
+    if (RVX_LIKELY(ep->tx_left != 0)) return 1;
+    return rvx__dc_credit_claim(ep);
 }
 
 /* Frames of rank r's taken off the SRQ here. */
@@ -751,8 +757,12 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
         /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
         rvx__dc_defer(ifc, (int)pre.rank, chan, info, buf, len);
     } else {
-        /* the buffer goes back after the handler; frames a nested poll takes use others */
+        /* the buffer goes back after the handler; frames a nested poll takes use others. A
+         * handler runs with in_rx set (a request from it is refused, RVX__TL_IN_HANDLER) */
+        int was = ifc->in_rx;
+        ifc->in_rx = 1;
         rvx__rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
+        ifc->in_rx = was;
     }
     rvx__mlx5_srq_release(&ifc->srq, idx);
     rvx__mlx5_srq_ring(&ifc->srq);
