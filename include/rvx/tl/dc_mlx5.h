@@ -12,7 +12,8 @@
  *          every WQE the DCIs can hold, never a figure per rank. Its address is 32 bytes: DCT
  *          number, LID, GID.
  *   ep     per peer only the address segment's fields (built once when the endpoint is created,
- *          no verbs call), the DCI it holds, and its status.
+ *          no verbs call), the DCI it holds (or the always-full no_dci), its status and, with
+ *          messages, its credits.
  *
  * Which DCI an endpoint uses. An endpoint takes a DCI on its first operation and holds it while it
  * has work outstanding: its WQEs go to one send queue, so they execute in the order posted, and
@@ -23,14 +24,18 @@
  * A full pool: a put that needs a DCI while every DCI holds outstanding work asks each for a
  * completion (a signaled NOP after an unsignaled tail) and polls the CQ until one retires all its
  * work; it waits there (inside the call) and never returns RVX_ERR_NO_RESOURCE.
+ * RVX_DC_DCI_POLICY=RVX_DC_DCI_FIXED instead maps an endpoint to DCI rank % RVX_DC_NUM_DCI for
+ * good: the ranks on one DCI share its queue and its order, a post waits only for room on it,
+ * and an error fails the endpoint whose WQE failed and those whose WQEs were flushed behind it.
  *
  * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
  * retries exhausted -> RVX_ERR_PEER_FAILED), marks the endpoint that held the DCI failed, and the
  * WQEs after it complete with RVX_ERR_CANCELED. When all of them have come back, the DCI goes
  * RESET -> INIT -> RTR -> RTS and back to the pool: other endpoints are not affected.
  *
- * This release carries RMA (put short/bcopy/zcopy, get bcopy/zcopy), the atomics, flush and
- * progress; messages (AM, tag matching) are not carried yet (config.h says so). */
+ * Messages are SENDs to the peer's DCT, on credits claimed from the peer's pool of receive
+ * buffers and given back when the endpoint goes idle (tl/dc/poll.h argues why the shared receive
+ * queue is never overrun). */
 #ifndef RVX_TL_DC_MLX5_H
 #define RVX_TL_DC_MLX5_H
 
@@ -288,6 +293,20 @@ RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
     return ifc->av_bytes / RVX__MLX5_SEG;
 }
 
+/* The prologue of every general post: at the producer index, the ctrl segment (completion
+ * moderated, or forced by sig) and the address segment. Sets *pi, *flags, *wqe for the rest of
+ * the post; returns where the next segment goes. */
+RVX_INLINE uint8_t *rvx__dc_begin(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, unsigned opmod,
+                                  unsigned opcode, unsigned ds, int sig, uint32_t imm_be,
+                                  uint32_t *pi, unsigned *flags, uint8_t **wqe)
+{
+    *pi = d->sq.pi;
+    *wqe = rvx__mlx5_slot(&d->sq, *pi);
+    *flags = rvx__mlx5_moderate(&d->sq, sig);
+    rvx__mlx5_set_ctrl(*wqe, *pi, opmod, opcode, d->sq.qpn8, ds, *flags, imm_be);
+    return rvx__dc_set_av(d, ep, *wqe);
+}
+
 /* After a completion (or a change of form): where the one-WQEBB fast paths stop. */
 RVX_INLINE void rvx__dc_fast_limit(rvx__dc_dci_t *d)
 {
@@ -330,11 +349,7 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, si
     if (len == 0) return RVX_OK;
     d = rvx__dc_get(ep, nbb);
     if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    flags = rvx__mlx5_moderate(&d->sq, 0);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds, flags, 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 0, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, raddr, rkey);
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     units = rvx__mlx5_set_inline(&d->sq, seg, src, len);
@@ -414,11 +429,8 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned o
                                   const rvx_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
-    uint32_t nbb = RVX__MLX5_NBB(ds), pi = d->sq.pi;
-    uint8_t *wqe = rvx__mlx5_slot(&d->sq, pi), *seg;
-    flags = rvx__mlx5_moderate(&d->sq, sig);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, opcode, d->sq.qpn8, ds, flags, 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    uint8_t *wqe, *seg = rvx__dc_begin(d, ep, 0, opcode, ds, sig, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, raddr, rkey);
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     rvx__mlx5_set_data(seg, len, lkey, addr);
@@ -567,11 +579,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    flags = rvx__mlx5_moderate(&d->sq, fetch != NULL);
-    rvx__mlx5_set_ctrl(wqe, pi, opmod, opcode, d->sq.qpn8, ds, flags, 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, opmod, opcode, ds, fetch != NULL, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, raddr, rkey);
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     if (cs8) seg = rvx__mlx5_set_masked_cs64(&d->sq, seg, a, b, amask, bmask);
@@ -701,12 +709,8 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
     pre.consumed = taken; /* credits back to the peer, for free */
     ifc->peers[ep->rank].rx_reported = taken;
     memcpy(frame, &pre, sizeof(pre));
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    flags = rvx__mlx5_moderate(&d->sq, 0);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, d->sq.qpn8, ds, flags,
-                       rvx_htobe32(info | chan << 16));
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_SEND_IMM, ds, 0, rvx_htobe32(info | chan << 16), &pi,
+                        &flags, &wqe);
     if (inl) {
         unsigned units = rvx__mlx5_set_inline(&d->sq, seg, frame, flen);
         size_t used = sizeof(struct mlx5_wqe_inl_data_seg) + flen;

@@ -360,7 +360,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
  * mean 2 GiB to the NIC). */
 RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
 {
-    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc);
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
     uint8_t *wqe, *seg;
@@ -369,11 +369,7 @@ RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
     k.rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
     k.base = ep->ctrl_addr;
     k.len = 8;
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds,
-                       rvx__mlx5_moderate(&d->sq, 1), 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 1, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, ep->ctrl_addr, &k);
     rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
     rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);

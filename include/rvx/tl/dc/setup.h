@@ -17,6 +17,37 @@ RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
 
 /* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
 
+/* Creation attributes, the same for a DCI and the DCT but for the type: a driver QP on the
+ * worker's PD and CQ. */
+RVX_COLD void rvx__dc_qp_attr(const rvx__tl_iface_t *ifc, struct ibv_qp_init_attr_ex *ia,
+                              struct mlx5dv_qp_init_attr *da, enum mlx5dv_dc_type type)
+{
+    memset(ia, 0, sizeof(*ia));
+    memset(da, 0, sizeof(*da));
+    ia->qp_type = IBV_QPT_DRIVER;
+    ia->comp_mask = IBV_QP_INIT_ATTR_PD;
+    ia->pd = ifc->ctx->pd;
+    ia->send_cq = ifc->ibcq;
+    ia->recv_cq = ifc->ibcq;
+    da->comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    da->dc_init_attr.dc_type = type;
+}
+
+/* RTR's attributes, the same for a DCI and the DCT: the path MTU and the port, with the GRH's
+ * source GID and hop limit on RoCE. */
+RVX_COLD void rvx__dc_rtr_attr(const rvx__tl_ctx_t *ctx, struct ibv_qp_attr *qa)
+{
+    memset(qa, 0, sizeof(*qa));
+    qa->qp_state = IBV_QPS_RTR;
+    qa->path_mtu = ctx->mtu;
+    qa->ah_attr.port_num = ctx->port;
+    if (ctx->is_roce) {
+        qa->ah_attr.is_global = 1;
+        qa->ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
+        qa->ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
+    }
+}
+
 RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp *qp)
 {
     struct ibv_qp_attr qa;
@@ -25,15 +56,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp 
     qa.pkey_index = 0;
     qa.port_num = ctx->port;
     if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT)) goto fail;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = ctx->mtu;
-    qa.ah_attr.port_num = ctx->port;
-    if (ctx->is_roce) {
-        qa.ah_attr.is_global = 1;
-        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
-        qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
-    }
+    rvx__dc_rtr_attr(ctx, &qa);
     if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV)) goto fail;
     return rvx__mlx5_qp_to_rts(qp, -1); /* RC's RTS attributes are exactly the DCI's */
 fail:
@@ -76,18 +99,10 @@ RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d,
     rvx__tl_ctx_t *ctx = ifc->ctx;
     struct ibv_qp_init_attr_ex ia;
     struct mlx5dv_qp_init_attr da;
-    memset(&ia, 0, sizeof(ia));
-    memset(&da, 0, sizeof(da));
-    ia.qp_type = IBV_QPT_DRIVER;
-    ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ia.pd = ctx->pd;
-    ia.send_cq = ifc->ibcq;
-    ia.recv_cq = ifc->ibcq;
+    rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCI);
     ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
     ia.cap.max_send_sge = 1;
     ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
-    da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
     d->ifc = ifc;
     d->bounce = ifc->bounce + (size_t)i * RVX_DC_BOUNCE_BYTES;
     d->qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
@@ -148,16 +163,8 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
     struct ibv_qp_attr qa;
     rvx_status_t st = rvx__mlx5_srq_create(ctx, &ifc->srq, RVX__DC_RX_DEPTH, RVX__DC_FRAME);
     if (st != RVX_OK) return st;
-    memset(&ia, 0, sizeof(ia));
-    memset(&da, 0, sizeof(da));
-    ia.qp_type = IBV_QPT_DRIVER;
-    ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ia.pd = ctx->pd;
-    ia.send_cq = ifc->ibcq;
-    ia.recv_cq = ifc->ibcq;
+    rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCT);
     ia.srq = ifc->srq.srq;
-    da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
     da.dc_init_attr.dct_access_key = RVX__DC_KEY;
     ifc->dct = mlx5dv_create_qp(ctx->ib, &ia, &da);
     if (!ifc->dct) {
@@ -165,16 +172,8 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
         return RVX_ERR_NO_RESOURCE;
     }
     if (rvx__mlx5_qp_to_init(ctx, ifc->dct) != RVX_OK) return RVX_ERR_IO;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = ctx->mtu;
+    rvx__dc_rtr_attr(ctx, &qa);
     qa.min_rnr_timer = RVX__MLX5_MIN_RNR_TIMER;
-    qa.ah_attr.port_num = ctx->port;
-    if (ctx->is_roce) {
-        qa.ah_attr.is_global = 1;
-        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
-        qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
-    }
     if (ibv_modify_qp(ifc->dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
                                          IBV_QP_PATH_MTU)) {
         rvx__log("dc_mlx5: DCT to RTR failed: %s", strerror(errno));
