@@ -135,6 +135,15 @@ $(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_ep
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 
+# dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
+# tests again, as dc/<name>_fixed
+DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am
+DC_FIXED_BINS := $(addprefix $(B)/tests-dc/,$(addsuffix _fixed,$(DC_FIXED_TESTS)))
+all tests: $(DC_FIXED_BINS)
+$(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_DC_DCI_POLICY=RVX_DC_DCI_FIXED -o $@ $< $(RC_LIBS)
+
 # multi-lane rendezvous (RVX_LANES=2) over rc_mlx5, run by tests/t_lanes.sh on rvxsim with two devices
 LANES_RNDV := get put pipeline
 LANES_BINS := $(addprefix $(B)/lanes/t_lanes_,$(LANES_RNDV))

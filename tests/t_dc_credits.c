@@ -5,8 +5,9 @@
  * Checks: every message arrives once, in order per sender, with its bytes (inline and bounce
  * frames); no endpoint fails; some sender found the pool empty and waited (the credits of a
  * finished sender went back to the pool when its endpoint was destroyed); a sender's new endpoint
- * goes on with the credits where the old one left them. An endpoint holds the credits it claimed
- * until it is destroyed, so each sender destroys its endpoint when it is done. */
+ * goes on with the credits where the old one left them. Each sender destroys its endpoint when it
+ * is done, which gives its credits back at once (an idle endpoint would give them back within a
+ * sweep interval: t_dc_credit_idle). */
 #define RVX__MLX5_RNR_RETRY 0 /* an RNR NAK is an error: the SRQ must never be overrun */
 #define RVX_DC_RX_DEPTH     8
 #define RVX_DC_AM_CREDITS   4
@@ -78,7 +79,7 @@ int main(int argc, char **argv)
         rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_DONE, a, 2));
         T_OK(st);
         T_OK(rvx_ep_flush(ep));
-        rvx_ep_destroy(ep); /* an endpoint holds its credits until it goes */
+        rvx_ep_destroy(ep); /* its credits go back now */
     } else {
         t0 = t_now();
         while (done < NR - 1 && t_now() - t0 < 60) rvx_progress(w);

@@ -1,6 +1,7 @@
 /* t_dc_pool: more endpoints than DCIs (dc_mlx5 only). Four ranks, two DCIs per worker: each rank
  * drives three endpoints in turn, so DCIs pass from endpoint to endpoint and posts find the pool
- * full. Per endpoint, order must hold: each put overwrites one word at the peer with a rising
+ * full (under RVX_DC_DCI_POLICY=RVX_DC_DCI_FIXED, built as t_dc_pool_fixed: two endpoints share a
+ * DCI for good, and nothing is handed over). Per endpoint, order must hold: each put overwrites one word at the peer with a rising
  * sequence, and a get on the same endpoint (often on another DCI than the put went through) must
  * read the newest value; at the end every word holds the last value. Puts of several sizes, put
  * bcopy and zero-copy are mixed in. */
@@ -73,9 +74,17 @@ int main(int argc, char **argv)
                 (unsigned long long)v);
     }
     ifc = &w->iface[0];
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    /* each endpoint on DCI rank % 2 for good: two of them share one, nothing is handed over */
+    T_CHECK(ifc->dci_taken == 0 && ifc->pool_waits == 0 &&
+                ep[(me + 1) % NR]->tl[0].dci == &ifc->dci[(me + 1) % NR % RVX_DC_NUM_DCI],
+            "fixed mapping: DCIs passed between endpoints (%lu), posts waited for the pool (%lu)",
+            ifc->dci_taken, ifc->pool_waits);
+#else
     T_CHECK(ifc->dci_taken > 0 && ifc->pool_waits > 0,
             "DCIs passed between endpoints (%lu) and posts waited for the pool (%lu)",
             ifc->dci_taken, ifc->pool_waits);
+#endif
     printf("rank %d: %d rounds over %d endpoints, %d DCIs: %lu DCIs passed on, %lu waits\n", me,
            ROUNDS, NR - 1, RVX_DC_NUM_DCI, ifc->dci_taken, ifc->pool_waits);
     T_OK(rvx_barrier(ctx));

@@ -45,7 +45,14 @@ RVX_STATIC_ASSERT(RVX_AM_NHANDLERS <= 256, "at most 256 AM handlers (8-bit id)")
 #define RVX__AM_LONG   3u
 #define RVX__AM_INFO(id, kind, nargs) ((unsigned)(id) | (kind) << 8 | (unsigned)(nargs) << 10)
 
-/* A request from a handler could wait for room that only this handler's return frees. */
+/* A request from a handler could wait for room that only this handler's return frees. The test:
+ * a word the tl's send path loads anyway, when the tl names one that is set while handlers run
+ * (RVX__TL_IN_HANDLER), else the worker's count of running handlers. */
+#ifdef RVX__TL_IN_HANDLER
+#define RVX__AM_IN_HANDLER(ep) RVX__TL_IN_HANDLER(&(ep)->tl[0])
+#else
+#define RVX__AM_IN_HANDLER(ep) ((ep)->worker->in_handler)
+#endif
 RVX_COLD rvx_status_t rvx__am_in_handler(void)
 {
     rvx__log("am request from an AM handler: refused (handlers may only reply)");
@@ -73,7 +80,7 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
 #if RVX_DEBUG
     if (!ep) return RVX_ERR_INVALID_PARAM;
 #endif
-    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(ep->worker->in_handler))
+    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep)))
         return rvx__am_in_handler();
     body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], chan, len);
     if (RVX_UNLIKELY(!body)) {
@@ -103,7 +110,7 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
     rvx_status_t st;
     if (RVX_UNLIKELY(!rkey || id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS))
         return RVX_ERR_INVALID_PARAM;
-    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(ep->worker->in_handler))
+    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep)))
         return rvx__am_in_handler(); /* before the payload moves */
     if (chan == RVX__CHAN_REQUEST &&
         RVX_UNLIKELY(!rvx__tl_am_claim(&ep->tl[0], chan, 8 * (size_t)nargs + 16)))

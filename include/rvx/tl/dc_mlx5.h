@@ -12,7 +12,8 @@
  *          every WQE the DCIs can hold, never a figure per rank. Its address is 32 bytes: DCT
  *          number, LID, GID.
  *   ep     per peer only the address segment's fields (built once when the endpoint is created,
- *          no verbs call), the DCI it holds, and its status.
+ *          no verbs call), the DCI it holds (or the always-full no_dci), its status and, with
+ *          messages, its credits.
  *
  * Which DCI an endpoint uses. An endpoint takes a DCI on its first operation and holds it while it
  * has work outstanding: its WQEs go to one send queue, so they execute in the order posted, and
@@ -23,14 +24,18 @@
  * A full pool: a put that needs a DCI while every DCI holds outstanding work asks each for a
  * completion (a signaled NOP after an unsignaled tail) and polls the CQ until one retires all its
  * work; it waits there (inside the call) and never returns RVX_ERR_NO_RESOURCE.
+ * RVX_DC_DCI_POLICY=RVX_DC_DCI_FIXED instead maps an endpoint to DCI rank % RVX_DC_NUM_DCI for
+ * good: the ranks on one DCI share its queue and its order, a post waits only for room on it,
+ * and an error fails the endpoint whose WQE failed and those whose WQEs were flushed behind it.
  *
  * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
  * retries exhausted -> RVX_ERR_PEER_FAILED), marks the endpoint that held the DCI failed, and the
  * WQEs after it complete with RVX_ERR_CANCELED. When all of them have come back, the DCI goes
  * RESET -> INIT -> RTR -> RTS and back to the pool: other endpoints are not affected.
  *
- * This release carries RMA (put short/bcopy/zcopy, get bcopy/zcopy), the atomics, flush and
- * progress; messages (AM, tag matching) are not carried yet (config.h says so). */
+ * Messages are SENDs to the peer's DCT, on credits claimed from the peer's pool of receive
+ * buffers and given back when the endpoint goes idle (tl/dc/poll.h argues why the shared receive
+ * queue is never overrun). */
 #ifndef RVX_TL_DC_MLX5_H
 #define RVX_TL_DC_MLX5_H
 
@@ -51,6 +56,22 @@
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
 #define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+/* Which DCI an endpoint's WQEs go to (see the top of this file). */
+#define RVX_DC_DCI_POOLED 0 /* held while work is outstanding, handed over when done (default) */
+#define RVX_DC_DCI_FIXED  1 /* always DCI rank % RVX_DC_NUM_DCI, shared with the ranks alike */
+#ifndef RVX_DC_DCI_POLICY
+#define RVX_DC_DCI_POLICY RVX_DC_DCI_POOLED
+#endif
+#if RVX_DC_DCI_POLICY != RVX_DC_DCI_POOLED && RVX_DC_DCI_POLICY != RVX_DC_DCI_FIXED
+#error "RVX_DC_DCI_POLICY must be RVX_DC_DCI_POOLED or RVX_DC_DCI_FIXED"
+#endif
+
+/* Credits an endpoint holds at a peer go back once it has sent nothing for one to two of these
+ * intervals (microseconds), or at once when a claim of this worker finds a pool empty. */
+#ifndef RVX_DC_CREDIT_IDLE_US
+#define RVX_DC_CREDIT_IDLE_US 1000
+#endif
+#define RVX__DC_TICK       256u                  /* empty progress calls between looks at the clock */
 #if RVX_CAN_RECEIVE
 #define RVX__DC_RX_DEPTH   RVX_DC_RX_DEPTH
 #define RVX__DC_FRAME      RVX_MLX5_FRAME
@@ -90,27 +111,36 @@ typedef struct rvx__dc_dci {
                                         * word before the byte swap (0: no one-WQEBB put8, the
                                         * address segment is the 48-byte form) */
     uint64_t              ctrl_send;   /* the same for a one-WQEBB SEND_IMM (0 likewise) */
+    uint32_t              pi_fast;     /* the one-WQEBB fast paths go while pi is before this:
+                                        * sq.pi_limit as of the last completion, or (no
+                                        * one-WQEBB form, failed) pi then, already reached */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
+    rvx_status_t          fail_st;     /* the status of the error CQE that failed it */
     uint8_t               am_claim;    /* a frame claimed in its bounce ring is not published yet:
                                         * the DCI stays with its endpoint */
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
     struct ibv_qp        *qp;
     uint32_t              qpn;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    struct rvx__tl_ep   **owner;       /* per WQEBB slot, the endpoint whose WQE starts there:
+                                        * an error CQE fails it (the DCI is shared) */
+#endif
 } rvx__dc_dci_t;
 
 /* Per peer: the address segment's fields (av_lo: bytes 8-15 of the base form, as stored), the
  * GID for the extended form, the DCI held, the status, the peer's control region (credits and
  * keepalives); in a build with messages, the send credits (frames sent, the limit known). */
 typedef struct rvx__tl_ep {
-    rvx__dc_dci_t        *dci;
+    rvx__dc_dci_t        *dci;         /* &ifc->no_dci when it holds none */
     struct rvx__tl_iface *ifc;
     uint64_t              av_key;      /* the address segment's base form, as the WQE holds it: */
     uint64_t              av_lo;       /* the DC key (big-endian), then av_lo */
     uint32_t              dctn;
     uint8_t               failed;
     uint8_t               live;
-    uint16_t              pad;
+    uint8_t               holding;     /* on the worker's list of credit holders */
+    uint8_t               pad;
     uint8_t               gid[16];
     rvx_status_t          err;
     int                   rank;
@@ -123,16 +153,22 @@ typedef struct rvx__tl_ep {
     uint32_t              tx_left;     /* frames that may go before looking further */
     uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
     uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
+    uint32_t              hold_mark;   /* frames sent, as the last sweep saw them */
+    struct rvx__tl_ep    *hold_next;   /* the worker's endpoints holding credits (a list) */
+    struct rvx__tl_ep    *hold_prev;
+    double                claim_after; /* after a failed claim, no other before this time */
+    double                claim_gap;   /* and the wait before the next one (doubles, capped) */
 #endif
 } rvx__tl_ep_t;
 
 /* Per rank, what outlives an endpoint: frames sent, the credits taken from the rank's pool, and
  * how many of its frames taken here were last reported to it (the count itself is in the control
- * region, where the rank can read it). 12 bytes a rank, whatever else the job does. */
+ * region, where the rank can read it). 16 bytes a rank, whatever else the job does. */
 typedef struct rvx__dc_peer {
     uint32_t tx_sent;     /* frames sent to it (an endpoint's tx_sent, kept while none exists) */
     uint32_t claimed;     /* credits taken from its pool: frames of ours it may hold at once */
     uint32_t rx_reported; /* its frames taken here, as last told to it */
+    uint32_t dirty;       /* on the list of ranks whose taken count is not reported yet */
 } rvx__dc_peer_t;
 
 /* A message as the DCT receives it: a SEND with immediate (info | chan << 16) whose first 8 bytes
@@ -156,6 +192,8 @@ typedef struct rvx__dc_deferred {
 typedef struct rvx__tl_iface {
     /* hot: progress reads these */
     unsigned        nlive;
+    unsigned        quiet;       /* progress calls with nothing to do before a look at the slow
+                                  * work (frames set aside: 1; credits to sweep: a tick) */
     unsigned        outstanding; /* signaled WQEs not yet completed, all DCIs */
     rvx__mlx5_cq_t  cq;
     unsigned        av_bytes;    /* RVX__DC_AV_BASE or RVX__DC_AV_EXT */
@@ -165,6 +203,8 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_srq_t srq;         /* the DCT's receive buffers */
     struct ibv_qp  *dct;
     rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
+    rvx__dc_dci_t   no_dci;      /* what an endpoint without a DCI points to: a queue that is
+                                  * always full and always done, so hot paths test no pointer */
     unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
     unsigned long   dci_taken;   /* DCIs taken from an endpoint whose work had completed */
     unsigned long   pool_waits;  /* times a post found every DCI holding outstanding work */
@@ -182,10 +222,17 @@ typedef struct rvx__tl_iface {
     struct rvx__tl_ep **eps;
     rvx__dc_peer_t *peers;
     rvx__dc_deferred_t *def_head, *def_tail;
-    int             in_rx;
+    uint8_t         in_rx;       /* delivering: a handler may be running */
     unsigned        warned_nested;
     unsigned long   claims;      /* credit claims made on peers' pools */
     unsigned long   claim_fails; /* claims that found a pool empty */
+    unsigned long   released;    /* credits given back by living endpoints (idle, or wanted) */
+    rvx__tl_ep_t   *holders;     /* endpoints holding credits at their peer */
+    int            *dirty;       /* ranks whose frames taken here are not reported yet */
+    unsigned        ndirty;
+    unsigned        sweep_in;    /* slow progress calls before the next look at the clock */
+    int             in_sweep;
+    double          sweep_t;     /* when the last sweep ran */
     uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
                                                  * (readable past a short frame's end) */
 } rvx__tl_iface_t;
@@ -210,7 +257,11 @@ RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsign
 RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
 {
     rvx__dc_dci_t *d = ep->dci;
-    if (RVX_LIKELY(d != NULL && !rvx__mlx5_sq_full(&d->sq, nbb))) return d;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    if (RVX_LIKELY(!rvx__mlx5_sq_full(&d->sq, nbb) && !d->failed)) return d;
+#else
+    if (RVX_LIKELY(!rvx__mlx5_sq_full(&d->sq, nbb))) return d;
+#endif
     return rvx__dc_get_slow(ep, nbb);
 }
 
@@ -242,6 +293,47 @@ RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
     return ifc->av_bytes / RVX__MLX5_SEG;
 }
 
+/* The prologue of every general post: at the producer index, the ctrl segment (completion
+ * moderated, or forced by sig) and the address segment. Sets *pi, *flags, *wqe for the rest of
+ * the post; returns where the next segment goes. */
+RVX_INLINE uint8_t *rvx__dc_begin(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, unsigned opmod,
+                                  unsigned opcode, unsigned ds, int sig, uint32_t imm_be,
+                                  uint32_t *pi, unsigned *flags, uint8_t **wqe)
+{
+    *pi = d->sq.pi;
+    *wqe = rvx__mlx5_slot(&d->sq, *pi);
+    *flags = rvx__mlx5_moderate(&d->sq, sig);
+    rvx__mlx5_set_ctrl(*wqe, *pi, opmod, opcode, d->sq.qpn8, ds, *flags, imm_be);
+    return rvx__dc_set_av(d, ep, *wqe);
+}
+
+/* After a completion (or a change of form): where the one-WQEBB fast paths stop. */
+RVX_INLINE void rvx__dc_fast_limit(rvx__dc_dci_t *d)
+{
+    d->pi_fast = d->ctrl_w8 ? d->sq.pi_limit : d->sq.pi;
+}
+
+/* The one commit point of every dc WQE (ep's, of nbb WQEBBs at pi; bb: the one-WQEBB form built
+ * in registers). Under the fixed policy the DCI is shared, so the slot remembers its endpoint. */
+RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint32_t pi, uint32_t nbb,
+                               uint8_t *wqe, const rvx__mlx5_bb_t *bb)
+{
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    d->owner[pi & d->sq.mask] = (struct rvx__tl_ep *)(uintptr_t)ep;
+#else
+    (void)ep;
+#endif
+#if defined(__x86_64__)
+    if (bb) {
+        rvx__mlx5_post_bb(&d->sq, pi, bb);
+        return;
+    }
+#else
+    (void)bb;
+#endif
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+}
+
 /* ---- put ------------------------------------------------------------------------------------ */
 
 /* RDMA WRITE with the data inline: ctrl, address, raddr, inline segment, zeros to the end of the
@@ -257,27 +349,35 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, si
     if (len == 0) return RVX_OK;
     d = rvx__dc_get(ep, nbb);
     if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    flags = rvx__mlx5_moderate(&d->sq, 0);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds, flags, 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 0, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, raddr, rkey);
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     units = rvx__mlx5_set_inline(&d->sq, seg, src, len);
     used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
     rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
     return RVX_OK;
 }
 
 #if defined(__x86_64__)
-/* Not the one-WQEBB case (no DCI held, a full queue, the WQE that asks for a completion, the
- * 48-byte address form): the general inline path. */
+/* Not the fast path: the WQE that asks for a completion (built from registers as well, with
+ * fm_ce_se in byte 11), or (the general inline path) no DCI held, a full queue, a failed DCI,
+ * the 48-byte address form. */
 RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
                                         const rvx_rkey_t *rkey)
 {
+    rvx__dc_dci_t *d = ep->dci;
+    if (d->ctrl_w8 && !rvx__mlx5_sq_full(&d->sq, 1)) {
+        uint32_t pi = d->sq.pi;
+        unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
+        rvx__mlx5_bb_t bb;
+        rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr, rkey);
+        bb.q[0] = _mm_or_si128(bb.q[0], _mm_set_epi64x((long long)((uint64_t)flags << 24), 0));
+        if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
+        return RVX_OK;
+    }
     return rvx__dc_put_inline(ep, src, 8, raddr, rkey);
 }
 
@@ -289,14 +389,12 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     rvx__dc_dci_t *d = ep->dci;
     rvx__mlx5_bb_t bb;
     uint32_t pi;
-    if (RVX_UNLIKELY(!d)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     pi = d->sq.pi;
-    if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !d->ctrl_w8))
-        return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr,
                            rkey);
-    rvx__mlx5_post_bb(&d->sq, pi, &bb);
+    rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
     return RVX_OK;
 }
 #endif
@@ -331,11 +429,8 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned o
                                   const rvx_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
-    uint32_t nbb = RVX__MLX5_NBB(ds), pi = d->sq.pi;
-    uint8_t *wqe = rvx__mlx5_slot(&d->sq, pi), *seg;
-    flags = rvx__mlx5_moderate(&d->sq, sig);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, opcode, d->sq.qpn8, ds, flags, 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    uint8_t *wqe, *seg = rvx__dc_begin(d, ep, 0, opcode, ds, sig, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, raddr, rkey);
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     rvx__mlx5_set_data(seg, len, lkey, addr);
@@ -343,7 +438,7 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned o
     if (o) rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, o);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&d->sq);
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 #define RVX__DC_RDMA_NBB(ifc) RVX__MLX5_NBB(3 + rvx__dc_av_ds(ifc))
@@ -484,11 +579,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    flags = rvx__mlx5_moderate(&d->sq, fetch != NULL);
-    rvx__mlx5_set_ctrl(wqe, pi, opmod, opcode, d->sq.qpn8, ds, flags, 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, opmod, opcode, ds, fetch != NULL, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, raddr, rkey);
     seg = rvx__mlx5_next_seg(&d->sq, seg);
     if (cs8) seg = rvx__mlx5_set_masked_cs64(&d->sq, seg, a, b, amask, bmask);
@@ -508,7 +599,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, &o);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     rvx__mlx5_set_fence(&d->sq);
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
     if (wait) return rvx__dc_wait_req(ep->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
@@ -575,6 +666,7 @@ RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
     return ep->tx_limit - ep->tx_left;
 }
 
+/* A credit for one more frame (taken when the frame is published). */
 RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
 {
     if (RVX_LIKELY(ep->tx_left != 0)) return 1;
@@ -592,9 +684,8 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     if (!rvx__dc_credit(ep)) return NULL;
     if (len + RVX__DC_PREFIX <= RVX__DC_AM_INLINE) return (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX;
     d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-    if (RVX_UNLIKELY(!d)) return NULL;
-    b = rvx__dc_bounce(d, len + RVX__DC_PREFIX);
-    if (RVX_UNLIKELY(!b)) return NULL;
+    b = d ? rvx__dc_bounce(d, len + RVX__DC_PREFIX) : NULL;
+    if (RVX_UNLIKELY(!b)) return NULL; /* failed */
     d->am_claim = 1;
     return b + RVX__DC_PREFIX;
 }
@@ -618,12 +709,8 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
     pre.consumed = taken; /* credits back to the peer, for free */
     ifc->peers[ep->rank].rx_reported = taken;
     memcpy(frame, &pre, sizeof(pre));
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    flags = rvx__mlx5_moderate(&d->sq, 0);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_SEND_IMM, d->sq.qpn8, ds, flags,
-                       rvx_htobe32(info | chan << 16));
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_SEND_IMM, ds, 0, rvx_htobe32(info | chan << 16), &pi,
+                        &flags, &wqe);
     if (inl) {
         unsigned units = rvx__mlx5_set_inline(&d->sq, seg, frame, flen);
         size_t used = sizeof(struct mlx5_wqe_inl_data_seg) + flen;
@@ -639,7 +726,7 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
     }
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     ep->tx_left--;
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 /* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
@@ -659,7 +746,7 @@ RVX_COLD void rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, 
                              (unsigned)len + RVX__DC_PREFIX);
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
         ep->tx_left--;
-        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
         return;
     }
 #endif
@@ -680,10 +767,9 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         rvx__mlx5_bb_t bb;
         uint64_t ctrl;
         uint32_t pi;
-        if (RVX_UNLIKELY(!d)) { rvx__dc_publish_slow(ep, chan, body, len, info); return; }
         pi = d->sq.pi;
         ctrl = d->ctrl_send;
-        if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0 || !ctrl || --d->sq.sig_left == 0)) {
+        if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0)) {
             rvx__dc_publish_slow(ep, chan, body, len, info);
             return;
         }
@@ -691,12 +777,16 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
                              &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
                              (unsigned)len + RVX__DC_PREFIX);
         ep->tx_left--;
-        rvx__mlx5_post_bb(&d->sq, pi, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
         return;
     }
 #endif
     rvx__dc_publish_gen(ep, chan, body, len, info);
 }
+
+/* Nonzero while a handler runs (every delivery sets in_rx), a word the send path reaches through
+ * the ifc pointer it loads anyway: proto/am.h refuses requests from handlers with it. */
+#define RVX__TL_IN_HANDLER(tl) ((tl)->ifc->in_rx)
 
 /* Zero-copy message, as the contract has it: header and body are copied into a frame (claim and
  * publish), and the call completes at once: RVX_OK, buf reusable; lmem and req are not used.
@@ -727,21 +817,19 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
 
 /* Progress: nothing without live endpoints (in a build without messages, nothing while no
  * signaled work is outstanding: nothing arrives unasked); otherwise one look at the CQE at the
- * consumer index, and at frames set aside. */
+ * consumer index, and a countdown that is 1 while frames are set aside and otherwise lets every
+ * RVX__DC_TICK-th empty call look at the clock (idle credits go back, tl/dc/poll.h). */
 RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own)) &&
+        RVX_LIKELY(--ifc->quiet != 0))
+        return 0;
 #else
     if (!ifc->outstanding) return 0;
+    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) return 0;
 #endif
-    if (RVX_LIKELY(!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own))) {
-#if RVX_CAN_RECEIVE
-        if (RVX_LIKELY(!ifc->def_head)) return 0;
-#else
-        return 0;
-#endif
-    }
     return rvx__dc_progress_slow(ifc);
 }
 
@@ -750,7 +838,7 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
 {
     const rvx__dc_dci_t *d = ep->dci;
-    if (!d || d->sq.ci == d->sq.pi) return ep->err;
+    if (d->sq.ci == d->sq.pi) return ep->err; /* also no DCI held (no_dci) */
     return rvx__dc_flush_slow(ep, req);
 }
 

@@ -10,7 +10,11 @@
 /* The status flushes of a DCI complete with: its holder's. */
 RVX_INLINE rvx_status_t rvx__dc_flush_status(const rvx__dc_dci_t *d)
 {
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    return d->failed ? d->fail_st : RVX_OK; /* shared: a flush pending on it reports its error */
+#else
     return d->ep ? d->ep->err : RVX_OK;
+#endif
 }
 
 /* A failed DCI completes every WQE it holds with an error CQE, signaled or not: progress keeps
@@ -25,6 +29,7 @@ RVX_COLD void rvx__dc_req_ok(rvx__dc_dci_t *d, uint16_t idx)
 {
     uint64_t b = rvx__mlx5_tx_req_ok(&d->sq, &d->tx, idx, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
+    rvx__dc_fast_limit(d);
 }
 
 /* A WQE failed (or was flushed after a failure): the endpoint holding the DCI fails, the WQEs
@@ -34,10 +39,17 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
 {
     uint16_t idx = rvx_htobe16(e->wqe_counter);
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    rvx__tl_ep_t *ep = d->owner[idx & d->sq.mask]; /* the DCI is shared: the WQE's own endpoint */
+    if (ep && !ep->failed) ep->dci = &d->ifc->no_dci; /* its later posts fail at once */
+#else
     rvx__tl_ep_t *ep = d->ep;
+#endif
     uint64_t b;
     if (!d->failed) {
         d->failed = 1;
+        d->fail_st = st;
+        d->ctrl_w8 = d->ctrl_send = 0; /* one-WQEBB posts go to the slow path, which waits */
         rvx__log("dc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, DCI 0x%x "
                  "WQE %u): the endpoint is marked failed, the DCI recovers", ep ? ep->rank : -1,
                  rvx__mlx5_syndrome_str(e->syndrome), e->syndrome, e->vendor_err_synd, d->qpn, idx);
@@ -48,6 +60,7 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     }
     b = rvx__mlx5_tx_req_err(&d->sq, &d->tx, idx, st, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
+    rvx__dc_fast_limit(d);
     if (d->sq.ci == d->sq.pi) rvx__dc_dci_recover(d);
 }
 
@@ -135,11 +148,17 @@ RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
 RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc);
 #endif
 
+#if RVX_CAN_RECEIVE
+RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc);
+#endif
+
 RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
 {
     int n = 0;
 #if RVX_CAN_RECEIVE
     if (ifc->in_rx) {
+        ifc->quiet = 1; /* what waits is looked at by the next progress outside the handler */
+        if (!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own)) return 0;
         if (!ifc->warned_nested++) rvx__log("rvx_progress called from an AM handler: ignored");
         return 0;
     }
@@ -148,7 +167,12 @@ RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
 #endif
     n += rvx__dc_poll(ifc, 1);
 #if RVX_CAN_RECEIVE
+    if (!n || ++ifc->sweep_in >= 16) { /* nothing came, or every 16th time something did */
+        ifc->sweep_in = 0;
+        rvx__dc_tick(ifc);
+    }
     ifc->in_rx = 0;
+    ifc->quiet = ifc->def_head ? 1u : RVX__DC_TICK;
 #endif
     return n;
 }
@@ -158,7 +182,13 @@ RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
 /* A signaled NOP after an unsignaled tail (not on a failed DCI: its WQEs come back anyway). */
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
 {
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    uint32_t pi = d->sq.pi;
     if (!d->failed) rvx__mlx5_tx_sig_tail(&d->sq, &d->tx);
+    if (d->sq.pi != pi) d->owner[pi & d->sq.mask] = NULL; /* a NOP: no endpoint's */
+#else
+    if (!d->failed) rvx__mlx5_tx_sig_tail(&d->sq, &d->tx);
+#endif
 }
 
 /* A DCI for ep: one no one holds (idle ones first), else one whose holder's work has all
@@ -176,7 +206,8 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
         if (d->ep && idle && !idle_held && !d->tx.flush_head && !d->am_claim) idle_held = d;
     }
     if (!busy_free && idle_held) {
-        idle_held->ep->dci = NULL; /* its holder's work is complete: it takes another next time */
+        idle_held->ep->dci = &ifc->no_dci; /* its holder's work is complete: it takes another
+                                            * next time */
         idle_held->ep = NULL;
         busy_free = idle_held;
         ifc->dci_taken++;
@@ -194,7 +225,24 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
     unsigned spins = 0, k;
     int counted = 0;
     for (;;) {
-        rvx__dc_dci_t *d = ep->dci;
+        rvx__dc_dci_t *d = ep->dci == &ifc->no_dci ? NULL : ep->dci;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+        if (ep->failed) return NULL;
+        d = ep->dci = &ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
+        if (d->failed) { /* recovering (another endpoint's error): wait for it */
+            if (d->sq.ci == d->sq.pi) { /* it could not be recovered */
+                ep->failed = 1;
+                ep->err = RVX_ERR_IO;
+                ep->dci = &ifc->no_dci;
+                return NULL;
+            }
+            rvx__dc_hold(d);
+            if (rvx__dc_drain(ifc)) spins = 0;
+            else rvx__backoff(&spins);
+            continue;
+        }
+        (void)counted; (void)k;
+#else
         if (!d) {
             if (ep->failed) return NULL;
             d = rvx__dc_pick(ifc);
@@ -206,6 +254,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
                 ifc->pool_waits++;
             }
         }
+#endif
         if (d && !rvx__mlx5_sq_full(&d->sq, nbb)) return d;
         /* something must be signaled, or no CQE would ever free a queue */
         if (d) { rvx__dc_sig_tail(d); rvx__dc_hold(d); }
@@ -226,7 +275,7 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len)
             return d->bounce + off;
         }
         /* failed, or recovered meanwhile and no longer the caller's: the endpoint has failed */
-        if (d->failed || !d->ep) return NULL;
+        if (d->failed || (RVX_DC_DCI_POLICY == RVX_DC_DCI_POOLED && !d->ep)) return NULL;
         rvx__dc_sig_tail(d);
         if (d->sq.ci == d->sq.pi) d->b_tail = d->b_head; /* nothing in flight: all of it is free */
         else if (rvx__dc_drain(d->ifc)) spins = 0;
@@ -311,7 +360,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
  * mean 2 GiB to the NIC). */
 RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
 {
-    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc);
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
     uint8_t *wqe, *seg;
@@ -320,17 +369,13 @@ RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
     k.rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
     k.base = ep->ctrl_addr;
     k.len = 8;
-    pi = d->sq.pi;
-    wqe = rvx__mlx5_slot(&d->sq, pi);
-    rvx__mlx5_set_ctrl(wqe, pi, 0, MLX5_OPCODE_RDMA_WRITE, d->sq.qpn8, ds,
-                       rvx__mlx5_moderate(&d->sq, 1), 0);
-    seg = rvx__dc_set_av(d, ep, wqe);
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 1, 0, &pi, &flags, &wqe);
     rvx__mlx5_set_raddr(seg, ep->ctrl_addr, &k);
     rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
     rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     ep->ka_dci = d;
     ep->ka_pi = pi + nbb;
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 /* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless
@@ -372,6 +417,29 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 /* ---- messages: credits ---------------------------------------------------------------------- */
 
 #if RVX_CAN_RECEIVE
+/* Why no sender overruns a receiver R's shared receive queue, and why credits come back.
+ *   R posts D = RVX_DC_RX_DEPTH buffers; a buffer goes back to the SRQ once its frame has been
+ *   handled, before R counts the frame taken. Word 0 of R's control region, the pool P, starts at
+ *   D and is changed only by senders' NIC atomics, which R's NIC applies one at a time.
+ *   A sender s holds C_s credits (its own count), has sent S_s frames, R has taken T_s of them and
+ *   s knows K_s <= T_s (reports only grow). s sends only while S_s < K_s + C_s, so its frames in
+ *   R's SRQ, S_s - T_s <= S_s - K_s, never exceed C_s; and P + sum(C_s) <= D: every claim and
+ *   give-back below keeps that sum from rising above D while an atomic is in flight.
+ *   Claim: fetch-add of -n on P. If the old value was below n the sender keeps what was there
+ *   (possibly nothing) and adds the rest back; meanwhile P reads low (even negative), so a
+ *   concurrent claim gets less, never more. C_s grows only after the answer.
+ *   Give-back: s first lowers C_s by its unused credits U = K_s + C_s - S_s (and its limit to
+ *   S_s), then adds U to P. It keeps C_s' = S_s - K_s >= S_s - T_s: the buffers of frames R may
+ *   still hold. A give-back racing a claim (of s or anyone) is two additions to one word, applied
+ *   in some order: both orders keep the sum.
+ *   So all senders' frames in R's SRQ total at most sum(C_s) <= D: no RNR in normal operation.
+ *   And credits do not stay with an idle sender: R reports the frames it took (prefix of its own
+ *   messages, an inline WRITE every half batch, and at every sweep those not yet reported), and a
+ *   sender gives back what it holds at a peer it sent nothing to for a sweep interval, or at once
+ *   when one of its own claims finds a pool empty (the others' waits may be on it); credits that
+ *   covered frames in flight go at a later sweep, once the reports show them taken. A sender that
+ *   finds a pool empty retries after a growing wait (20 us, doubled up to 5 ms). */
+
 /* The peer's control region as a key (its word 0 is the pool, word 1 + r rank r's credits). */
 RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
 {
@@ -380,33 +448,61 @@ RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
     k->len = 8 * (2 * (uint64_t)ep->ifc->nranks + 1);
 }
 
-/* Take RVX_DC_AM_CREDITS credits from the peer's pool by compare-and-swap on its word 0: the
- * receiver's buffers are handed out whole, so all senders together never hold more credits than
- * it has buffers posted. Waits for the answers (a round trip, once per batch). 0: the pool has
- * too few left (others hold them), or the endpoint failed. */
-RVX_COLD int rvx__dc_claim(rvx__tl_ep_t *ep)
+/* The worker's list of endpoints that hold credits at their peer (the sweep walks it). */
+RVX_COLD void rvx__dc_hold_add(rvx__tl_ep_t *ep)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+    if (ep->holding) return;
+    ep->holding = 1;
+    ep->hold_mark = rvx__dc_tx_sent(ep);
+    ep->hold_prev = NULL;
+    ep->hold_next = ifc->holders;
+    if (ifc->holders) ifc->holders->hold_prev = ep;
+    ifc->holders = ep;
+}
+
+RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep)
+{
+    if (!ep->holding) return;
+    ep->holding = 0;
+    if (ep->hold_prev) ep->hold_prev->hold_next = ep->hold_next;
+    else ep->ifc->holders = ep->hold_next;
+    if (ep->hold_next) ep->hold_next->hold_prev = ep->hold_prev;
+    ep->hold_next = ep->hold_prev = NULL;
+}
+
+/* Add v to the peer's pool (a NIC fetch-add, unsignaled, nothing waited for). */
+RVX_COLD void rvx__dc_pool_add(rvx__tl_ep_t *ep, uint64_t v)
+{
+    rvx_rkey_t k;
+    rvx__dc_ctrl_key(ep, &k);
+    (void)rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, v, 0, 0, 0, ep->ctrl_addr, &k, NULL, NULL);
+}
+
+/* Take up to `want` credits from the peer's pool by fetch-add (one round trip); what the pool
+ * could not give goes straight back. Returns the credits taken (0: the pool was empty, or the
+ * endpoint failed). */
+RVX_COLD uint32_t rvx__dc_claim(rvx__tl_ep_t *ep, uint32_t want)
 {
     rvx__tl_iface_t *ifc = ep->ifc;
     rvx__dc_peer_t *p = &ifc->peers[ep->rank];
-    uint64_t guess = RVX_DC_RX_DEPTH, seen;
+    uint64_t old = 0;
+    uint32_t got;
     rvx_rkey_t k;
-    int tries;
     rvx__dc_ctrl_key(ep, &k);
     ifc->claims++;
-    for (tries = 0; tries < 16 && !ep->failed; tries++) {
-        seen = ~0ull;
-        if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_CS, 8, guess - RVX_DC_AM_CREDITS, guess, 0, 0,
-                        ep->ctrl_addr, &k, &seen, NULL) != RVX_OK)
-            return 0;
-        if (seen == guess) {
-            p->claimed += RVX_DC_AM_CREDITS;
-            return 1;
-        }
-        if (seen < RVX_DC_AM_CREDITS || seen > 0xffffffffull) break;
-        guess = seen;
+    if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, (uint64_t)0 - want, 0, 0, 0, ep->ctrl_addr, &k,
+                    &old, NULL) != RVX_OK)
+        return 0; /* failed: whatever it took goes with the endpoint */
+    got = (int64_t)old <= 0 ? 0u : (uint64_t)old < want ? (uint32_t)old : want;
+    if (got < want) rvx__dc_pool_add(ep, want - got);
+    if (!got) {
+        ifc->claim_fails++;
+        return 0;
     }
-    ifc->claim_fails++;
-    return 0;
+    p->claimed += got;
+    rvx__dc_hold_add(ep);
+    return got;
 }
 
 /* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
@@ -417,23 +513,66 @@ RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
     return (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy;
 }
 
-/* No cached credit: look at what the peer returned; with nothing claimed, claim. */
-RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
+/* The send limit from the latest reports: frames taken plus credits held. */
+RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
 {
-    rvx__dc_peer_t *p;
-    uint32_t sent;
-    if (ep->failed) return 0;
-    p = &ep->ifc->peers[ep->rank];
-    sent = rvx__dc_tx_sent(ep);
-    ep->tx_limit = rvx__dc_consumed(ep) + p->claimed;
+    uint32_t sent = rvx__dc_tx_sent(ep);
+    ep->tx_limit = rvx__dc_consumed(ep) + ep->ifc->peers[ep->rank].claimed;
     ep->tx_left = ep->tx_limit - sent;
-    if (ep->tx_left) return 1;
-    if (p->claimed == 0 && rvx__dc_claim(ep)) {
-        sent = rvx__dc_tx_sent(ep); /* the claim waited: a nested call may have claimed too */
-        ep->tx_limit = rvx__dc_consumed(ep) + p->claimed;
-        ep->tx_left = ep->tx_limit - sent;
+}
+
+/* Give back the credits the endpoint holds beyond its frames the peer may still hold; once it
+ * holds none, it leaves the holders' list. */
+RVX_COLD void rvx__dc_release(rvx__tl_ep_t *ep)
+{
+    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    uint32_t unused;
+    if (ep->failed) {
+        rvx__dc_hold_del(ep);
+        return;
+    }
+    rvx__dc_refresh(ep);
+    unused = ep->tx_left;
+    if (unused) {
+        p->claimed -= unused; /* before the pool sees them */
+        ep->tx_limit -= unused;
+        ep->tx_left = 0;
+        ep->ifc->released += unused;
+        rvx__dc_pool_add(ep, unused);
+    }
+    if (!p->claimed) rvx__dc_hold_del(ep);
+}
+
+/* Holding less than a batch and no credit left: claim the rest (not again soon after a claim
+ * that found the pool empty). */
+RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all);
+RVX_COLD int rvx__dc_credit_claim(rvx__tl_ep_t *ep)
+{
+    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    double now;
+    if (p->claimed >= RVX_DC_AM_CREDITS) return 0; /* the peer has them all: wait for reports */
+    now = rvx__now_s();
+    if (now < ep->claim_after) return 0;
+    if (rvx__dc_claim(ep, RVX_DC_AM_CREDITS - p->claimed)) {
+        ep->claim_gap = 0;
+        rvx__dc_refresh(ep); /* the claim waited: a nested call may have sent or claimed too */
+    } else if (!ep->failed) {
+        /* the pool is empty: what this worker holds elsewhere goes back (another worker's wait
+         * may be on it, as this one waits), and the next claim waits a while */
+        rvx__dc_sweep(ep->ifc, ep, 1);
+        ep->claim_gap = ep->claim_gap == 0 ? 20e-6 : ep->claim_gap < 5e-3 ? 2 * ep->claim_gap : 5e-3;
+        ep->claim_after = rvx__now_s() + ep->claim_gap;
     }
     return ep->tx_left != 0;
+}
+
+/* No cached credit: what the peer reported since (the common case, short), else a claim. */
+RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
+{
+    if (ep->failed) return 0;
+    rvx__dc_refresh(ep);
+    if (RVX_LIKELY(ep->tx_left != 0)) return 1;
+    return rvx__dc_credit_claim(ep);
 }
 
 /* Frames of rank r's taken off the SRQ here. */
@@ -455,9 +594,47 @@ RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep)
     rvx__dc_put_inline(ep, &v, 8, ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->rank), &k);
 }
 
-/* The credits taken from the peer's pool go back once none of our frames holds one of its
- * buffers: the count of frames it took is read from its control region (reports may lag by half
- * a batch). A peer that does not take them in time keeps them counted against this rank. */
+/* Reports of frames taken here not told yet; then the credits of endpoints that sent nothing
+ * since the last sweep (all = 1: of every endpoint but `keep`). Not nested. */
+RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all)
+{
+    rvx__tl_ep_t *ep, *next;
+    if (ifc->in_sweep) return;
+    ifc->in_sweep = 1;
+    while (ifc->ndirty) { /* a report may poll, and the poll add ranks: taken from the end */
+        int r = ifc->dirty[--ifc->ndirty];
+        rvx__tl_ep_t *e = ifc->eps[r];
+        ifc->peers[r].dirty = 0;
+        if (e && (uint32_t)*rvx__dc_taken(ifc, r) != ifc->peers[r].rx_reported)
+            rvx__dc_credit_return(e); /* no endpoint: reported when one is created */
+    }
+    for (ep = ifc->holders; ep; ep = next) {
+        uint32_t sent = rvx__dc_tx_sent(ep);
+        next = ep->hold_next; /* polls inside release neither add nor remove holders */
+        if (ep == keep) continue;
+        if (!all && sent != ep->hold_mark) {
+            ep->hold_mark = sent;
+            continue;
+        }
+        rvx__dc_release(ep);
+    }
+    ifc->in_sweep = 0;
+}
+
+/* From progress: a sweep once per RVX_DC_CREDIT_IDLE_US, when there is anything to sweep. */
+RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
+{
+    double now;
+    if (!ifc->holders && !ifc->ndirty) return;
+    now = rvx__now_s();
+    if (now - ifc->sweep_t < RVX_DC_CREDIT_IDLE_US * 1e-6) return;
+    ifc->sweep_t = now;
+    rvx__dc_sweep(ifc, NULL, 0);
+}
+
+/* At endpoint destruction every credit goes back: the unused ones at once, those of frames in
+ * flight once the peer has taken them (its count read from its control region). A peer that does
+ * not take them within a second keeps them counted against this rank. */
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
@@ -465,29 +642,31 @@ RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
     double t0 = rvx__now_s();
     unsigned spins = 0;
     rvx_rkey_t k;
-    if (!p->claimed || ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
     for (;;) {
         uint64_t taken = 0;
-        if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) return;
-        if ((uint32_t)taken == rvx__dc_tx_sent(ep)) break;
-        if (rvx__now_s() - t0 > 1.0) return;
-        rvx__backoff(&spins);
+        rvx__dc_release(ep);
+        if (!p->claimed || ep->failed || rvx__now_s() - t0 > 1.0) break;
+        if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) break;
+        if ((int32_t)((uint32_t)taken - ep->piggy) > 0) ep->piggy = (uint32_t)taken;
+        if ((uint32_t)taken != rvx__dc_tx_sent(ep)) rvx__backoff(&spins);
     }
-    if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, p->claimed, 0, 0, 0, ep->ctrl_addr, &k, NULL,
-                    NULL) == RVX_OK)
-        p->claimed = 0;
+    rvx__dc_hold_del(ep);
 }
 
 /* A frame of the peer's was taken off the SRQ: its credit goes back every half batch (sooner
- * when a message to the peer carries it). */
+ * when a message to the peer carries it, or at the next sweep). */
 RVX_COLD void rvx__dc_rx_taken(rvx__tl_iface_t *ifc, int rank)
 {
     uint64_t *t = rvx__dc_taken(ifc, rank);
     rvx__tl_ep_t *ep = ifc->eps[rank];
     ++*t;
-    if (ep && (uint32_t)*t - ifc->peers[rank].rx_reported >= RVX_DC_AM_CREDITS / 2)
+    if (ep && (uint32_t)*t - ifc->peers[rank].rx_reported >= RVX_DC_AM_CREDITS / 2) {
         rvx__dc_credit_return(ep);
+    } else if (!ifc->peers[rank].dirty) {
+        ifc->peers[rank].dirty = 1;
+        ifc->dirty[ifc->ndirty++] = rank;
+    }
 }
 
 /* ---- messages: receiving -------------------------------------------------------------------- */
@@ -508,6 +687,7 @@ RVX_COLD void rvx__dc_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, unsig
     f->info = info;
     f->len = len;
     memcpy(f->body, body, len);
+    ifc->quiet = 1; /* the next progress delivers it */
     if (ifc->def_tail) ifc->def_tail->next = f;
     else ifc->def_head = f;
     ifc->def_tail = f;
@@ -573,8 +753,12 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
         /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
         rvx__dc_defer(ifc, (int)pre.rank, chan, info, buf, len);
     } else {
-        /* the buffer goes back after the handler; frames a nested poll takes use others */
+        /* the buffer goes back after the handler; frames a nested poll takes use others. A
+         * handler runs with in_rx set (a request from it is refused, RVX__TL_IN_HANDLER) */
+        int was = ifc->in_rx;
+        ifc->in_rx = 1;
         rvx__rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
+        ifc->in_rx = was;
     }
     rvx__mlx5_srq_release(&ifc->srq, idx);
     rvx__mlx5_srq_ring(&ifc->srq);

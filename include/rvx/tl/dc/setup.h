@@ -10,10 +10,43 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
 RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
+RVX_COLD void rvx__dc_hold_add(rvx__tl_ep_t *ep);
+RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep);
 RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
 #endif
 
 /* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
+
+/* Creation attributes, the same for a DCI and the DCT but for the type: a driver QP on the
+ * worker's PD and CQ. */
+RVX_COLD void rvx__dc_qp_attr(const rvx__tl_iface_t *ifc, struct ibv_qp_init_attr_ex *ia,
+                              struct mlx5dv_qp_init_attr *da, enum mlx5dv_dc_type type)
+{
+    memset(ia, 0, sizeof(*ia));
+    memset(da, 0, sizeof(*da));
+    ia->qp_type = IBV_QPT_DRIVER;
+    ia->comp_mask = IBV_QP_INIT_ATTR_PD;
+    ia->pd = ifc->ctx->pd;
+    ia->send_cq = ifc->ibcq;
+    ia->recv_cq = ifc->ibcq;
+    da->comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    da->dc_init_attr.dc_type = type;
+}
+
+/* RTR's attributes, the same for a DCI and the DCT: the path MTU and the port, with the GRH's
+ * source GID and hop limit on RoCE. */
+RVX_COLD void rvx__dc_rtr_attr(const rvx__tl_ctx_t *ctx, struct ibv_qp_attr *qa)
+{
+    memset(qa, 0, sizeof(*qa));
+    qa->qp_state = IBV_QPS_RTR;
+    qa->path_mtu = ctx->mtu;
+    qa->ah_attr.port_num = ctx->port;
+    if (ctx->is_roce) {
+        qa->ah_attr.is_global = 1;
+        qa->ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
+        qa->ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
+    }
+}
 
 RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp *qp)
 {
@@ -23,15 +56,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp 
     qa.pkey_index = 0;
     qa.port_num = ctx->port;
     if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT)) goto fail;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = ctx->mtu;
-    qa.ah_attr.port_num = ctx->port;
-    if (ctx->is_roce) {
-        qa.ah_attr.is_global = 1;
-        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
-        qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
-    }
+    rvx__dc_rtr_attr(ctx, &qa);
     if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV)) goto fail;
     return rvx__mlx5_qp_to_rts(qp, -1); /* RC's RTS attributes are exactly the DCI's */
 fail:
@@ -58,8 +83,14 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
+    rvx__dc_fast_limit(d);
     d->wflush_pi = 0;
     d->b_head = d->b_tail = 0;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    free(d->owner);
+    d->owner = (struct rvx__tl_ep **)calloc(d->sq.mask + 1, sizeof(*d->owner));
+    if (!d->owner) return RVX_ERR_NO_MEMORY;
+#endif
     return RVX_OK;
 }
 
@@ -68,18 +99,10 @@ RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d,
     rvx__tl_ctx_t *ctx = ifc->ctx;
     struct ibv_qp_init_attr_ex ia;
     struct mlx5dv_qp_init_attr da;
-    memset(&ia, 0, sizeof(ia));
-    memset(&da, 0, sizeof(da));
-    ia.qp_type = IBV_QPT_DRIVER;
-    ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ia.pd = ctx->pd;
-    ia.send_cq = ifc->ibcq;
-    ia.recv_cq = ifc->ibcq;
+    rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCI);
     ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
     ia.cap.max_send_sge = 1;
     ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
-    da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
     d->ifc = ifc;
     d->bounce = ifc->bounce + (size_t)i * RVX_DC_BOUNCE_BYTES;
     d->qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
@@ -105,7 +128,7 @@ RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
     struct ibv_qp_attr qa;
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_RESET;
-    if (d->ep) d->ep->dci = NULL;
+    if (d->ep) d->ep->dci = &ifc->no_dci;
     d->ep = NULL;
     if (ibv_modify_qp(d->qp, &qa, IBV_QP_STATE) || rvx__dc_dci_ready(ifc->ctx, d->qp) != RVX_OK ||
         rvx__dc_dci_fresh(ifc, d) != RVX_OK) {
@@ -140,16 +163,8 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
     struct ibv_qp_attr qa;
     rvx_status_t st = rvx__mlx5_srq_create(ctx, &ifc->srq, RVX__DC_RX_DEPTH, RVX__DC_FRAME);
     if (st != RVX_OK) return st;
-    memset(&ia, 0, sizeof(ia));
-    memset(&da, 0, sizeof(da));
-    ia.qp_type = IBV_QPT_DRIVER;
-    ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ia.pd = ctx->pd;
-    ia.send_cq = ifc->ibcq;
-    ia.recv_cq = ifc->ibcq;
+    rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCT);
     ia.srq = ifc->srq.srq;
-    da.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    da.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
     da.dc_init_attr.dct_access_key = RVX__DC_KEY;
     ifc->dct = mlx5dv_create_qp(ctx->ib, &ia, &da);
     if (!ifc->dct) {
@@ -157,16 +172,8 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
         return RVX_ERR_NO_RESOURCE;
     }
     if (rvx__mlx5_qp_to_init(ctx, ifc->dct) != RVX_OK) return RVX_ERR_IO;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RTR;
-    qa.path_mtu = ctx->mtu;
+    rvx__dc_rtr_attr(ctx, &qa);
     qa.min_rnr_timer = RVX__MLX5_MIN_RNR_TIMER;
-    qa.ah_attr.port_num = ctx->port;
-    if (ctx->is_roce) {
-        qa.ah_attr.is_global = 1;
-        qa.ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
-        qa.ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
-    }
     if (ibv_modify_qp(ifc->dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
                                          IBV_QP_PATH_MTU)) {
         rvx__log("dc_mlx5: DCT to RTR failed: %s", strerror(errno));
@@ -181,6 +188,9 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
         free(ifc->dci[i].tx.ops);
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+        free(ifc->dci[i].owner);
+#endif
     }
     if (ifc->dct) ibv_destroy_qp(ifc->dct);
     rvx__mlx5_srq_destroy(&ifc->srq);
@@ -188,6 +198,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     free(ifc->ctrl);
     free(ifc->eps);
     free(ifc->peers);
+    free(ifc->dirty);
 #if RVX_CAN_RECEIVE
     while (ifc->def_head) {
         rvx__dc_deferred_t *f = ifc->def_head;
@@ -213,6 +224,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->rank = rank;
     ifc->nranks = nranks;
     ifc->av_bytes = ctx->is_roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
+    ifc->quiet = RVX__DC_TICK;
 #if RVX_CAN_RECEIVE
     { /* the prefix of frames built in the scratch area names this rank from the start */
         rvx__dc_prefix_t pre;
@@ -228,11 +240,12 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->bounce_lkey = ifc->bounce_mr->lkey;
     /* the control region: word 0 the credit pool (changed by peers' NIC atomics only), word 1 + r
      * rank r's returned credits, word 1 + nranks + r rank r's frames taken here (16 bytes a rank,
-     * and 12 of counters); keepalives write nothing to it */
+     * and 20 of counters and lists); keepalives write nothing to it */
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (2 * (size_t)nranks + 1));
     ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
     ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
-    if (!ifc->ctrl || !ifc->eps || !ifc->peers) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    ifc->dirty = (int *)calloc((size_t)nranks, sizeof(*ifc->dirty));
+    if (!ifc->ctrl || !ifc->eps || !ifc->peers || !ifc->dirty) { st = RVX_ERR_NO_MEMORY; goto fail; }
     memset(ifc->ctrl, 0, 8 * (2 * (size_t)nranks + 1));
     ifc->ctrl[0] = RVX_DC_RX_DEPTH;
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (2 * (size_t)nranks + 1), "the credit words");
@@ -290,6 +303,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->dctn = addr->dctn;
     memcpy(ep->gid, addr->gid, 16);
     ep->ifc = ifc;
+    ep->dci = &ifc->no_dci;
     ep->rank = rank;
     ep->err = RVX_OK;
     ep->live = 1;
@@ -302,6 +316,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->tx_left = 0;
     ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
     ifc->eps[rank] = ep;
+    if (ifc->peers[rank].claimed) rvx__dc_hold_add(ep); /* the sweep gives them back */
     /* frames the rank sent while there was no endpoint: their credits go back now */
     if ((uint32_t)*rvx__dc_taken(ifc, rank) != ifc->peers[rank].rx_reported) rvx__dc_credit_return(ep);
 #endif
@@ -316,17 +331,17 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     unsigned spins = 0;
     if (!ep->live) return;
 #if RVX_CAN_RECEIVE
-    rvx__dc_give_back(ep);
+    rvx__dc_give_back(ep); /* and off the holders' list */
     ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
     if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
 #endif
-    if (ep->dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
-    while (ep->dci && ep->dci->sq.ci != ep->dci->sq.pi) {
+    if (ep->dci != &ifc->no_dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
+    while (ep->dci->sq.ci != ep->dci->sq.pi) {
         if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);
         if (spins > 20000) break; /* the peer is gone without telling: the DCI's retries end it */
     }
-    if (ep->dci) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
-    ep->dci = NULL;
+    if (ep->dci->ep == ep) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
+    ep->dci = &ifc->no_dci;
     ep->live = 0;
     ifc->nlive--;
 }
