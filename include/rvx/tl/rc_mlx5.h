@@ -193,14 +193,6 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_conn_t *bholders;    /* conns that hold a segment */
 } rvx__tl_iface_t;
 
-typedef struct rvx__mlx5_deferred {
-    struct rvx__mlx5_deferred *next;
-    int      rank;
-    unsigned chan, info;
-    size_t   len;
-    uint8_t  body[1];
-} rvx__mlx5_deferred_t;
-
 /* The cold paths the hot ones fall into (tl/rc/). */
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb);
 RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len);

@@ -8,8 +8,9 @@ RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_
                               uint32_t imm_be, const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver, uint16_t idx);
+RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
+                                uint32_t imm, int deliver, const uint8_t *buf);
+RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c);
 #endif
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
@@ -70,19 +71,10 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
     if (b) c->b_tail = b;
 }
 
-/* The shared receive queue's buffer idx is free again. */
-RVX_COLD void rvx__mlx5_srq_give(rvx__tl_iface_t *ifc, uint16_t idx)
-{
-    rvx__mlx5_srq_release(&ifc->srq, idx);
-    rvx__mlx5_srq_ring(&ifc->srq);
-}
-
-/* A receive completed with an error: it came back without data (a shared receive queue flushes
- * nothing: an error CQE names a buffer it consumed). */
+/* A receive completed with an error: it came back without data, and the conn fails (its buffer
+ * goes back in rvx__mlx5_recv like every other). */
 RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
 {
-    if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
-        rvx__mlx5_srq_give(c->ifc, rvx_htobe16(e->wqe_counter));
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
                        e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
@@ -92,36 +84,60 @@ RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe 
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */
 
-/* One CQE of the conn's QP. */
-RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
-                                   const struct mlx5_cqe64 *cqe, unsigned opcode, uint32_t qpn,
-                                   int deliver)
+/* A send CQE of the conn's QP. */
+RVX_COLD void rvx__mlx5_cqe_handle(rvx__mlx5_conn_t *c, const struct mlx5_cqe64 *cqe,
+                                   unsigned opcode, uint32_t qpn)
 {
-    const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
-    (void)deliver;
     if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) && rvx__mlx5_cqe_stale(&c->sq, cqe)) {
         rvx__log("rc_mlx5: completion for WQE %u of QP 0x%x, already retired: ignored",
                  rvx_htobe16(cqe->wqe_counter), qpn);
     } else if (opcode == MLX5_CQE_REQ) {
         rvx__mlx5_req_ok(c, rvx_htobe16(cqe->wqe_counter));
     } else if (opcode == MLX5_CQE_REQ_ERR) {
-        rvx__mlx5_req_err(c, e);
-    } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
-        uint16_t idx = rvx_htobe16(cqe->wqe_counter);
-        if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
-            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey, rvx__mlx5_srq_buf(&ifc->srq, idx));
-            rvx__mlx5_srq_give(ifc, idx);
-        }
-#if RVX_CAN_RECEIVE
-        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver, idx);
-#else
-        else rvx__mlx5_srq_give(ifc, idx);
-#endif
-    } else if (opcode == MLX5_CQE_RESP_ERR) {
-        rvx__mlx5_resp_err(c, e);
+        rvx__mlx5_req_err(c, (const struct mlx5_err_cqe *)(const void *)cqe);
     } else {
         rvx__log("rc_mlx5: unexpected CQE opcode %u from QP 0x%x ignored", opcode, qpn);
     }
+}
+
+/* A receive CQE, from any QP (who: the rank, with RVX__MLX5_QPT_SPARE for a spare; < 0: a QP no
+ * longer known). Frames go to the protocol (or aside), hellos to re-connection, anything else
+ * is dropped; then, whatever it was, its buffer goes back (tl/mlx5/srq.h) and a frame from the
+ * peer counts as consumed, so that its credit returns. */
+RVX_COLD void rvx__mlx5_recv(rvx__tl_iface_t *ifc, int32_t who, const struct mlx5_cqe64 *cqe,
+                             unsigned opcode, uint32_t qpn, int deliver)
+{
+    rvx__mlx5_conn_t *c = who >= 0 ? &ifc->conns[who & ~RVX__MLX5_QPT_SPARE] : NULL;
+    int spare = who >= 0 && (who & RVX__MLX5_QPT_SPARE);
+    const uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, rvx_htobe16(cqe->wqe_counter));
+    int consumed = 0;
+    (void)deliver;
+    if (opcode == MLX5_CQE_RESP_ERR) {
+        if (c && !spare) rvx__mlx5_resp_err(c, (const struct mlx5_err_cqe *)(const void *)cqe);
+    } else if (c && opcode == MLX5_CQE_RESP_SEND_IMM &&
+               (rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
+        rvx__mlx5_hello(ifc, c, spare, cqe->imm_inval_pkey, buf); /* outside the credits */
+    } else if (!c || spare || opcode != MLX5_CQE_RESP_SEND_IMM || !RVX_CAN_RECEIVE) {
+        /* a replaced QP, a spare (it receives one hello), or not a frame: a plain SEND, one with
+         * invalidation, a WRITE with immediate, or any message in a build without them */
+        if (rvx__mlx5_srq_drop(&ifc->srq))
+            rvx__log("rc_mlx5: receive completion (opcode %u, %u bytes) on %s QP 0x%x: dropped",
+                     opcode, rvx_htobe32(cqe->byte_cnt), !c ? "an unknown" : spare ? "a spare" : "the",
+                     qpn);
+        consumed = c && !spare;
+    }
+#if RVX_CAN_RECEIVE
+    else {
+        consumed = rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey,
+                                      deliver, buf);
+    }
+#endif
+    rvx__mlx5_srq_done(&ifc->srq, cqe);
+#if RVX_CAN_RECEIVE
+    if (consumed) rvx__mlx5_rx_consumed(c); /* after the buffer is back: credits promise it */
+#else
+    (void)consumed; /* no credits in a build without messages */
+#endif
 }
 
 /* Pending worker flushes complete once every conn that was busy when they were asked has retired
@@ -154,21 +170,13 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         who = rvx__mlx5_qpt_find(ifc, qpn, NULL);
         rvx__mlx5_cq_advance(&ifc->cq);
         n++;
-        if (who < 0) {
-            /* a QP replaced meanwhile: a buffer it received into still goes back */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) rvx__mlx5_srq_give(ifc, rvx_htobe16(cqe->wqe_counter));
-            else rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
-        } else if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
-            /* a spare receives one hello and sends nothing */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) {
-                uint16_t idx = rvx_htobe16(cqe->wqe_counter);
-                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey,
-                                rvx__mlx5_srq_buf(&ifc->srq, idx));
-                rvx__mlx5_srq_give(ifc, idx);
-            }
-        } else {
-            rvx__mlx5_cqe_handle(ifc, &ifc->conns[who], cqe, op_own >> 4, qpn, deliver);
-        }
+        if (rvx__mlx5_cqe_is_recv(op_own >> 4)) /* whatever its QP: the buffer goes back */
+            rvx__mlx5_recv(ifc, who, cqe, op_own >> 4, qpn, deliver);
+        else if (who < 0 || (who & RVX__MLX5_QPT_SPARE)) /* a spare sends nothing */
+            rvx__log("rc_mlx5: completion (opcode %u) for %s QP 0x%x ignored", op_own >> 4,
+                     who < 0 ? "unknown" : "spare", qpn);
+        else
+            rvx__mlx5_cqe_handle(&ifc->conns[who], cqe, op_own >> 4, qpn);
     }
     if (n) rvx__mlx5_cq_update_ci(&ifc->cq);
     if (ifc->nrec) rvx__mlx5_rec_poll(ifc);
@@ -179,27 +187,6 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
 /* ---- received frames and credits ------------------------------------------------------------ */
 
 #if RVX_CAN_RECEIVE
-/* Keep a copy of a frame aside, delivered later in order (a handler may not run now, or its
- * endpoint does not exist yet). */
-RVX_COLD void rvx__mlx5_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, unsigned info,
-                              const void *body, size_t len)
-{
-    rvx__mlx5_deferred_t *d = (rvx__mlx5_deferred_t *)malloc(sizeof(*d) + len);
-    if (!d) {
-        rvx__log("rc_mlx5: out of memory keeping a message from rank %d aside: dropped", rank);
-        return;
-    }
-    d->next = NULL;
-    d->rank = rank;
-    d->chan = chan;
-    d->info = info;
-    d->len = len;
-    memcpy(d->body, body, len);
-    if (ifc->def_tail) ifc->def_tail->next = d;
-    else ifc->def_head = d;
-    ifc->def_tail = d;
-}
-
 /* Tell the peer how many frames it may have sent in all (consumed + buffers): an 8-byte inline
  * WRITE into its control region (it needs no receive buffer, so credits always flow). */
 RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
@@ -229,41 +216,41 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-/* Give a receive buffer back to the NIC, and credits to the peer every quarter of its share. */
-RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint16_t idx)
+/* The peer's frame is consumed (its buffer is back): credits to the peer every quarter of its
+ * share. */
+RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c)
 {
     c->rx_done++;
-    rvx__mlx5_srq_give(c->ifc, idx);
     if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
-/* The frame in the shared queue's buffer idx: hand it to the protocol (or, for an endpoint that
- * does not exist yet, or a request while a reply waits for room, a copy aside, delivered later in
- * order). */
-RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver, uint16_t idx)
+/* A frame in a buffer of the shared queue: hand it to the protocol (or, for an endpoint that does
+ * not exist yet, or a request while a reply waits for room, a copy aside, delivered later in
+ * order). The buffer goes back after this, in rvx__mlx5_recv. 1: the frame counts as consumed
+ * now; 0: its credit waits for the endpoint. */
+RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
+                                uint32_t imm, int deliver, const uint8_t *buf)
 {
-    uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
     unsigned x = rvx_htobe32(imm), chan = x >> 16, info = x & 0xffff;
     if (chan >= RVX__TL_AM_CHANNELS || len > RVX__MLX5_FRAME) {
-        rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank, chan, len);
-        rvx__mlx5_rx_release(c, idx);
+        if (rvx__mlx5_srq_drop(&ifc->srq))
+            rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank,
+                     chan, len);
     } else if (!c->ep) {
         /* no endpoint yet: its credit waits for the endpoint, so the peer cannot send more than
          * its share meanwhile */
-        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, c->rank, chan, info, buf, len);
         c->rx_held++;
-        rvx__mlx5_srq_give(ifc, idx);
+        return 0;
     } else if (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head)) {
         /* a handler may not run now, or earlier requests wait: keep the order */
-        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, idx);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, c->rank, chan, info, buf, len);
     } else {
-        /* the buffer goes back after the handler; frames a nested poll takes meanwhile use
-         * other buffers (the shared queue takes them back in any order) */
-        rvx__rx_deliver(c->ep, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, idx);
+        /* frames a nested poll takes meanwhile use other buffers (the shared queue takes them
+         * back in any order) */
+        rvx__rx_deliver(c->ep, chan, info, (void *)(uintptr_t)buf, len);
     }
+    return 1;
 }
 
 /* Frames a conn took while it had no endpoint (copied aside already): their credits go back. */
