@@ -32,6 +32,13 @@
  * record and the register. A full queue is handled inside the call: it polls the CQ until a slot
  * frees (or the endpoint fails), so puts never return RVX_ERR_NO_RESOURCE.
  *
+ * Send budget. All QPs of a worker together have at most RVX_MLX5_TX_BUDGET WQEBBs outstanding:
+ * a conn holds a grant g from the worker's budget (sq.room = g - 1, the last WQEBB kept for a
+ * flush NOP; no grant: room 0), so the put path's one check against sq.pi_limit = ci + room is
+ * the budget check too. A conn whose grant is used up takes more in the cold path (doubling, up
+ * to what its queue holds); when the budget is short, idle conns give theirs back and busy ones
+ * what they do not use; failing that the call polls the CQ, as for a full queue.
+ *
  * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into the shared
  * receive queue's buffers of RVX__MLX5_FRAME bytes. Flow control by credits: each peer may have
  * ifc->credits frames in flight, and the queue holds every peer's credits (plus room for
@@ -71,6 +78,18 @@
 #define RVX__MLX5_SQ_RESERVE 4u
 /* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
 #define RVX__MLX5_SRQ_SPARE 16u
+
+/* The worker's send budget (per lane), as UCX's interface TX credits: WQEBBs that may be
+ * outstanding on all its QPs together. It bounds the send CQEs the CQ can hold, whatever the
+ * number of ranks (see rvx__mlx5_iface_cq). Lent to conns in grants of RVX__MLX5_GRANT WQEBBs. */
+#ifndef RVX_MLX5_TX_BUDGET
+#define RVX_MLX5_TX_BUDGET 4096
+#endif
+#define RVX__MLX5_GRANT   16u
+#define RVX__MLX5_HOLDERS (RVX_MLX5_TX_BUDGET / RVX__MLX5_GRANT)
+#if RVX_MLX5_TX_BUDGET < 64 || RVX_MLX5_TX_BUDGET > 65536 || RVX_MLX5_TX_BUDGET % 16
+#error "RVX_MLX5_TX_BUDGET must be a multiple of 16 between 64 and 65536"
+#endif
 
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
@@ -191,6 +210,12 @@ typedef struct rvx__tl_iface {
     uint32_t         *bfree;       /* free segments (a stack) */
     unsigned          nbfree;
     rvx__mlx5_conn_t *bholders;    /* conns that hold a segment */
+    /* the send budget: WQEBBs not lent, and the conns that hold a grant (each at least
+     * RVX__MLX5_GRANT, so there are at most RVX__MLX5_HOLDERS, whatever the job's size) */
+    uint32_t          tx_free;
+    unsigned          nholders;
+    rvx__mlx5_conn_t *holders[RVX__MLX5_HOLDERS];
+    uint32_t          holder_g[RVX__MLX5_HOLDERS];
 } rvx__tl_iface_t;
 
 /* The cold paths the hot ones fall into (tl/rc/). */
@@ -202,6 +227,7 @@ RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, u
                                          void *fetch, rvx_request_t *req);
 RVX_COLD int rvx__mlx5_progress_slow(rvx__tl_iface_t *ifc);
 RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *req);
+RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
 
 /* ---- posting -------------------------------------------------------------------------------- */
 

@@ -160,15 +160,19 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
 {
     int n = 0;
     for (;;) {
-        struct mlx5_cqe64 *cqe = rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci);
-        uint8_t op_own = *(volatile uint8_t *)&cqe->op_own;
+        struct mlx5_cqe64 *slot = rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci), copy, *cqe = &copy;
+        uint8_t op_own = *(volatile uint8_t *)&slot->op_own;
         uint32_t qpn;
         int32_t who;
         if (!rvx__mlx5_cqe_ready(&ifc->cq, op_own)) break;
         rvx_from_device_barrier(); /* the owner check before the CQE's other bytes */
+        memcpy(&copy, slot, sizeof(copy));
+        /* the slot goes back to the NIC before the CQE frees a buffer or budget: the bound of
+         * rvx__mlx5_iface_cq (the CQE is read from the copy) */
+        rvx__mlx5_cq_advance(&ifc->cq);
+        rvx__mlx5_cq_update_ci(&ifc->cq);
         qpn = rvx__mlx5_cqe_qpn(cqe);
         who = rvx__mlx5_qpt_find(ifc, qpn, NULL);
-        rvx__mlx5_cq_advance(&ifc->cq);
         n++;
         if (rvx__mlx5_cqe_is_recv(op_own >> 4)) /* whatever its QP: the buffer goes back */
             rvx__mlx5_recv(ifc, who, cqe, op_own >> 4, qpn, deliver);
@@ -178,7 +182,6 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         else
             rvx__mlx5_cqe_handle(&ifc->conns[who], cqe, op_own >> 4, qpn);
     }
-    if (n) rvx__mlx5_cq_update_ci(&ifc->cq);
     if (ifc->nrec) rvx__mlx5_rec_poll(ifc);
     if (ifc->wflush) rvx__mlx5_wflush_check(ifc);
     return n;
@@ -319,13 +322,109 @@ RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
     rvx__mlx5_tx_sig_tail(&c->sq, &c->tx);
 }
 
+/* ---- the send budget ------------------------------------------------------------------------ */
+
+/* The conn's grant is g (0: none): room and the limit the put path checks follow. */
+RVX_COLD void rvx__mlx5_grant_set(rvx__tl_iface_t *ifc, unsigned i, uint32_t g)
+{
+    rvx__mlx5_conn_t *c = ifc->holders[i];
+    ifc->holder_g[i] = g;
+    c->sq.room = g ? g - 1 : 0;
+    c->sq.pi_limit = c->sq.ci + c->sq.room;
+    if (!g) { /* no longer a holder */
+        ifc->nholders--;
+        ifc->holders[i] = ifc->holders[ifc->nholders];
+        ifc->holder_g[i] = ifc->holder_g[ifc->nholders];
+    }
+}
+
+/* Where c is in the holders (at most RVX__MLX5_HOLDERS), or -1. */
+RVX_COLD int rvx__mlx5_holder_of(const rvx__tl_iface_t *ifc, const rvx__mlx5_conn_t *c)
+{
+    unsigned i;
+    for (i = 0; i < ifc->nholders; i++)
+        if (ifc->holders[i] == c) return (int)i;
+    return -1;
+}
+
+/* The budget is short: idle holders give their grant back, busy ones what they do not use (the
+ * WQEBBs outstanding and one for a NOP stay), and post a signaled NOP so that a CQE retires their
+ * work. Only holders are looked at, never every peer. */
+RVX_COLD void rvx__mlx5_grant_reclaim(rvx__tl_iface_t *ifc, const rvx__mlx5_conn_t *except)
+{
+    unsigned i = 0;
+    while (i < ifc->nholders) {
+        rvx__mlx5_conn_t *h = ifc->holders[i];
+        uint32_t g = ifc->holder_g[i], used = h->sq.pi - h->sq.ci;
+        uint32_t keep = used ? (used + 1 + RVX__MLX5_GRANT - 1) / RVX__MLX5_GRANT * RVX__MLX5_GRANT : 0;
+        if (h == except || keep >= g) {
+            if (h != except && used) { rvx__mlx5_sig_tail(h); rvx__mlx5_hold(h); }
+            i++;
+            continue;
+        }
+        ifc->tx_free += g - keep;
+        rvx__mlx5_grant_set(ifc, i, keep);
+        if (keep) { /* still a holder: its tail must be signaled (it keeps room for the NOP) */
+            rvx__mlx5_sig_tail(h);
+            rvx__mlx5_hold(h);
+            i++;
+        }
+    }
+}
+
+/* c needs room for nbb more WQEBBs: a larger grant (twice the last, at most what its queue holds,
+ * at least enough), from the budget, taken back from other holders if it is short. 1: done. */
+RVX_COLD int rvx__mlx5_grant_grow(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t nbb)
+{
+    uint32_t cap = (c->sq.mask + 1 - RVX__MLX5_SQ_RESERVE) / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    uint32_t need = c->sq.pi - c->sq.ci + nbb + 1, g, want, more;
+    int i = rvx__mlx5_holder_of(ifc, c);
+    g = i >= 0 ? ifc->holder_g[i] : 0;
+    need = (need + RVX__MLX5_GRANT - 1) / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    if (need > cap) return 0; /* the queue itself is full: only CQEs help */
+    want = 2 * g > need ? 2 * g : need;
+    if (want > cap) want = cap;
+    if (ifc->tx_free < want - g) rvx__mlx5_grant_reclaim(ifc, c);
+    more = ifc->tx_free / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    if (more < want - g) want = g + more;
+    if (want < need) return 0;
+    if (i < 0) {
+        i = (int)ifc->nholders++;
+        ifc->holders[i] = c;
+    }
+    ifc->tx_free -= want - g;
+    rvx__mlx5_grant_set(ifc, (unsigned)i, want);
+    return 1;
+}
+
+/* The conn took a new QP (rvx__mlx5_adopt): the old one is quiet, so the grant stays with the
+ * conn. A connected conn is about to send a hello outside the data path's checks: it needs a
+ * grant, waited for if the budget is short. */
+RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    int i = rvx__mlx5_holder_of(ifc, c);
+    unsigned spins = 0;
+    c->sq.room = 0;
+    c->sq.pi_limit = c->sq.ci;
+    if (i >= 0) rvx__mlx5_grant_set(ifc, (unsigned)i, ifc->holder_g[i]);
+    else if (c->connected)
+        while (!rvx__mlx5_grant_grow(ifc, c, 1)) {
+            if (rvx__mlx5_poll_blocking(ifc)) spins = 0;
+            else rvx__backoff(&spins);
+        }
+}
+
+/* Room for nbb WQEBBs: a larger grant, else CQEs that retire work (of this conn, or of the
+ * holders the budget waits for). */
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
 {
+    rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
-    rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free the queue */
     while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
+        if (rvx__mlx5_grant_grow(ifc, c, nbb)) break;
+        rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free room */
         rvx__mlx5_hold(c); /* a failed QP frees its queue through error CQEs */
-        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        if (rvx__mlx5_poll_blocking(ifc)) spins = 0;
         else rvx__backoff(&spins);
     }
 }
