@@ -118,11 +118,13 @@ static long loop_ref_put8(icount_env_t *e, long n)
     rvx__mlx5_conn_t *c = e->ep->tl[0].c;
     rvx__tl_iface_t *ifc = &e->w->iface[0];
     ref_qp_t q;
+    /* the whole queue: the hand-written post is outside the worker's send budget */
+    uint32_t room = c->sq.mask + 1 - RVX__MLX5_SQ_RESERVE;
     long i;
     q.sq = c->sq.buf;
     q.mask = c->sq.mask;
     q.pi = c->sq.pi;
-    q.limit = c->sq.pi + c->sq.room;
+    q.limit = c->sq.pi + room;
     q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
     q.sig_left = RVX_MLX5_SIG_EVERY;
     q.last_sig = 0;
@@ -135,7 +137,7 @@ static long loop_ref_put8(icount_env_t *e, long n)
             cqe_present(e->w);
             rvx__mlx5_cq_advance(&ifc->cq);
             *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
-            q.limit = q.last_sig + 1 + c->sq.room;
+            q.limit = q.last_sig + 1 + room;
         }
     }
     return 0;

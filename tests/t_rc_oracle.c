@@ -395,7 +395,9 @@ static void oracle_flush(const char *why);
 
 static void room(unsigned nbb, size_t blen)
 {
-    if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.room ||
+    /* the queue's size, not sq.room: room is the conn's grant of the worker's send budget, which
+     * grows inside the call without posting or polling */
+    if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.mask + 1 - RVX__MLX5_SQ_RESERVE - RVX__MLX5_GRANT ||
         C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
         oracle_flush("room");
 }

@@ -181,13 +181,7 @@ typedef struct rvx__dc_prefix {
 /* Frames of up to this many bytes (prefix + body) go inline in the SEND. */
 #define RVX__DC_AM_INLINE RVX__TL_SHORT_MAX
 
-typedef struct rvx__dc_deferred {
-    struct rvx__dc_deferred *next;
-    int      rank;
-    unsigned chan, info;
-    size_t   len;
-    uint8_t  body[1];
-} rvx__dc_deferred_t;
+typedef rvx__mlx5_deferred_t rvx__dc_deferred_t; /* a frame set aside (tl/mlx5/srq.h) */
 
 typedef struct rvx__tl_iface {
     /* hot: progress reads these */

@@ -32,6 +32,13 @@
  * record and the register. A full queue is handled inside the call: it polls the CQ until a slot
  * frees (or the endpoint fails), so puts never return RVX_ERR_NO_RESOURCE.
  *
+ * Send budget. All QPs of a worker together have at most RVX_MLX5_TX_BUDGET WQEBBs outstanding:
+ * a conn holds a grant g from the worker's budget (sq.room = g - 1, the last WQEBB kept for a
+ * flush NOP; no grant: room 0), so the put path's one check against sq.pi_limit = ci + room is
+ * the budget check too. A conn whose grant is used up takes more in the cold path (doubling, up
+ * to what its queue holds); when the budget is short, idle conns give theirs back and busy ones
+ * what they do not use; failing that the call polls the CQ, as for a full queue.
+ *
  * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into the shared
  * receive queue's buffers of RVX__MLX5_FRAME bytes. Flow control by credits: each peer may have
  * ifc->credits frames in flight, and the queue holds every peer's credits (plus room for
@@ -71,6 +78,18 @@
 #define RVX__MLX5_SQ_RESERVE 4u
 /* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
 #define RVX__MLX5_SRQ_SPARE 16u
+
+/* The worker's send budget (per lane), as UCX's interface TX credits: WQEBBs that may be
+ * outstanding on all its QPs together. It bounds the send CQEs the CQ can hold, whatever the
+ * number of ranks (see rvx__mlx5_iface_cq). Lent to conns in grants of RVX__MLX5_GRANT WQEBBs. */
+#ifndef RVX_MLX5_TX_BUDGET
+#define RVX_MLX5_TX_BUDGET 4096
+#endif
+#define RVX__MLX5_GRANT   16u
+#define RVX__MLX5_HOLDERS (RVX_MLX5_TX_BUDGET / RVX__MLX5_GRANT)
+#if RVX_MLX5_TX_BUDGET < 64 || RVX_MLX5_TX_BUDGET > 65536 || RVX_MLX5_TX_BUDGET % 16
+#error "RVX_MLX5_TX_BUDGET must be a multiple of 16 between 64 and 65536"
+#endif
 
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
@@ -191,15 +210,13 @@ typedef struct rvx__tl_iface {
     uint32_t         *bfree;       /* free segments (a stack) */
     unsigned          nbfree;
     rvx__mlx5_conn_t *bholders;    /* conns that hold a segment */
+    /* the send budget: WQEBBs not lent, and the conns that hold a grant (each at least
+     * RVX__MLX5_GRANT, so there are at most RVX__MLX5_HOLDERS, whatever the job's size) */
+    uint32_t          tx_free;
+    unsigned          nholders;
+    rvx__mlx5_conn_t *holders[RVX__MLX5_HOLDERS];
+    uint32_t          holder_g[RVX__MLX5_HOLDERS];
 } rvx__tl_iface_t;
-
-typedef struct rvx__mlx5_deferred {
-    struct rvx__mlx5_deferred *next;
-    int      rank;
-    unsigned chan, info;
-    size_t   len;
-    uint8_t  body[1];
-} rvx__mlx5_deferred_t;
 
 /* The cold paths the hot ones fall into (tl/rc/). */
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb);
@@ -210,6 +227,7 @@ RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, u
                                          void *fetch, rvx_request_t *req);
 RVX_COLD int rvx__mlx5_progress_slow(rvx__tl_iface_t *ifc);
 RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *req);
+RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
 
 /* ---- posting -------------------------------------------------------------------------------- */
 
@@ -650,21 +668,58 @@ RVX_COLD void rvx__mlx5_publish_slow(rvx__mlx5_conn_t *c, unsigned chan, void *b
     rvx__mlx5_publish_gen(c, chan, body, len, info);
 }
 
+#if defined(__x86_64__)
+/* SEND with immediate of flen (12 to 28) bytes inline from frame, in one WQEBB, unsignaled (ctrl
+ * 16 + inline 4 + flen, padded):
+ *   q[0] ctrl: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se all 0, imm_be
+ *   q[1] inline segment: byte_count (flen | MLX5_INLINE_SEG), frame bytes 0-11
+ *   q[2] frame bytes 12 to flen - 1, then zeros (frame must be readable to byte 27)
+ *   q[3] zero
+ * With flen known at compile time the mask is one constant: as put8, no memory but the frame. */
+RVX_INLINE void rvx__mlx5_bb_send_small(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
+                                        const uint8_t *frame, unsigned flen, uint32_t imm_be)
+{
+    static const uint8_t keep[32] __attribute__((aligned(32))) = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    /* q[3], bytes 48-63: padding */
+    bb->q[3] = _mm_setzero_si128();
+    /* q[2], bytes 32-47: the frame's bytes 12.., as many as there are */
+    bb->q[2] = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(frame + 12)),
+                             _mm_loadu_si128((const __m128i *)(const void *)(keep + 28 - flen)));
+    /* q[1], bytes 16-31: inline byte_count | frame bytes 0-11 */
+    bb->q[1] = _mm_or_si128(_mm_slli_si128(_mm_loadu_si128((const __m128i *)(const void *)frame), 4),
+                            _mm_cvtsi32_si128((int)rvx_htobe32(flen | MLX5_INLINE_SEG)));
+    /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | zeros, imm. The index is added, not ORed
+     * (the bits do not overlap), so that it folds with the DS constant into one lea; the high
+     * half is a constant when imm is, ORed in one instruction */
+    bb->q[0] = _mm_or_si128(_mm_cvtsi64_si128((long long)rvx_htobe64(ctrl_word + ((uint64_t)(uint16_t)pi << 40))),
+                            _mm_set_epi64x((long long)((uint64_t)imm_be << 32), 0));
+}
+#endif
+
 RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
                                    unsigned info)
 {
     rvx__mlx5_conn_t *c = ep->c;
 #if defined(__x86_64__)
     if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
-        len == 8) {
-        /* the 8-byte message (one argument): as put8, one WQEBB from SSE registers */
+        (len == 8 || (len >= 12 && len <= 28))) {
+        /* a frame of known size up to 28 bytes (an 8-byte message, a tag send of 8 bytes): as
+         * put8, one WQEBB from SSE registers. Such a frame is in the conn's scratch area
+         * (rvx__tl_am_claim), readable to byte 47; the ctrl word differs from the 8-byte SEND's
+         * only in DS */
         uint32_t pi = c->sq.pi;
         rvx__mlx5_bb_t bb;
         if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0 || --c->sq.sig_left == 0)) {
             rvx__mlx5_publish_slow(c, chan, body, len, info);
             return;
         }
-        rvx__mlx5_bb_send8(&bb, c->ctrl_send2, pi, body, rvx_htobe32(info | chan << 16));
+        if (len == 8)
+            rvx__mlx5_bb_send8(&bb, c->ctrl_send2, pi, body, rvx_htobe32(info | chan << 16));
+        else
+            rvx__mlx5_bb_send_small(&bb, c->ctrl_send2 + (RVX__MLX5_INLINE_DS(len) - 1), pi,
+                                    (const uint8_t *)body, (unsigned)len,
+                                    rvx_htobe32(info | chan << 16));
         c->tx_sent++;
         rvx__mlx5_post_bb(&c->sq, pi, &bb);
         return;

@@ -112,8 +112,7 @@ RVX_COLD int rvx__dc_poll(rvx__tl_iface_t *ifc, int deliver)
 #else
             rvx__log("dc_mlx5: a message (CQE opcode %u) in a build without messages: dropped",
                      opcode);
-            rvx__mlx5_srq_release(&ifc->srq, rvx_htobe16(cqe->wqe_counter));
-            rvx__mlx5_srq_ring(&ifc->srq);
+            rvx__mlx5_srq_done(&ifc->srq, cqe);
 #endif
             continue;
         }
@@ -671,28 +670,6 @@ RVX_COLD void rvx__dc_rx_taken(rvx__tl_iface_t *ifc, int rank)
 
 /* ---- messages: receiving -------------------------------------------------------------------- */
 
-/* Keep a copy of a frame aside, delivered later in order (a handler may not run now, or its
- * endpoint does not exist yet). */
-RVX_COLD void rvx__dc_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, unsigned info,
-                            const void *body, size_t len)
-{
-    rvx__dc_deferred_t *f = (rvx__dc_deferred_t *)malloc(sizeof(*f) + len);
-    if (!f) {
-        rvx__log("dc_mlx5: out of memory keeping a message from rank %d aside: dropped", rank);
-        return;
-    }
-    f->next = NULL;
-    f->rank = rank;
-    f->chan = chan;
-    f->info = info;
-    f->len = len;
-    memcpy(f->body, body, len);
-    ifc->quiet = 1; /* the next progress delivers it */
-    if (ifc->def_tail) ifc->def_tail->next = f;
-    else ifc->def_head = f;
-    ifc->def_tail = f;
-}
-
 RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc)
 {
     rvx__dc_deferred_t *kept = NULL, *last = NULL;
@@ -751,7 +728,8 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     if (ep && (int32_t)(pre.consumed - ep->piggy) > 0) ep->piggy = pre.consumed;
     if (!ep || (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head))) {
         /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
-        rvx__dc_defer(ifc, (int)pre.rank, chan, info, buf, len);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, (int)pre.rank, chan, info, buf, len);
+        ifc->quiet = 1; /* the next progress delivers it */
     } else {
         /* the buffer goes back after the handler; frames a nested poll takes use others. A
          * handler runs with in_rx set (a request from it is refused, RVX__TL_IN_HANDLER) */
@@ -760,13 +738,11 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
         rvx__rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
         ifc->in_rx = was;
     }
-    rvx__mlx5_srq_release(&ifc->srq, idx);
-    rvx__mlx5_srq_ring(&ifc->srq);
+    rvx__mlx5_srq_done(&ifc->srq, cqe);
     rvx__dc_rx_taken(ifc, (int)pre.rank); /* after the release: the buffer is free again */
     return;
 release:
-    rvx__mlx5_srq_release(&ifc->srq, idx);
-    rvx__mlx5_srq_ring(&ifc->srq);
+    rvx__mlx5_srq_done(&ifc->srq, cqe);
 }
 #endif
 

@@ -25,6 +25,7 @@ typedef struct rvx__mlx5_srq {
     uint16_t           tail;     /* ... and the last one (never posted) */
     uint16_t           posted;   /* WQEs posted in all, mod 2^16: the doorbell value */
     uint16_t           rsvd;
+    uint32_t           dropped;  /* receive completions whose frame was dropped (bad input) */
     struct ibv_srq    *srq;
     struct ibv_mr     *mr;
 } rvx__mlx5_srq_t;
@@ -60,6 +61,66 @@ RVX_INLINE void rvx__mlx5_srq_release(rvx__mlx5_srq_t *s, uint16_t idx)
     rvx__mlx5_srq_wqe(s, s->tail)->next_wqe_index = rvx_htobe16(idx);
     s->tail = (uint16_t)(idx & s->mask);
     rvx__mlx5_srq_post(s);
+}
+
+/* ---- receive completions (cold) ------------------------------------------------------------ */
+
+/* A responder CQE: a SEND (plain, with immediate or with invalidation), a WRITE with immediate, or
+ * a receive error. Whatever the peer sent and whichever QP (known, spare or replaced) it came on,
+ * each one names the WQE it took off the shared queue: libmlx5 frees an SRQ WQE for every one,
+ * error and flush CQEs included. */
+RVX_INLINE int rvx__mlx5_cqe_is_recv(unsigned opcode)
+{
+    return (opcode >= MLX5_CQE_RESP_WR_IMM && opcode <= MLX5_CQE_RESP_SEND_INV) ||
+           opcode == MLX5_CQE_RESP_ERR;
+}
+
+/* The receive CQE's frame has been dealt with (delivered, copied aside or dropped): its buffer
+ * goes back. Every receive CQE ends here exactly once, so no peer, hostile or buggy, can drain
+ * the queue. */
+RVX_COLD void rvx__mlx5_srq_done(rvx__mlx5_srq_t *s, const struct mlx5_cqe64 *cqe)
+{
+    rvx__mlx5_srq_release(s, rvx_htobe16(cqe->wqe_counter));
+    rvx__mlx5_srq_ring(s);
+}
+
+/* A received frame is dropped as bad input: counted; 1 if it should be reported (the first few:
+ * a flood would otherwise flood stderr too). */
+RVX_COLD int rvx__mlx5_srq_drop(rvx__mlx5_srq_t *s)
+{
+    if (++s->dropped == 16)
+        rvx__log(RVX__MLX5_TL ": 16 received frames dropped; further ones are counted only");
+    return s->dropped < 16;
+}
+
+/* A frame copied aside, delivered later in order (a handler may not run now, or its endpoint does
+ * not exist yet): the receive buffer goes back at once. */
+typedef struct rvx__mlx5_deferred {
+    struct rvx__mlx5_deferred *next;
+    int      rank;
+    unsigned chan, info;
+    size_t   len;
+    uint8_t  body[1];
+} rvx__mlx5_deferred_t;
+
+/* Append a copy of the frame to the list head/tail. */
+RVX_COLD void rvx__mlx5_defer(rvx__mlx5_deferred_t **head, rvx__mlx5_deferred_t **tail, int rank,
+                              unsigned chan, unsigned info, const void *body, size_t len)
+{
+    rvx__mlx5_deferred_t *d = (rvx__mlx5_deferred_t *)malloc(sizeof(*d) + len);
+    if (!d) {
+        rvx__log(RVX__MLX5_TL ": out of memory keeping a message from rank %d aside: dropped", rank);
+        return;
+    }
+    d->next = NULL;
+    d->rank = rank;
+    d->chan = chan;
+    d->info = info;
+    d->len = len;
+    memcpy(d->body, body, len);
+    if (*tail) (*tail)->next = d;
+    else *head = d;
+    *tail = d;
 }
 
 /* ---- set-up (cold) -------------------------------------------------------------------------- */

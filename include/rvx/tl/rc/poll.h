@@ -8,8 +8,9 @@ RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_
                               uint32_t imm_be, const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver, uint16_t idx);
+RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
+                                uint32_t imm, int deliver, const uint8_t *buf);
+RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c);
 #endif
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
@@ -70,19 +71,10 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
     if (b) c->b_tail = b;
 }
 
-/* The shared receive queue's buffer idx is free again. */
-RVX_COLD void rvx__mlx5_srq_give(rvx__tl_iface_t *ifc, uint16_t idx)
-{
-    rvx__mlx5_srq_release(&ifc->srq, idx);
-    rvx__mlx5_srq_ring(&ifc->srq);
-}
-
-/* A receive completed with an error: it came back without data (a shared receive queue flushes
- * nothing: an error CQE names a buffer it consumed). */
+/* A receive completed with an error: it came back without data, and the conn fails (its buffer
+ * goes back in rvx__mlx5_recv like every other). */
 RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *e)
 {
-    if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
-        rvx__mlx5_srq_give(c->ifc, rvx_htobe16(e->wqe_counter));
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
                        e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
@@ -92,36 +84,60 @@ RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe 
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */
 
-/* One CQE of the conn's QP. */
-RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
-                                   const struct mlx5_cqe64 *cqe, unsigned opcode, uint32_t qpn,
-                                   int deliver)
+/* A send CQE of the conn's QP. */
+RVX_COLD void rvx__mlx5_cqe_handle(rvx__mlx5_conn_t *c, const struct mlx5_cqe64 *cqe,
+                                   unsigned opcode, uint32_t qpn)
 {
-    const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
-    (void)deliver;
     if ((opcode == MLX5_CQE_REQ || opcode == MLX5_CQE_REQ_ERR) && rvx__mlx5_cqe_stale(&c->sq, cqe)) {
         rvx__log("rc_mlx5: completion for WQE %u of QP 0x%x, already retired: ignored",
                  rvx_htobe16(cqe->wqe_counter), qpn);
     } else if (opcode == MLX5_CQE_REQ) {
         rvx__mlx5_req_ok(c, rvx_htobe16(cqe->wqe_counter));
     } else if (opcode == MLX5_CQE_REQ_ERR) {
-        rvx__mlx5_req_err(c, e);
-    } else if (opcode == MLX5_CQE_RESP_SEND_IMM) {
-        uint16_t idx = rvx_htobe16(cqe->wqe_counter);
-        if ((rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
-            rvx__mlx5_hello(ifc, c, 0, cqe->imm_inval_pkey, rvx__mlx5_srq_buf(&ifc->srq, idx));
-            rvx__mlx5_srq_give(ifc, idx);
-        }
-#if RVX_CAN_RECEIVE
-        else rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey, deliver, idx);
-#else
-        else rvx__mlx5_srq_give(ifc, idx);
-#endif
-    } else if (opcode == MLX5_CQE_RESP_ERR) {
-        rvx__mlx5_resp_err(c, e);
+        rvx__mlx5_req_err(c, (const struct mlx5_err_cqe *)(const void *)cqe);
     } else {
         rvx__log("rc_mlx5: unexpected CQE opcode %u from QP 0x%x ignored", opcode, qpn);
     }
+}
+
+/* A receive CQE, from any QP (who: the rank, with RVX__MLX5_QPT_SPARE for a spare; < 0: a QP no
+ * longer known). Frames go to the protocol (or aside), hellos to re-connection, anything else
+ * is dropped; then, whatever it was, its buffer goes back (tl/mlx5/srq.h) and a frame from the
+ * peer counts as consumed, so that its credit returns. */
+RVX_COLD void rvx__mlx5_recv(rvx__tl_iface_t *ifc, int32_t who, const struct mlx5_cqe64 *cqe,
+                             unsigned opcode, uint32_t qpn, int deliver)
+{
+    rvx__mlx5_conn_t *c = who >= 0 ? &ifc->conns[who & ~RVX__MLX5_QPT_SPARE] : NULL;
+    int spare = who >= 0 && (who & RVX__MLX5_QPT_SPARE);
+    const uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, rvx_htobe16(cqe->wqe_counter));
+    int consumed = 0;
+    (void)deliver;
+    if (opcode == MLX5_CQE_RESP_ERR) {
+        if (c && !spare) rvx__mlx5_resp_err(c, (const struct mlx5_err_cqe *)(const void *)cqe);
+    } else if (c && opcode == MLX5_CQE_RESP_SEND_IMM &&
+               (rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
+        rvx__mlx5_hello(ifc, c, spare, cqe->imm_inval_pkey, buf); /* outside the credits */
+    } else if (!c || spare || opcode != MLX5_CQE_RESP_SEND_IMM || !RVX_CAN_RECEIVE) {
+        /* a replaced QP, a spare (it receives one hello), or not a frame: a plain SEND, one with
+         * invalidation, a WRITE with immediate, or any message in a build without them */
+        if (rvx__mlx5_srq_drop(&ifc->srq))
+            rvx__log("rc_mlx5: receive completion (opcode %u, %u bytes) on %s QP 0x%x: dropped",
+                     opcode, rvx_htobe32(cqe->byte_cnt), !c ? "an unknown" : spare ? "a spare" : "the",
+                     qpn);
+        consumed = c && !spare;
+    }
+#if RVX_CAN_RECEIVE
+    else {
+        consumed = rvx__mlx5_rx_frame(ifc, c, rvx_htobe32(cqe->byte_cnt), cqe->imm_inval_pkey,
+                                      deliver, buf);
+    }
+#endif
+    rvx__mlx5_srq_done(&ifc->srq, cqe);
+#if RVX_CAN_RECEIVE
+    if (consumed) rvx__mlx5_rx_consumed(c); /* after the buffer is back: credits promise it */
+#else
+    (void)consumed; /* no credits in a build without messages */
+#endif
 }
 
 /* Pending worker flushes complete once every conn that was busy when they were asked has retired
@@ -144,33 +160,28 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
 {
     int n = 0;
     for (;;) {
-        struct mlx5_cqe64 *cqe = rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci);
-        uint8_t op_own = *(volatile uint8_t *)&cqe->op_own;
+        struct mlx5_cqe64 *slot = rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci), copy, *cqe = &copy;
+        uint8_t op_own = *(volatile uint8_t *)&slot->op_own;
         uint32_t qpn;
         int32_t who;
         if (!rvx__mlx5_cqe_ready(&ifc->cq, op_own)) break;
         rvx_from_device_barrier(); /* the owner check before the CQE's other bytes */
+        memcpy(&copy, slot, sizeof(copy));
+        /* the slot goes back to the NIC before the CQE frees a buffer or budget: the bound of
+         * rvx__mlx5_iface_cq (the CQE is read from the copy) */
+        rvx__mlx5_cq_advance(&ifc->cq);
+        rvx__mlx5_cq_update_ci(&ifc->cq);
         qpn = rvx__mlx5_cqe_qpn(cqe);
         who = rvx__mlx5_qpt_find(ifc, qpn, NULL);
-        rvx__mlx5_cq_advance(&ifc->cq);
         n++;
-        if (who < 0) {
-            /* a QP replaced meanwhile: a buffer it received into still goes back */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) rvx__mlx5_srq_give(ifc, rvx_htobe16(cqe->wqe_counter));
-            else rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
-        } else if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
-            /* a spare receives one hello and sends nothing */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) {
-                uint16_t idx = rvx_htobe16(cqe->wqe_counter);
-                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey,
-                                rvx__mlx5_srq_buf(&ifc->srq, idx));
-                rvx__mlx5_srq_give(ifc, idx);
-            }
-        } else {
-            rvx__mlx5_cqe_handle(ifc, &ifc->conns[who], cqe, op_own >> 4, qpn, deliver);
-        }
+        if (rvx__mlx5_cqe_is_recv(op_own >> 4)) /* whatever its QP: the buffer goes back */
+            rvx__mlx5_recv(ifc, who, cqe, op_own >> 4, qpn, deliver);
+        else if (who < 0 || (who & RVX__MLX5_QPT_SPARE)) /* a spare sends nothing */
+            rvx__log("rc_mlx5: completion (opcode %u) for %s QP 0x%x ignored", op_own >> 4,
+                     who < 0 ? "unknown" : "spare", qpn);
+        else
+            rvx__mlx5_cqe_handle(&ifc->conns[who], cqe, op_own >> 4, qpn);
     }
-    if (n) rvx__mlx5_cq_update_ci(&ifc->cq);
     if (ifc->nrec) rvx__mlx5_rec_poll(ifc);
     if (ifc->wflush) rvx__mlx5_wflush_check(ifc);
     return n;
@@ -179,27 +190,6 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
 /* ---- received frames and credits ------------------------------------------------------------ */
 
 #if RVX_CAN_RECEIVE
-/* Keep a copy of a frame aside, delivered later in order (a handler may not run now, or its
- * endpoint does not exist yet). */
-RVX_COLD void rvx__mlx5_defer(rvx__tl_iface_t *ifc, int rank, unsigned chan, unsigned info,
-                              const void *body, size_t len)
-{
-    rvx__mlx5_deferred_t *d = (rvx__mlx5_deferred_t *)malloc(sizeof(*d) + len);
-    if (!d) {
-        rvx__log("rc_mlx5: out of memory keeping a message from rank %d aside: dropped", rank);
-        return;
-    }
-    d->next = NULL;
-    d->rank = rank;
-    d->chan = chan;
-    d->info = info;
-    d->len = len;
-    memcpy(d->body, body, len);
-    if (ifc->def_tail) ifc->def_tail->next = d;
-    else ifc->def_head = d;
-    ifc->def_tail = d;
-}
-
 /* Tell the peer how many frames it may have sent in all (consumed + buffers): an 8-byte inline
  * WRITE into its control region (it needs no receive buffer, so credits always flow). */
 RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
@@ -229,41 +219,41 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-/* Give a receive buffer back to the NIC, and credits to the peer every quarter of its share. */
-RVX_COLD void rvx__mlx5_rx_release(rvx__mlx5_conn_t *c, uint16_t idx)
+/* The peer's frame is consumed (its buffer is back): credits to the peer every quarter of its
+ * share. */
+RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c)
 {
     c->rx_done++;
-    rvx__mlx5_srq_give(c->ifc, idx);
     if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
-/* The frame in the shared queue's buffer idx: hand it to the protocol (or, for an endpoint that
- * does not exist yet, or a request while a reply waits for room, a copy aside, delivered later in
- * order). */
-RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
-                                 uint32_t imm, int deliver, uint16_t idx)
+/* A frame in a buffer of the shared queue: hand it to the protocol (or, for an endpoint that does
+ * not exist yet, or a request while a reply waits for room, a copy aside, delivered later in
+ * order). The buffer goes back after this, in rvx__mlx5_recv. 1: the frame counts as consumed
+ * now; 0: its credit waits for the endpoint. */
+RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
+                                uint32_t imm, int deliver, const uint8_t *buf)
 {
-    uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
     unsigned x = rvx_htobe32(imm), chan = x >> 16, info = x & 0xffff;
     if (chan >= RVX__TL_AM_CHANNELS || len > RVX__MLX5_FRAME) {
-        rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank, chan, len);
-        rvx__mlx5_rx_release(c, idx);
+        if (rvx__mlx5_srq_drop(&ifc->srq))
+            rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank,
+                     chan, len);
     } else if (!c->ep) {
         /* no endpoint yet: its credit waits for the endpoint, so the peer cannot send more than
          * its share meanwhile */
-        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, c->rank, chan, info, buf, len);
         c->rx_held++;
-        rvx__mlx5_srq_give(ifc, idx);
+        return 0;
     } else if (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head)) {
         /* a handler may not run now, or earlier requests wait: keep the order */
-        rvx__mlx5_defer(ifc, c->rank, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, idx);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, c->rank, chan, info, buf, len);
     } else {
-        /* the buffer goes back after the handler; frames a nested poll takes meanwhile use
-         * other buffers (the shared queue takes them back in any order) */
-        rvx__rx_deliver(c->ep, chan, info, buf, len);
-        rvx__mlx5_rx_release(c, idx);
+        /* frames a nested poll takes meanwhile use other buffers (the shared queue takes them
+         * back in any order) */
+        rvx__rx_deliver(c->ep, chan, info, (void *)(uintptr_t)buf, len);
     }
+    return 1;
 }
 
 /* Frames a conn took while it had no endpoint (copied aside already): their credits go back. */
@@ -332,13 +322,109 @@ RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
     rvx__mlx5_tx_sig_tail(&c->sq, &c->tx);
 }
 
+/* ---- the send budget ------------------------------------------------------------------------ */
+
+/* The conn's grant is g (0: none): room and the limit the put path checks follow. */
+RVX_COLD void rvx__mlx5_grant_set(rvx__tl_iface_t *ifc, unsigned i, uint32_t g)
+{
+    rvx__mlx5_conn_t *c = ifc->holders[i];
+    ifc->holder_g[i] = g;
+    c->sq.room = g ? g - 1 : 0;
+    c->sq.pi_limit = c->sq.ci + c->sq.room;
+    if (!g) { /* no longer a holder */
+        ifc->nholders--;
+        ifc->holders[i] = ifc->holders[ifc->nholders];
+        ifc->holder_g[i] = ifc->holder_g[ifc->nholders];
+    }
+}
+
+/* Where c is in the holders (at most RVX__MLX5_HOLDERS), or -1. */
+RVX_COLD int rvx__mlx5_holder_of(const rvx__tl_iface_t *ifc, const rvx__mlx5_conn_t *c)
+{
+    unsigned i;
+    for (i = 0; i < ifc->nholders; i++)
+        if (ifc->holders[i] == c) return (int)i;
+    return -1;
+}
+
+/* The budget is short: idle holders give their grant back, busy ones what they do not use (the
+ * WQEBBs outstanding and one for a NOP stay), and post a signaled NOP so that a CQE retires their
+ * work. Only holders are looked at, never every peer. */
+RVX_COLD void rvx__mlx5_grant_reclaim(rvx__tl_iface_t *ifc, const rvx__mlx5_conn_t *except)
+{
+    unsigned i = 0;
+    while (i < ifc->nholders) {
+        rvx__mlx5_conn_t *h = ifc->holders[i];
+        uint32_t g = ifc->holder_g[i], used = h->sq.pi - h->sq.ci;
+        uint32_t keep = used ? (used + 1 + RVX__MLX5_GRANT - 1) / RVX__MLX5_GRANT * RVX__MLX5_GRANT : 0;
+        if (h == except || keep >= g) {
+            if (h != except && used) { rvx__mlx5_sig_tail(h); rvx__mlx5_hold(h); }
+            i++;
+            continue;
+        }
+        ifc->tx_free += g - keep;
+        rvx__mlx5_grant_set(ifc, i, keep);
+        if (keep) { /* still a holder: its tail must be signaled (it keeps room for the NOP) */
+            rvx__mlx5_sig_tail(h);
+            rvx__mlx5_hold(h);
+            i++;
+        }
+    }
+}
+
+/* c needs room for nbb more WQEBBs: a larger grant (twice the last, at most what its queue holds,
+ * at least enough), from the budget, taken back from other holders if it is short. 1: done. */
+RVX_COLD int rvx__mlx5_grant_grow(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t nbb)
+{
+    uint32_t cap = (c->sq.mask + 1 - RVX__MLX5_SQ_RESERVE) / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    uint32_t need = c->sq.pi - c->sq.ci + nbb + 1, g, want, more;
+    int i = rvx__mlx5_holder_of(ifc, c);
+    g = i >= 0 ? ifc->holder_g[i] : 0;
+    need = (need + RVX__MLX5_GRANT - 1) / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    if (need > cap) return 0; /* the queue itself is full: only CQEs help */
+    want = 2 * g > need ? 2 * g : need;
+    if (want > cap) want = cap;
+    if (ifc->tx_free < want - g) rvx__mlx5_grant_reclaim(ifc, c);
+    more = ifc->tx_free / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    if (more < want - g) want = g + more;
+    if (want < need) return 0;
+    if (i < 0) {
+        i = (int)ifc->nholders++;
+        ifc->holders[i] = c;
+    }
+    ifc->tx_free -= want - g;
+    rvx__mlx5_grant_set(ifc, (unsigned)i, want);
+    return 1;
+}
+
+/* The conn took a new QP (rvx__mlx5_adopt): the old one is quiet, so the grant stays with the
+ * conn. A connected conn is about to send a hello outside the data path's checks: it needs a
+ * grant, waited for if the budget is short. */
+RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+{
+    int i = rvx__mlx5_holder_of(ifc, c);
+    unsigned spins = 0;
+    c->sq.room = 0;
+    c->sq.pi_limit = c->sq.ci;
+    if (i >= 0) rvx__mlx5_grant_set(ifc, (unsigned)i, ifc->holder_g[i]);
+    else if (c->connected)
+        while (!rvx__mlx5_grant_grow(ifc, c, 1)) {
+            if (rvx__mlx5_poll_blocking(ifc)) spins = 0;
+            else rvx__backoff(&spins);
+        }
+}
+
+/* Room for nbb WQEBBs: a larger grant, else CQEs that retire work (of this conn, or of the
+ * holders the budget waits for). */
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
 {
+    rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
-    rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free the queue */
     while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
+        if (rvx__mlx5_grant_grow(ifc, c, nbb)) break;
+        rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free room */
         rvx__mlx5_hold(c); /* a failed QP frees its queue through error CQEs */
-        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        if (rvx__mlx5_poll_blocking(ifc)) spins = 0;
         else rvx__backoff(&spins);
     }
 }

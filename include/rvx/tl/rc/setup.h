@@ -127,6 +127,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     c->qpn = qp->qp_num;
     c->qpn_be = rvx_htobe32(c->qpn);
     rvx__mlx5_sq_init(&c->sq, &dq, c->qpn, bf, RVX__MLX5_SQ_RESERVE);
+    rvx__mlx5_grant_adopt(ifc, c); /* room: the conn's share of the worker's send budget */
     c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->sq.qpn8 | RVX__MLX5_DS_RDMA;
     c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->sq.qpn8 | 2;
     c->wflush_pi = 0;
@@ -185,20 +186,35 @@ RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
     memset(ifc, 0, sizeof(*ifc));
 }
 
-/* The CQ: every WQE may complete with an error CQE when a QP fails, and every buffer of the
- * shared receive queue may hold a frame (a buffer is posted again only after its CQE was
- * consumed): the CQ takes all of them, so it can never overrun. */
+/* The CQ, sized by what can be in flight, not by the number of ranks. It cannot overrun:
+ *  - sends: a WQE gives at most one CQE (signaled, or an error or flush error: a failed QP
+ *    completes each WQE it holds once), and only while it is outstanding (between the conn's ci
+ *    and pi: ci passes a WQE only when its CQE, or a later one of its QP, has been consumed).
+ *    Outstanding WQEBBs of a conn never exceed its grant (room + the flush NOP), and the grants
+ *    of all conns never exceed RVX_MLX5_TX_BUDGET (rvx__mlx5_grant_grow): at most that many;
+ *  - receives: a CQE consumes a posted buffer of the shared queue, posted again only once that
+ *    CQE has been consumed: at most its depth (srq.mask);
+ *  - the poll writes the consumer index to the CQ's doorbell record as each CQE is taken, before
+ *    it handles it, so a buffer or budget given back never makes room for a CQE in a slot the
+ *    NIC still counts as used.
+ * Nothing else completes on this CQ (spares send nothing; failed QPs are kept only once quiet). */
 RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
 {
     struct ibv_device_attr da;
-    int want = nranks * (4 * RVX_MLX5_TX_DEPTH + 4) + (int)ifc->srq.mask + 1 + 64;
+    int want = RVX_MLX5_TX_BUDGET + (int)ifc->srq.mask;
     memset(&da, 0, sizeof(da));
-    if (!ibv_query_device(ifc->ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) want = da.max_cqe;
+    if (!ibv_query_device(ifc->ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) {
+        rvx__log("rc_mlx5: a CQ of %d entries is needed (RVX_MLX5_TX_BUDGET + the shared receive "
+                 "queue); %s allows %d", want, ifc->ctx->name, da.max_cqe);
+        return RVX_ERR_NO_RESOURCE;
+    }
     if (da.max_qp > 0 && 2 * (int64_t)nranks + 2 > da.max_qp) { /* the only limit on ranks */
         rvx__log("rc_mlx5: %d ranks need %d QPs per worker; %s allows %d", nranks, 2 * nranks,
                  ifc->ctx->name, da.max_qp);
         return RVX_ERR_NO_RESOURCE;
     }
+    ifc->tx_free = RVX_MLX5_TX_BUDGET;
+    ifc->nholders = 0;
     ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
     if (!ifc->ibcq) {
         rvx__log("rc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
