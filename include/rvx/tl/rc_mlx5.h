@@ -63,10 +63,8 @@
 
 #define RVX__MLX5_QPT_EMPTY (-1)
 #define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
-#define RVX__MLX5_QPT_SPARE 0x40000000        /* flag on the rank: the conn's spare QP */
-#define RVX__MLX5_HELLO     0xffffu           /* imm info of a re-connection hello */
-#define RVX__MLX5_HELLO_REQ 0u                /* its channel field: a request, or the answer */
-#define RVX__MLX5_HELLO_ACK 1u
+#define RVX__MLX5_QPT_HELLO 0x40000000        /* the iface's hello QP (tl/rc/reconnect.h) */
+#define RVX__MLX5_HELLO     0xffffu           /* imm info of a re-connection message */
 /* WQEBBs the data path leaves free: a flush NOP, a credit write and a keepalive always fit. */
 #define RVX__MLX5_SQ_RESERVE 4u
 /* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
@@ -80,7 +78,8 @@
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
-/* An iface's address: the port and control region, then two QPNs per rank (the QP, its spare). */
+/* An iface's address: the port, the control region and the hello QP (tl/rc/reconnect.h), then
+ * one QPN per rank: the QP towards that rank. */
 typedef struct rvx__tl_addr {
     uint64_t magic;
     uint64_t ctrl_addr;
@@ -90,10 +89,11 @@ typedef struct rvx__tl_addr {
     uint8_t  pad;
     uint8_t  gid[16];
     int32_t  nranks;
-    uint32_t qpn[2];   /* 2 * nranks entries: QP to rank r at 2r, its spare at 2r + 1 (indexed
-                        * through RVX__MLX5_QPN: the array runs past its declared two) */
+    uint32_t hello_qpn; /* the iface's UD QP for re-connection messages */
+    uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__MLX5_QPN: the
+                         * array runs past its declared two) */
 } rvx__tl_addr_t;
-#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 8 * (size_t)((n) > 1 ? (n) : 1))
+#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
 
 struct rvx__tl_iface;
@@ -142,15 +142,7 @@ typedef struct rvx__mlx5_conn {
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
     double                ka_time;     /* last keepalive */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
-    /* re-connection (tl/rc/reconnect.h) */
-    struct ibv_qp        *sp_qp;       /* the spare: RTR towards the peer's spare once sp_rqpn is known */
-    uint32_t              sp_qpn;
-    uint32_t              sp_rqpn;     /* the peer's spare (0: not known yet) */
-    uint8_t               rec_wait;    /* we re-connected: the peer's hello has not come yet */
-    uint8_t               rec_pending; /* the peer re-connected: adopt the spare once drained */
-    uint32_t              rec_peer_sp; /* with rec_pending: the peer's next spare */
-    struct ibv_qp       **dead;        /* failed QPs, kept in ERR until the iface goes */
-    unsigned              ndead;
+    struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
 
 typedef struct rvx__tl_ep {
@@ -182,7 +174,8 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */
     uint32_t          credits;     /* frames each peer may have in flight to us */
     uint32_t          credit_q;    /* credits go back when this many frames were consumed */
-    unsigned          nrec;        /* conns with rec_pending */
+    unsigned          nrec;        /* conns waiting to follow a peer's re-connection */
+    struct rvx__mlx5_hello *hello; /* the hello QP, failed QPs, the re-connections under way */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
     /* the bounce pool: RVX_MLX5_BOUNCE_BYTES registered on first use, lent to conns in segments */

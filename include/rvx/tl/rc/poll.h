@@ -7,6 +7,7 @@
 RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
                               uint32_t imm_be, const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__mlx5_hello_cqe(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
                                  uint32_t imm, int deliver, uint16_t idx);
@@ -158,14 +159,8 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
             /* a QP replaced meanwhile: a buffer it received into still goes back */
             if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) rvx__mlx5_srq_give(ifc, rvx_htobe16(cqe->wqe_counter));
             else rvx__log("rc_mlx5: completion for unknown QP 0x%x ignored", qpn);
-        } else if (RVX_UNLIKELY(who & RVX__MLX5_QPT_SPARE)) {
-            /* a spare receives one hello and sends nothing */
-            if (op_own >> 4 == MLX5_CQE_RESP_SEND_IMM) {
-                uint16_t idx = rvx_htobe16(cqe->wqe_counter);
-                rvx__mlx5_hello(ifc, &ifc->conns[who & ~RVX__MLX5_QPT_SPARE], 1, cqe->imm_inval_pkey,
-                                rvx__mlx5_srq_buf(&ifc->srq, idx));
-                rvx__mlx5_srq_give(ifc, idx);
-            }
+        } else if (RVX_UNLIKELY(who == RVX__MLX5_QPT_HELLO)) {
+            rvx__mlx5_hello_cqe(ifc, cqe, op_own >> 4); /* a re-connection message (tl/rc/reconnect.h) */
         } else {
             rvx__mlx5_cqe_handle(ifc, &ifc->conns[who], cqe, op_own >> 4, qpn, deliver);
         }
@@ -515,7 +510,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
     double now;
-    if (c->failed) return RVX_ERR_PEER_FAILED;
+    if (c->failed || c->err != RVX_OK) return RVX_ERR_PEER_FAILED; /* err: re-connected, not re-created */
     rvx__mlx5_drain(c->ifc, 0);
     if (c->failed) return RVX_ERR_PEER_FAILED;
     now = rvx__now_s();
