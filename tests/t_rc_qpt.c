@@ -25,7 +25,7 @@ static void job(int nranks, uint64_t seed)
     uint8_t *used = (uint8_t *)calloc(1u << 24, 1);
     memset(&ifc, 0, sizeof(ifc));
     T_OK(rvx__mlx5_qpt_init(&ifc, nranks));
-    T_CHECK(ifc.qpt_mask + 1 >= 4u * (uint32_t)n, "%d ranks: a table of %u slots", nranks, ifc.qpt_mask + 1);
+    T_CHECK(ifc.qpt_mask + 1 >= 2u * (uint32_t)n, "%d ranks: a table of %u slots", nranks, ifc.qpt_mask + 1);
     for (i = 0; i < 2 * n; i++) { /* distinct QPNs: n in the table, n never added */
         uint32_t q;
         do q = rnd(&seed) & 0xffffff; while (used[q]);

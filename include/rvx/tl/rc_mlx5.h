@@ -14,15 +14,16 @@
  *          mlx5 device; with RVX_LANES > 1, RVX_DEV=mlx5_0,mlx5_1 gives lane i the i-th name, by
  *          default lane i opens the i-th mlx5 device)
  *   iface  per worker and lane (rvx_worker_t's iface[RVX_LANES]): one CQ for sends and
- *          receives, one shared receive queue every QP receives on, one RC QP and a spare per rank
- *          of the job, a small registered control region where peers write credits, and a pool
- *          of registered bounce memory (at the first copy). Its address carries the port's
- *          LID/GID and every QP's number. rvx_worker_create exchanges the addresses and takes
- *          every QP to RTS (its spare to RTR): RC needs the target's QP connected even for
- *          one-sided operations.
+ *          receives, one shared receive queue every QP receives on, one RC QP per rank of the
+ *          job, one UD QP for re-connection messages, a small registered control region where
+ *          peers write credits, and a pool of registered bounce memory (at the first copy). Its
+ *          address carries the port's LID/GID, the UD QP's number and every RC QP's number.
+ *          rvx_worker_create exchanges the addresses and takes every QP to RTS: RC needs the
+ *          target's QP connected even for one-sided operations.
  *   conn   per (worker, lane, peer): the QP, its send queue and credits, and while copies to the
- *          peer are in flight a segment of the bounce pool; it lives as long as the iface, so an
- *          endpoint destroyed and created again continues where it stopped.
+ *          peer are in flight a segment of the bounce pool (what only a re-connection needs is
+ *          allocated while one is under way); it lives as long as the iface, so an endpoint
+ *          destroyed and created again continues where it stopped.
  *   ep     one per lane (rvx_ep_t's tl[RVX_LANES]): a pointer to the conn. rvx_ep_create only
  *          points it there (re-connecting a failed conn first); it changes no QP state.
  *
@@ -106,7 +107,8 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               in_wf;       /* in ifc->wf_conns */
+    uint8_t               in_wf;       /* in ifc->wf_conns (else sq.pi_limit is pi) */
+    uint8_t               connected;   /* went to RTS */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
@@ -120,9 +122,8 @@ typedef struct rvx__mlx5_conn {
     uint32_t              qpn;
     uint32_t              rqpn;
     int                   rank;
-    int                   connected;   /* went to RTS */
-    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
+    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
      * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
     uint8_t              *bounce;
@@ -135,13 +136,11 @@ typedef struct rvx__mlx5_conn {
     uint64_t              rx_reported;
     uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
                                         * their credits wait for the endpoint */
-    uint64_t              peer_ctrl;   /* where this rank's credit word is in the peer's region */
-    uint32_t              peer_ctrl_rkey;
-    uint16_t              peer_lid;
-    uint8_t               peer_gid[16];
-    uint64_t              scratch[6];  /* small frames are built here, then sent inline */
-    double                ka_time;     /* last keepalive */
+    /* liveness (the peer's address, its control region included, is the worker's copy:
+     * rvx__mlx5_peer_addr) */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
+    double                ka_time;     /* last keepalive */
+    uint64_t              scratch[6];  /* small frames are built here, then sent inline */
     struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
 
@@ -168,7 +167,7 @@ typedef struct rvx__tl_iface {
     int               in_rx;
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
-    struct rvx__mlx5_conn **wf_conns; /* the conns they wait for (busy when flushed), nranks room */
+    struct rvx__mlx5_conn **wf_conns; /* conns that posted since a flush found them idle (tl/rc/setup.h), nranks room */
     unsigned          nwf;
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
     rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */

@@ -125,16 +125,17 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     }
 }
 
-/* Pending worker flushes complete once every conn that was busy when they were asked has retired
- * what was posted before them. Only those conns are looked at, never every peer. */
+/* Pending worker flushes complete once every conn with an endpoint that was busy when they were
+ * asked has retired what was posted before them. Only the conns that posted since they were last
+ * found idle are looked at (tl/rc/setup.h), never every peer; the idle ones leave the list. */
 RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
 {
     unsigned i = 0;
     while (i < ifc->nwf) {
         rvx__mlx5_conn_t *c = ifc->wf_conns[i];
-        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
-        c->in_wf = 0;
-        ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
+        if (c->ep && (int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
+        i++;
     }
     rvx__mlx5_wflush_done(&ifc->wflush);
 }
@@ -206,9 +207,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     rvx__mlx5_wqe_write8_t *w;
     unsigned flags;
     if (c->failed) return;
-    k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
-    k.base = c->peer_ctrl;
-    k.len = 8;
+    rvx__mlx5_peer_ctrl(c, &k);
     c->rx_reported = c->rx_done;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
@@ -216,7 +215,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     flags = rvx__mlx5_moderate(&c->sq, 0);
     w = (rvx__mlx5_wqe_write8_t *)(void *)wqe;
     rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
-    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    rvx__mlx5_set_raddr(&w->raddr, k.base, &k);
     w->inl.byte_count = rvx_htobe32(8u | MLX5_INLINE_SEG);
     memcpy(w->payload, &v, 8);
     memset(w->unused, 0, sizeof(w->unused));
@@ -330,6 +329,7 @@ RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
 {
     unsigned spins = 0;
+    if (!c->in_wf) rvx__mlx5_busy(c); /* the first post since a flush found it idle */
     rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free the queue */
     while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
         rvx__mlx5_hold(c); /* a failed QP frees its queue through error CQEs */
@@ -456,18 +456,17 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 
 RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
 {
-    int i, busy = 0;
+    unsigned i = 0;
+    int busy = 0;
     rvx__mlx5_drain(ifc, 0);
-    for (i = 0; i < ifc->nranks; i++) {
-        rvx__mlx5_conn_t *c = &ifc->conns[i];
-        if (!c->ep || c->sq.ci == c->sq.pi) continue;
+    while (i < ifc->nwf) { /* the conns that posted since a flush found them idle */
+        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
+        i++;
+        if (!c->ep) continue;
         if (c->failed) rvx__mlx5_hold(c);
         else rvx__mlx5_sig_tail(c);
         c->wflush_pi = c->sq.pi;
-        if (!c->in_wf) {
-            c->in_wf = 1;
-            ifc->wf_conns[ifc->nwf++] = c;
-        }
         busy = 1;
     }
     if (!busy) return RVX_OK;
@@ -488,16 +487,14 @@ RVX_COLD void rvx__mlx5_keepalive(rvx__mlx5_conn_t *c)
     uint32_t pi;
     uint8_t *wqe;
     rvx__mlx5_wqe_write0_t *w;
-    k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
-    k.base = c->peer_ctrl;
-    k.len = 8;
+    rvx__mlx5_peer_ctrl(c, &k);
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     w = (rvx__mlx5_wqe_write0_t *)(void *)wqe;
     rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA_NODATA,
                        rvx__mlx5_moderate(&c->sq, 1), 0);
-    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    rvx__mlx5_set_raddr(&w->raddr, k.base, &k);
     memset(w->unused, 0, sizeof(w->unused));
     rvx__mlx5_mark_sig(c, pi, pi + 1);
     c->ka_pi = pi + 1;

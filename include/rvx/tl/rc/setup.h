@@ -11,14 +11,26 @@ RVX_COLD void rvx__mlx5_hello_fini(rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__mlx5_rec_drop(rvx__mlx5_conn_t *c);
 RVX_COLD uint32_t rvx__mlx5_hello_qpn(const rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__mlx5_hello_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride);
+RVX_COLD const rvx__tl_addr_t *rvx__mlx5_peer_addr(const rvx__tl_iface_t *ifc, int rank);
+
+/* Where credit returns and keepalives to the conn's peer write: this rank's word of the peer's
+ * control region (from the peer's address, which the worker keeps). */
+RVX_COLD void rvx__mlx5_peer_ctrl(const rvx__mlx5_conn_t *c, rvx_rkey_t *k)
+{
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, c->rank);
+    memset(k, 0, sizeof(*k));
+    k->rkey_word = (uint64_t)rvx_htobe32(a->ctrl_rkey);
+    k->base = a->ctrl_addr + 8 * (uint64_t)c->ifc->rank;
+    k->len = 8;
+}
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c);
 #endif
 
 /* ---- QPN -> rank table ---------------------------------------------------------------------- */
 
-/* Open addressing, at least four slots per live QP (one per rank, and the hello QP), so a lookup
- * seldom walks. Entries of QPs that complete nothing any more are GONE: a lookup walks
+/* Open addressing, at least two slots per live QP (one per rank, and the hello QP): a load of
+ * at most one half, so a lookup seldom walks. Entries of QPs that complete nothing any more are GONE: a lookup walks
  * past them, an insert may take their place. */
 RVX_COLD unsigned rvx__mlx5_qpt_hash(const rvx__tl_iface_t *ifc, uint32_t qpn)
 {
@@ -29,7 +41,7 @@ RVX_COLD rvx_status_t rvx__mlx5_qpt_init(rvx__tl_iface_t *ifc, int nranks)
 {
     uint32_t n = 64, i;
     unsigned bits = 6;
-    while (n < 4 * (uint32_t)nranks + 4) { n *= 2; bits++; }
+    while (n < 2 * (uint32_t)nranks + 2) { n *= 2; bits++; }
     ifc->qpt_qpn = (uint32_t *)calloc(n, sizeof(*ifc->qpt_qpn));
     ifc->qpt_rank = (int32_t *)malloc(n * sizeof(*ifc->qpt_rank));
     if (!ifc->qpt_qpn || !ifc->qpt_rank) return RVX_ERR_NO_MEMORY;
@@ -73,6 +85,30 @@ RVX_COLD void rvx__mlx5_qpt_set(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
 {
     unsigned s;
     if (rvx__mlx5_qpt_find(ifc, qpn, &s) >= 0) ifc->qpt_rank[s] = val;
+}
+
+/* ---- the list of conns with work ------------------------------------------------------------ */
+
+/* A worker flush looks only at the conns in ifc->wf_conns: those that posted since a flush last
+ * found them idle. A conn out of the list has its send queue's limit at pi, so that its next post
+ * of any kind takes the slow path (rvx__mlx5_wait_room), which puts it back: the list costs the
+ * data path nothing. */
+RVX_COLD void rvx__mlx5_busy(rvx__mlx5_conn_t *c)
+{
+    rvx__tl_iface_t *ifc = c->ifc;
+    c->in_wf = 1;
+    c->wflush_pi = c->sq.pi; /* flushes asked before this post do not wait for it */
+    ifc->wf_conns[ifc->nwf++] = c;
+    c->sq.pi_limit = c->sq.ci + c->sq.room;
+}
+
+/* The i-th conn of the list is idle: out of it, its next post comes back. */
+RVX_COLD void rvx__mlx5_idle(rvx__tl_iface_t *ifc, unsigned i)
+{
+    rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+    c->in_wf = 0;
+    c->sq.pi_limit = c->sq.pi;
+    ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
 }
 
 /* ---- QPs and conns -------------------------------------------------------------------------- */
@@ -132,6 +168,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     c->qpn = qp->qp_num;
     c->qpn_be = rvx_htobe32(c->qpn);
     rvx__mlx5_sq_init(&c->sq, &dq, c->qpn, bf, RVX__MLX5_SQ_RESERVE);
+    if (!c->in_wf) c->sq.pi_limit = c->sq.pi; /* out of the list: the first post puts it there */
     c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->sq.qpn8 | RVX__MLX5_DS_RDMA;
     c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->sq.qpn8 | 2;
     c->wflush_pi = 0;
@@ -315,8 +352,9 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
 RVX_COLD rvx_status_t rvx__mlx5_qp_connect(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
                                            unsigned steps)
 {
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, c->rank);
     if ((steps & RVX__MLX5_TO_RTR) &&
-        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, c->peer_lid, c->peer_gid, c->rank) != RVX_OK)
+        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, a->lid, a->gid, c->rank) != RVX_OK)
         return RVX_ERR_IO;
     if (!(steps & RVX__MLX5_RTR_TO_RTS)) return RVX_OK;
     return rvx__mlx5_qp_to_rts(qp, c->rank);
@@ -349,10 +387,6 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
     c->b_head = 1;
     c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG;
-    c->peer_ctrl = addr->ctrl_addr + 8 * (uint64_t)ifc->rank;
-    c->peer_ctrl_rkey = addr->ctrl_rkey;
-    c->peer_lid = addr->lid;
-    memcpy(c->peer_gid, addr->gid, 16);
     c->rqpn = RVX__MLX5_QPN(addr)[ifc->rank];
 #if RVX_CAN_RECEIVE
     st = rvx__mlx5_rx_setup(ifc, c);
