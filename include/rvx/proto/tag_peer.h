@@ -192,6 +192,8 @@ RVX_COLD int rvx__tag_progress(rvx_worker_t *w)
         while ((r = *pr) >= 0) {
             rvx__tag_peer_t *p = &t->peers[r];
             if (p->sq_head) n += rvx__tag_sq_run(t, p);
+            if (*pr != r) /* a peer joined at the head meanwhile: find r's link again */
+                for (pr = &t->qhead; *pr != r; pr = &t->peers[*pr].qnext) {}
             if (p->sq_head) {
                 pr = &p->qnext;
             } else {
