@@ -557,6 +557,7 @@ static void reset(void)
         t->idfree[t->nidfree++] = i;
     }
     t->peers[0] = peer_snap;
+    t->qhead = -2; /* the list of peers with queued frames is empty again, as peers[0]'s queue */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

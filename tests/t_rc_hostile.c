@@ -1,8 +1,8 @@
 /* t_rc_hostile: whatever a peer sends into the shared receive queue, every buffer comes back.
  * Rank 1 plays a hostile (or buggy) peer below the AM layer: on its QP to rank 0 it posts many
  * times the queue's depth of plain SENDs and of RDMA WRITEs with immediate (each takes a receive
- * buffer, neither is a frame rvx sends), then takes its spare QP to RTS and sends plain SENDs to
- * rank 0's spare (which expects one hello). Rank 0 must drop them all, count them, and still
+ * buffer, neither is a frame rvx sends), then sends datagrams of every wrong size to rank 0's
+ * hello QP (which expects re-connection messages). Rank 0 must drop them all, count them, and still
  * receive, afterwards, more normal messages from ranks 1 and 2 than its queue holds. A buffer lost
  * per dropped frame would leave the queue empty: the messages would meet RNR for ever. */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping)
@@ -58,24 +58,24 @@ static void flood_qp(rvx__mlx5_conn_t *c, unsigned opcode, unsigned n, uint64_t 
     }
 }
 
-/* Plain SENDs from rank 1's spare QP to rank 0's spare: the spare goes to RTS and is driven
- * through a send queue of the test's own; nothing signaled but the last (the queue never
- * wraps: n is below its size). */
-static void flood_spare(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, unsigned n)
+/* Datagrams of every wrong size from rank 1's hello QP to rank 0's (which expects re-connection
+ * messages of one size): each takes a buffer of the shared queue. The hello QP holds few sends
+ * at a time: progress retires them. */
+static void flood_hello(rvx_worker_t *w, rvx__tl_iface_t *ifc, unsigned n)
 {
-    struct mlx5dv_qp dq;
-    rvx__mlx5_sq_t sq;
-    rvx__mlx5_bf_t *bf;
-    unsigned i;
-    T_OK(rvx__mlx5_qp_connect(c, c->sp_qp, c->sp_rqpn, RVX__MLX5_RTR_TO_RTS));
-    T_OK(rvx__mlx5_qp_obj(c->sp_qp, &dq));
-    bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
-    T_CHECK(bf != NULL, "no BlueFlame register");
-    if (!bf) return;
-    rvx__mlx5_sq_init(&sq, &dq, c->sp_qp->qp_num, bf, RVX__MLX5_SQ_RESERVE);
-    T_CHECK(n < sq.room, "%u sends do not fit the spare's queue (%u)", n, sq.room);
-    for (i = 0; i < n; i++)
-        raw_post(&sq, MLX5_OPCODE_SEND, i + 1 == n ? RVX__MLX5_CE : 0, 0, NULL);
+    rvx__mlx5_hello_t *h = ifc->hello;
+    uint8_t junk[RVX__MLX5_HELLO_BODY];
+    unsigned i, len = 0;
+    double t0 = t_now();
+    memset(junk, 0xa5, sizeof(junk));
+    for (i = 0; i < n && t_now() - t0 < 30; i++) {
+        if (++len > RVX__MLX5_HELLO_BODY) len = 0;
+        if (len == sizeof(rvx__mlx5_hello_msg_t)) len++;
+        while (h->sq.pi - h->sq.ci + RVX__MLX5_HELLO_NBB > h->sq.mask + 1 && t_now() - t0 < 30)
+            rvx_progress(w);
+        rvx__mlx5_hello_post(ifc, 0, 0x1234u, junk, len);
+    }
+    T_CHECK(i == n, "%u of %u datagrams posted in 30 s", i, n);
 }
 
 static void pings(rvx_worker_t *w, rvx_ep_t *ep, int me, int n)
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
             rvx_progress(w);
         if (st == RVX_INPROGRESS) st = (rvx_status_t)req.status;
         T_STATUS(st, RVX_OK);
-        flood_spare(&w->iface[0], c, k);
+        flood_hello(w, &w->iface[0], k);
         pings(w, ep[0], me, npings);
     } else {
         pings(w, ep[0], me, npings);

@@ -44,7 +44,7 @@ rvx__mlx5_retire|->ci =|->ci\+\+|ops\[|b_tail|bounce|outstanding|sig_out|o->sig|
 ->pi~|~pi~|sq->buf|sq->mask|rvx__mlx5_slot|~wqe =	producer index
 nranks|idle|conns\[|wflush|r->status	worker flush
 qpn|wqe_counter|last_sig|sop_drop|nops|flush_head|in_rx	completion match
-opcode|syndrome|_ERR|RESP|rvx__mlx5_fail|failed|qpt_|QPT_SPARE|~who~|nrec|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|continue	completion dispatch
+opcode|syndrome|_ERR|RESP|rvx__mlx5_fail|failed|qpt_|QPT_HELLO|~who~|nrec|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|continue	completion dispatch
 _slow\(	out-of-line path
 return	return value
 RULES

@@ -174,7 +174,9 @@ static inline void rvx__pipe_rk_release(rvx__tag_op_t *op)
 typedef struct rvx__tag_peer {
     rvx__tag_op_t *sq_head, *sq_tail; /* request-channel frames to this peer, in order */
     rvx__tag_op_t *cur;               /* eager message from this peer whose fragments arrive */
-    int            dead;              /* the last liveness verdict (rvx__tag_verdicts) */
+    unsigned       verdict;           /* liveness: round << 1 | dead (rvx__tag_verdicts) */
+    int            qnext;             /* in the list of peers with queued frames (t->qhead): the
+                                       * next one (-2: the last); -1: not in it */
 } rvx__tag_peer_t;
 
 #ifndef RVX__PIPE_MEMO
@@ -211,6 +213,8 @@ struct rvx__tag_state {
     void           **slabs;
     unsigned         nslabs, capslabs;
     double           last_check;
+    unsigned         vround;               /* liveness rounds: a peer's verdict holds in its round */
+    int              qhead;                /* the first peer with queued frames (-2: none) */
     size_t           page;                 /* PIPELINE pieces end on page boundaries */
     rvx_mem_t       *bounce;               /* PIPELINE phase 2 buffers, registered once */
     rvx_request_t    bslot[RVX_PIPE_BOUNCE_BUFS];
@@ -592,6 +596,10 @@ static void rvx__tag_sq_push(struct rvx__tag_state *t, rvx__tag_op_t *op)
     } else {
         p->sq_head = op;
         t->w->proto_queued++;
+        if (p->qnext == -1) { /* progress runs the peers in this list, never every peer */
+            p->qnext = t->qhead;
+            t->qhead = op->ep->rank;
+        }
     }
     p->sq_tail = op;
     rvx__tag_active(t, op);

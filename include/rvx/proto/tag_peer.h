@@ -2,8 +2,10 @@
  * worker set-up and progress hook (composed into core's calls by proto/hooks.h).
  *
  * Liveness is asked every ~10 ms at most, while operations wait on peers (rvx__tag_check_peers)
- * or receives are posted and progress finds nothing to do (rvx__tag_idle); the rules for which
- * waiting operation fails when are in proto/tag.h's comment. */
+ * or receives are posted and progress finds nothing to do (rvx__tag_idle), and only of the peers
+ * an operation waits on (an any-source receive: of peers until one is alive); the rules for which
+ * waiting operation fails when are in proto/tag.h's comment. Progress runs the send queues of the
+ * peers in a list (those that had frames queued), never every peer. */
 #ifndef RVX_PROTO_TAG_PEER_H
 #define RVX_PROTO_TAG_PEER_H
 
@@ -16,15 +18,50 @@ RVX_INLINE int rvx__tag_posted(const rvx_worker_t *w)
     return ((uintptr_t)t->lone | (uintptr_t)t->exp_head) != 0;
 }
 
-/* Whether each peer with an endpoint still lives, into t->peers[r].dead. Asked before any queue
- * is walked, never during a walk: asking drains the transport's completions, which can complete
- * and unlink the very operation a walk stands on (and a walk resumed from an unlinked op never
- * returns to the list head). */
+/* Whether peer r still lives (an endpoint to it that has not failed), asked of the transport
+ * once per round. */
+RVX_COLD int rvx__tag_ask(struct rvx__tag_state *t, int r)
+{
+    rvx__tag_peer_t *p = &t->peers[r];
+    rvx_worker_t *w = t->w;
+    if (p->verdict >> 1 != (t->vround & 0x7fffffffu)) {
+        int dead = w->eps[r] && rvx__tl_ep_alive(&w->eps[r]->tl[0]) != RVX_OK;
+        p->verdict = (t->vround & 0x7fffffffu) << 1 | (unsigned)dead;
+    }
+    return (int)(p->verdict & 1);
+}
+
+/* The verdict of this round on peer r: dead only if asked this round and found so. */
+RVX_COLD int rvx__tag_dead(const struct rvx__tag_state *t, int r)
+{
+    unsigned v = t->peers[r].verdict;
+    return v >> 1 == (t->vround & 0x7fffffffu) && (v & 1);
+}
+
+/* A new round: the peers that waiting operations and posted receives name are asked whether they
+ * live, no other. Asked before any queue is walked, never during a walk: asking drains the
+ * transport's completions, which can complete and unlink the very operation a walk stands on (and
+ * a walk resumed from an unlinked op never returns to the list head); so the ranks are collected
+ * first, then asked. */
 RVX_COLD void rvx__tag_verdicts(struct rvx__tag_state *t)
 {
-    rvx_worker_t *w = t->w;
-    int r;
-    for (r = 0; r < t->npeers; r++) t->peers[r].dead = w->eps[r] && rvx__tl_ep_alive(&w->eps[r]->tl[0]) != RVX_OK;
+    rvx__tag_link_t *l;
+    rvx__tag_op_t *op;
+    int *ranks, n = 0, cap = 0, i;
+    t->vround++;
+    for (l = t->active.next; l != &t->active; l = l->next) cap++;
+    for (op = t->exp_head; op; op = op->next) cap++;
+    if (!cap) return;
+    ranks = (int *)malloc((size_t)cap * sizeof(*ranks));
+    if (!ranks) return;
+    for (l = t->active.next; l != &t->active; l = l->next) {
+        op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
+        if (op->ep && op->state != RVX__S_ZOMBIE) ranks[n++] = op->ep->rank;
+    }
+    for (op = t->exp_head; op; op = op->next)
+        if (op->src >= 0) ranks[n++] = op->src;
+    for (i = 0; i < n; i++) rvx__tag_ask(t, ranks[i]); /* once each: the round remembers */
+    free(ranks);
 }
 
 /* The liveness checks run at most every 10 ms; when one is due, the verdicts are taken fresh. */
@@ -44,16 +81,28 @@ RVX_COLD int rvx__tag_check_due(struct rvx__tag_state *t)
  * already in a ring completes its receive instead. Uses the verdicts of rvx__tag_verdicts. */
 RVX_COLD int rvx__tag_dead_src(struct rvx__tag_state *t, int src, int anydead)
 {
-    return src < 0 ? anydead : t->peers[src].dead;
+    return src < 0 ? anydead : rvx__tag_dead(t, src);
+}
+
+/* Whether an any-source receive is posted (the lone one, or one in the expected queue). */
+RVX_COLD int rvx__tag_any_posted(const struct rvx__tag_state *t)
+{
+    const rvx__tag_op_t *op;
+    if (RVX__LONE_POSTED(t)) return 1;
+    for (op = t->exp_head; op; op = op->next)
+        if (op->src < 0) return 1;
+    return 0;
 }
 
 RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
 {
     rvx_worker_t *w = t->w;
-    int r, me = w->ctx->boot.rank, anydead = t->npeers > 1, n = 0, pass;
+    int r, me = w->ctx->boot.rank, anydead = t->npeers > 1 && rvx__tag_any_posted(t), n = 0, pass;
     rvx__tag_op_t **pp, *op;
+    /* only for an any-source receive, and only until one peer is found alive (or without an
+     * endpoint): every peer is asked only when all of them have failed */
     for (r = 0; r < t->npeers && anydead; r++)
-        if (r != me && !t->peers[r].dead) anydead = 0; /* alive, or no endpoint to it */
+        if (r != me && !rvx__tag_ask(t, r)) anydead = 0;
     if (anydead && w->eps[me]) {
         /* what we sent ourselves may still be on its way (a NIC loopback): no verdict on
          * any-source receives until a flush of that endpoint says it has all landed */
@@ -104,7 +153,7 @@ RVX_COLD int rvx__tag_check_peers(struct rvx__tag_state *t)
 again:
     for (l = t->active.next; l != &t->active; l = l->next) {
         rvx__tag_op_t *op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
-        if (!op->ep || op->state == RVX__S_ZOMBIE || !t->peers[op->ep->rank].dead) continue;
+        if (!op->ep || op->state == RVX__S_ZOMBIE || !rvx__tag_dead(t, op->ep->rank)) continue;
         if (!drained) {
             unsigned k;
             drained = 1;
@@ -138,10 +187,20 @@ RVX_COLD int rvx__tag_progress(rvx_worker_t *w)
     /* the other lanes carry rendezvous data only: polled while they have some in flight */
     for (l = 1; l < RVX_LANES; l++)
         if (w->iface[l].outstanding) n += rvx__tl_progress(&w->iface[l]);
-    if (w->proto_queued) {
-        int r;
-        for (r = 0; r < t->npeers; r++)
-            if (t->peers[r].sq_head) n += rvx__tag_sq_run(t, &t->peers[r]);
+    if (w->proto_queued) { /* the peers that had frames queued; those emptied leave the list */
+        int r, *pr = &t->qhead;
+        while ((r = *pr) >= 0) {
+            rvx__tag_peer_t *p = &t->peers[r];
+            if (p->sq_head) n += rvx__tag_sq_run(t, p);
+            if (*pr != r) /* a peer joined at the head meanwhile: find r's link again */
+                for (pr = &t->qhead; *pr != r; pr = &t->peers[*pr].qnext) {}
+            if (p->sq_head) {
+                pr = &p->qnext;
+            } else {
+                *pr = p->qnext;
+                p->qnext = -1;
+            }
+        }
     }
     if (t->ready.next != &t->ready) n += rvx__tag_run_ready(t);
     if ((++t->tick & 63) == 0) n += rvx__tag_check_peers(t);
@@ -159,6 +218,8 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     t->w = w;
     t->npeers = w->ctx->boot.size;
     t->peers = (rvx__tag_peer_t *)calloc((size_t)t->npeers, sizeof(*t->peers));
+    t->qhead = -2;
+    for (i = 0; t->peers && i < (unsigned)t->npeers; i++) t->peers[i].qnext = -1;
     if (!t->peers || !rvx__tag_grow(t)) {
         free(t->peers);
         free(t->slabs);

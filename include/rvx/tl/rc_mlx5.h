@@ -14,15 +14,16 @@
  *          mlx5 device; with RVX_LANES > 1, RVX_DEV=mlx5_0,mlx5_1 gives lane i the i-th name, by
  *          default lane i opens the i-th mlx5 device)
  *   iface  per worker and lane (rvx_worker_t's iface[RVX_LANES]): one CQ for sends and
- *          receives, one shared receive queue every QP receives on, one RC QP and a spare per rank
- *          of the job, a small registered control region where peers write credits, and a pool
- *          of registered bounce memory (at the first copy). Its address carries the port's
- *          LID/GID and every QP's number. rvx_worker_create exchanges the addresses and takes
- *          every QP to RTS (its spare to RTR): RC needs the target's QP connected even for
- *          one-sided operations.
+ *          receives, one shared receive queue every QP receives on, one RC QP per rank of the
+ *          job, one UD QP for re-connection messages, a small registered control region where
+ *          peers write credits, and a pool of registered bounce memory (at the first copy). Its
+ *          address carries the port's LID/GID, the UD QP's number and every RC QP's number.
+ *          rvx_worker_create exchanges the addresses and takes every QP to RTS: RC needs the
+ *          target's QP connected even for one-sided operations.
  *   conn   per (worker, lane, peer): the QP, its send queue and credits, and while copies to the
- *          peer are in flight a segment of the bounce pool; it lives as long as the iface, so an
- *          endpoint destroyed and created again continues where it stopped.
+ *          peer are in flight a segment of the bounce pool (what only a re-connection needs is
+ *          allocated while one is under way); it lives as long as the iface, so an endpoint
+ *          destroyed and created again continues where it stopped.
  *   ep     one per lane (rvx_ep_t's tl[RVX_LANES]): a pointer to the conn. rvx_ep_create only
  *          points it there (re-connecting a failed conn first); it changes no QP state.
  *
@@ -70,10 +71,9 @@
 
 #define RVX__MLX5_QPT_EMPTY (-1)
 #define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
-#define RVX__MLX5_QPT_SPARE 0x40000000        /* flag on the rank: the conn's spare QP */
-#define RVX__MLX5_HELLO     0xffffu           /* imm info of a re-connection hello */
-#define RVX__MLX5_HELLO_REQ 0u                /* its channel field: a request, or the answer */
-#define RVX__MLX5_HELLO_ACK 1u
+#define RVX__MLX5_QPT_HELLO 0x40000000        /* the iface's hello QP (tl/rc/reconnect.h) */
+#define RVX__MLX5_HELLO_WR  16u               /* datagrams the hello QP may have in flight */
+#define RVX__MLX5_HELLO     0xffffu           /* imm info of a re-connection message */
 /* WQEBBs the data path leaves free: a flush NOP, a credit write and a keepalive always fit. */
 #define RVX__MLX5_SQ_RESERVE 4u
 /* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
@@ -99,7 +99,8 @@
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
-/* An iface's address: the port and control region, then two QPNs per rank (the QP, its spare). */
+/* An iface's address: the port, the control region and the hello QP (tl/rc/reconnect.h), then
+ * one QPN per rank: the QP towards that rank. */
 typedef struct rvx__tl_addr {
     uint64_t magic;
     uint64_t ctrl_addr;
@@ -109,10 +110,11 @@ typedef struct rvx__tl_addr {
     uint8_t  pad;
     uint8_t  gid[16];
     int32_t  nranks;
-    uint32_t qpn[2];   /* 2 * nranks entries: QP to rank r at 2r, its spare at 2r + 1 (indexed
-                        * through RVX__MLX5_QPN: the array runs past its declared two) */
+    uint32_t hello_qpn; /* the iface's UD QP for re-connection messages */
+    uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__MLX5_QPN: the
+                         * array runs past its declared two) */
 } rvx__tl_addr_t;
-#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 8 * (size_t)((n) > 1 ? (n) : 1))
+#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
 
 struct rvx__tl_iface;
@@ -125,7 +127,8 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               in_wf;       /* in ifc->wf_conns */
+    uint8_t               in_wf;       /* in ifc->wf_conns (else sq.pi_limit is pi) */
+    uint8_t               connected;   /* went to RTS */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
@@ -139,9 +142,8 @@ typedef struct rvx__mlx5_conn {
     uint32_t              qpn;
     uint32_t              rqpn;
     int                   rank;
-    int                   connected;   /* went to RTS */
-    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
+    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
      * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
     uint8_t              *bounce;
@@ -154,22 +156,12 @@ typedef struct rvx__mlx5_conn {
     uint64_t              rx_reported;
     uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
                                         * their credits wait for the endpoint */
-    uint64_t              peer_ctrl;   /* where this rank's credit word is in the peer's region */
-    uint32_t              peer_ctrl_rkey;
-    uint16_t              peer_lid;
-    uint8_t               peer_gid[16];
-    uint64_t              scratch[6];  /* small frames are built here, then sent inline */
-    double                ka_time;     /* last keepalive */
+    /* liveness (the peer's address, its control region included, is the worker's copy:
+     * rvx__mlx5_peer_addr) */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
-    /* re-connection (tl/rc/reconnect.h) */
-    struct ibv_qp        *sp_qp;       /* the spare: RTR towards the peer's spare once sp_rqpn is known */
-    uint32_t              sp_qpn;
-    uint32_t              sp_rqpn;     /* the peer's spare (0: not known yet) */
-    uint8_t               rec_wait;    /* we re-connected: the peer's hello has not come yet */
-    uint8_t               rec_pending; /* the peer re-connected: adopt the spare once drained */
-    uint32_t              rec_peer_sp; /* with rec_pending: the peer's next spare */
-    struct ibv_qp       **dead;        /* failed QPs, kept in ERR until the iface goes */
-    unsigned              ndead;
+    double                ka_time;     /* last keepalive */
+    uint64_t              scratch[6];  /* small frames are built here, then sent inline */
+    struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
 
 typedef struct rvx__tl_ep {
@@ -195,13 +187,14 @@ typedef struct rvx__tl_iface {
     int               in_rx;
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
-    struct rvx__mlx5_conn **wf_conns; /* the conns they wait for (busy when flushed), nranks room */
+    struct rvx__mlx5_conn **wf_conns; /* conns that posted since a flush found them idle (tl/rc/setup.h), nranks room */
     unsigned          nwf;
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
     rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */
     uint32_t          credits;     /* frames each peer may have in flight to us */
     uint32_t          credit_q;    /* credits go back when this many frames were consumed */
-    unsigned          nrec;        /* conns with rec_pending */
+    unsigned          nrec;        /* conns waiting to follow a peer's re-connection */
+    struct rvx__mlx5_hello *hello; /* the hello QP, failed QPs, the re-connections under way */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
     /* the bounce pool: RVX_MLX5_BOUNCE_BYTES registered on first use, lent to conns in segments */

@@ -4,9 +4,10 @@
 #ifndef RVX_TL_RC_POLL_H
 #define RVX_TL_RC_POLL_H
 
-RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
-                              uint32_t imm_be, const uint8_t *body);
+RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t imm_be,
+                              const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__mlx5_hello_cqe(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode);
 #if RVX_CAN_RECEIVE
 RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
                                 uint32_t imm, int deliver, const uint8_t *buf);
@@ -100,31 +101,29 @@ RVX_COLD void rvx__mlx5_cqe_handle(rvx__mlx5_conn_t *c, const struct mlx5_cqe64 
     }
 }
 
-/* A receive CQE, from any QP (who: the rank, with RVX__MLX5_QPT_SPARE for a spare; < 0: a QP no
- * longer known). Frames go to the protocol (or aside), hellos to re-connection, anything else
- * is dropped; then, whatever it was, its buffer goes back (tl/mlx5/srq.h) and a frame from the
- * peer counts as consumed, so that its credit returns. */
+/* A receive CQE on a conn's QP (who: the rank; < 0: a QP no longer known). Frames go to the
+ * protocol (or aside), a re-connection's UP to tl/rc/reconnect.h, anything else is dropped; then,
+ * whatever it was, its buffer goes back (tl/mlx5/srq.h) and a frame from the peer counts as
+ * consumed, so that its credit returns. */
 RVX_COLD void rvx__mlx5_recv(rvx__tl_iface_t *ifc, int32_t who, const struct mlx5_cqe64 *cqe,
                              unsigned opcode, uint32_t qpn, int deliver)
 {
-    rvx__mlx5_conn_t *c = who >= 0 ? &ifc->conns[who & ~RVX__MLX5_QPT_SPARE] : NULL;
-    int spare = who >= 0 && (who & RVX__MLX5_QPT_SPARE);
+    rvx__mlx5_conn_t *c = who >= 0 ? &ifc->conns[who] : NULL;
     const uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, rvx_htobe16(cqe->wqe_counter));
     int consumed = 0;
     (void)deliver;
     if (opcode == MLX5_CQE_RESP_ERR) {
-        if (c && !spare) rvx__mlx5_resp_err(c, (const struct mlx5_err_cqe *)(const void *)cqe);
+        if (c) rvx__mlx5_resp_err(c, (const struct mlx5_err_cqe *)(const void *)cqe);
     } else if (c && opcode == MLX5_CQE_RESP_SEND_IMM &&
                (rvx_htobe32(cqe->imm_inval_pkey) & 0xffff) == RVX__MLX5_HELLO) {
-        rvx__mlx5_hello(ifc, c, spare, cqe->imm_inval_pkey, buf); /* outside the credits */
-    } else if (!c || spare || opcode != MLX5_CQE_RESP_SEND_IMM || !RVX_CAN_RECEIVE) {
-        /* a replaced QP, a spare (it receives one hello), or not a frame: a plain SEND, one with
-         * invalidation, a WRITE with immediate, or any message in a build without them */
+        rvx__mlx5_hello(ifc, c, cqe->imm_inval_pkey, buf); /* outside the credits */
+    } else if (!c || opcode != MLX5_CQE_RESP_SEND_IMM || !RVX_CAN_RECEIVE) {
+        /* a replaced QP, or not a frame: a plain SEND, one with invalidation, a WRITE with
+         * immediate, or any message in a build without them */
         if (rvx__mlx5_srq_drop(&ifc->srq))
             rvx__log("rc_mlx5: receive completion (opcode %u, %u bytes) on %s QP 0x%x: dropped",
-                     opcode, rvx_htobe32(cqe->byte_cnt), !c ? "an unknown" : spare ? "a spare" : "the",
-                     qpn);
-        consumed = c && !spare;
+                     opcode, rvx_htobe32(cqe->byte_cnt), !c ? "an unknown" : "the", qpn);
+        consumed = c != NULL;
     }
 #if RVX_CAN_RECEIVE
     else {
@@ -140,16 +139,17 @@ RVX_COLD void rvx__mlx5_recv(rvx__tl_iface_t *ifc, int32_t who, const struct mlx
 #endif
 }
 
-/* Pending worker flushes complete once every conn that was busy when they were asked has retired
- * what was posted before them. Only those conns are looked at, never every peer. */
+/* Pending worker flushes complete once every conn with an endpoint that was busy when they were
+ * asked has retired what was posted before them. Only the conns that posted since they were last
+ * found idle are looked at (tl/rc/setup.h), never every peer; the idle ones leave the list. */
 RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
 {
     unsigned i = 0;
     while (i < ifc->nwf) {
         rvx__mlx5_conn_t *c = ifc->wf_conns[i];
-        if ((int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
-        c->in_wf = 0;
-        ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
+        if (c->ep && (int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
+        i++;
     }
     rvx__mlx5_wflush_done(&ifc->wflush);
 }
@@ -174,11 +174,12 @@ RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver)
         qpn = rvx__mlx5_cqe_qpn(cqe);
         who = rvx__mlx5_qpt_find(ifc, qpn, NULL);
         n++;
-        if (rvx__mlx5_cqe_is_recv(op_own >> 4)) /* whatever its QP: the buffer goes back */
+        if (RVX_UNLIKELY(who == RVX__MLX5_QPT_HELLO)) /* sends and receives (tl/rc/reconnect.h) */
+            rvx__mlx5_hello_cqe(ifc, cqe, op_own >> 4);
+        else if (rvx__mlx5_cqe_is_recv(op_own >> 4)) /* whatever its QP: the buffer goes back */
             rvx__mlx5_recv(ifc, who, cqe, op_own >> 4, qpn, deliver);
-        else if (who < 0 || (who & RVX__MLX5_QPT_SPARE)) /* a spare sends nothing */
-            rvx__log("rc_mlx5: completion (opcode %u) for %s QP 0x%x ignored", op_own >> 4,
-                     who < 0 ? "unknown" : "spare", qpn);
+        else if (who < 0) /* a QP replaced meanwhile */
+            rvx__log("rc_mlx5: completion (opcode %u) for unknown QP 0x%x ignored", op_own >> 4, qpn);
         else
             rvx__mlx5_cqe_handle(&ifc->conns[who], cqe, op_own >> 4, qpn);
     }
@@ -201,9 +202,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     rvx__mlx5_wqe_write8_t *w;
     unsigned flags;
     if (c->failed) return;
-    k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
-    k.base = c->peer_ctrl;
-    k.len = 8;
+    rvx__mlx5_peer_ctrl(c, &k);
     c->rx_reported = c->rx_done;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
@@ -211,7 +210,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     flags = rvx__mlx5_moderate(&c->sq, 0);
     w = (rvx__mlx5_wqe_write8_t *)(void *)wqe;
     rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
-    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    rvx__mlx5_set_raddr(&w->raddr, k.base, &k);
     w->inl.byte_count = rvx_htobe32(8u | MLX5_INLINE_SEG);
     memcpy(w->payload, &v, 8);
     memset(w->unused, 0, sizeof(w->unused));
@@ -420,6 +419,7 @@ RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
 {
     rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
+    if (!c->in_wf) rvx__mlx5_busy(c); /* the first post since a flush found it idle */
     while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
         if (rvx__mlx5_grant_grow(ifc, c, nbb)) break;
         rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free room */
@@ -547,18 +547,17 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 
 RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
 {
-    int i, busy = 0;
+    unsigned i = 0;
+    int busy = 0;
     rvx__mlx5_drain(ifc, 0);
-    for (i = 0; i < ifc->nranks; i++) {
-        rvx__mlx5_conn_t *c = &ifc->conns[i];
-        if (!c->ep || c->sq.ci == c->sq.pi) continue;
+    while (i < ifc->nwf) { /* the conns that posted since a flush found them idle */
+        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
+        i++;
+        if (!c->ep) continue;
         if (c->failed) rvx__mlx5_hold(c);
         else rvx__mlx5_sig_tail(c);
         c->wflush_pi = c->sq.pi;
-        if (!c->in_wf) {
-            c->in_wf = 1;
-            ifc->wf_conns[ifc->nwf++] = c;
-        }
         busy = 1;
     }
     if (!busy) return RVX_OK;
@@ -579,16 +578,14 @@ RVX_COLD void rvx__mlx5_keepalive(rvx__mlx5_conn_t *c)
     uint32_t pi;
     uint8_t *wqe;
     rvx__mlx5_wqe_write0_t *w;
-    k.rkey_word = (uint64_t)rvx_htobe32(c->peer_ctrl_rkey);
-    k.base = c->peer_ctrl;
-    k.len = 8;
+    rvx__mlx5_peer_ctrl(c, &k);
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     w = (rvx__mlx5_wqe_write0_t *)(void *)wqe;
     rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA_NODATA,
                        rvx__mlx5_moderate(&c->sq, 1), 0);
-    rvx__mlx5_set_raddr(&w->raddr, c->peer_ctrl, &k);
+    rvx__mlx5_set_raddr(&w->raddr, k.base, &k);
     memset(w->unused, 0, sizeof(w->unused));
     rvx__mlx5_mark_sig(c, pi, pi + 1);
     c->ka_pi = pi + 1;
@@ -601,7 +598,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
     double now;
-    if (c->failed) return RVX_ERR_PEER_FAILED;
+    if (c->failed || c->err != RVX_OK) return RVX_ERR_PEER_FAILED; /* err: re-connected, not re-created */
     rvx__mlx5_drain(c->ifc, 0);
     if (c->failed) return RVX_ERR_PEER_FAILED;
     now = rvx__now_s();

@@ -1,28 +1,266 @@
 /* rvx/tl/rc/reconnect.h: re-establishing a failed rc_mlx5 connection (cold). Included at the end
  * of tl/rc_mlx5.h.
  *
- * Every conn has a spare QP, connected at worker creation to the peer's spare and left in RTR
- * with one receive posted for a hello message (imm info 0xffff). rvx_ep_create on a failed conn
- * moves the old QP to ERR, waits until it has flushed everything, takes the spare as its QP (to
- * RTS, fresh counters), creates the next spare and sends a hello (REQ) carrying that spare's
- * QPN. The peer's NIC acknowledges it even if its process never looks; when the peer polls, it
- * sees the REQ arrive on its spare, fails and drains its own old QP the same way, adopts its
- * spare and answers with a hello (ACK) carrying its next spare's QPN. Each side then takes its
- * next spare to RTR towards the other's, ready for the next failure. Messages are not sent before
- * the peer's hello arrived (it grants the credits); puts, gets and atomics work at once, since
- * the peer's spare answers them in RTR. Failed QPs are kept (in ERR) until the worker goes:
- * destroying or resetting a QP makes libmlx5 clean its CQEs out of a CQ whose consumer index it
- * does not know here. */
+ * A conn has one QP; nothing is kept in reserve for a failure. Each iface has one UD QP, the
+ * hello QP (its number is in the iface's address), on the iface's CQ and shared receive queue.
+ * rvx_ep_create on a failed conn moves the old QP to ERR, waits until it has flushed
+ * everything, creates a new QP (INIT) and sends the peer's hello QP a datagram, REQ, carrying the
+ * new QPN and the old one (which the peer is connected to: a REQ naming another is stale). The
+ * peer, when it next polls, fails and drains its own old QP the same way, creates its new QP,
+ * connects it to ours (RTR, RTS) and answers ACK with its number; we connect ours and send an
+ * UP message over the new RC QP, whose completion shows the peer's NIC has the connection. Both
+ * sides re-connecting at once cross: each takes the other's REQ as the answer it waited for,
+ * connects, and answers it. Datagrams may be lost: the REQ is sent again every 100 ms, and a
+ * REQ for a connection already made is answered again; a peer that does not answer within the
+ * QP's own retry time is reported failed. Credits: we may send to the peer once its answer
+ * (ACK) came, it to us once our UP came. An endpoint that existed on the peer's side fails
+ * (RVX_ERR_CANCELED, learnt from its status and flushes) until its user re-creates it.
+ *
+ * The answer needs the peer's process to poll its CQ: any rvx call that polls (rvx_progress in
+ * builds that receive, with an endpoint; waits, flushes and endpoint creation in every build).
+ * What only a re-connection needs is allocated while one is under way (rvx__mlx5_rec_t); failed
+ * QPs are kept (in ERR) until the worker goes, in one list per iface: destroying or resetting a
+ * QP makes libmlx5 clean its CQEs out of a CQ whose consumer index it does not know here. */
 #ifndef RVX_TL_RC_RECONNECT_H
 #define RVX_TL_RC_RECONNECT_H
 
-typedef struct rvx__mlx5_hello_msg {
-    uint32_t magic;     /* RVX__MLX5_HELLO_MAGIC */
-    uint32_t next_qpn;  /* the sender's next spare */
-} rvx__mlx5_hello_msg_t;
+#define RVX__MLX5_QKEY        0x72767851u /* the hello QPs' Q_Key */
 #define RVX__MLX5_HELLO_MAGIC 0x72767848u /* "rvxH" */
+#define RVX__MLX5_HELLO_NBB   2u          /* ctrl + address (64 B), inline message (32 B), zeros */
+#define RVX__MLX5_UD_GRH      40u         /* a datagram lands after this much GRH space */
+/* the most a hello WQE carries inline: its WQEBBs less ctrl, datagram and inline header */
+#define RVX__MLX5_HELLO_BODY  (RVX__MLX5_HELLO_NBB * RVX__MLX5_BB - 16u - 48u - 4u)
+/* How long an initiator waits for the peer's answer: the QP's own retry time (a dead peer is
+ * reported as late as a WQE to it would be), between 1 and 10 s. */
+#define RVX__MLX5_REC_RETRY_S ((RVX_MLX5_RETRY + 1) * 4.096e-6 * (double)(1ull << RVX_MLX5_TIMEOUT))
+#define RVX__MLX5_REC_WAIT_S  (RVX__MLX5_REC_RETRY_S < 1 ? 1.0 : RVX__MLX5_REC_RETRY_S > 10 ? 10.0 \
+                               : RVX__MLX5_REC_RETRY_S)
 
-/* Nothing more will complete on the conn's QP: every WQE and every receive has come back. */
+enum { RVX__MLX5_HELLO_REQ = 0, RVX__MLX5_HELLO_ACK = 1, RVX__MLX5_HELLO_UP = 2 };
+
+typedef struct rvx__mlx5_hello_msg {
+    uint32_t magic;  /* RVX__MLX5_HELLO_MAGIC */
+    uint32_t kind;   /* RVX__MLX5_HELLO_* */
+    int32_t  rank;   /* the sender */
+    uint32_t qpn;    /* the sender's new QP */
+    uint32_t prev;   /* REQ: the sender's QP the receiver is connected to; ACK: the receiver's new
+                      * QP this answers */
+    uint32_t rsvd;
+} rvx__mlx5_hello_msg_t;
+
+/* A re-connection under way on one conn (freed when it is done). */
+typedef struct rvx__mlx5_rec {
+    struct ibv_qp         *qp;       /* initiator: the new QP, INIT until the peer's is known */
+    uint32_t               qpn;      /* its number */
+    uint32_t               peer_new; /* follower: the peer's new QP */
+    uint8_t                follow;   /* the peer re-connected: follow once our old QP is quiet */
+    uint8_t                taken;    /* initiator: the new QP is the conn's (connected) */
+    uint8_t                acked;    /* initiator: the peer's answer came */
+    struct rvx__mlx5_conn *next;     /* the iface's list of conns that follow */
+} rvx__mlx5_rec_t;
+
+/* The iface's side of re-connection. */
+typedef struct rvx__mlx5_hello {
+    struct ibv_qp     *qp;        /* UD, on the iface's CQ and shared receive queue */
+    rvx__mlx5_sq_t     sq;
+    const uint8_t     *addrs;     /* every rank's address (the worker's copy, kept while it lives) */
+    size_t             stride;
+    struct ibv_qp    **dead;      /* failed QPs, kept in ERR until the iface goes */
+    unsigned           ndead, dead_cap;
+    unsigned           warned;
+    rvx__mlx5_conn_t  *follow;    /* conns waiting for their old QP to go quiet, then follow */
+} rvx__mlx5_hello_t;
+
+/* ---- the hello QP --------------------------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__mlx5_hello_init(rvx__tl_iface_t *ifc)
+{
+    rvx__tl_ctx_t *ctx = ifc->ctx;
+    rvx__mlx5_hello_t *h = (rvx__mlx5_hello_t *)calloc(1, sizeof(*h));
+    struct ibv_qp_init_attr ia;
+    struct ibv_qp_attr qa;
+    struct mlx5dv_qp dq;
+    rvx__mlx5_bf_t *bf;
+    if (!h) return RVX_ERR_NO_MEMORY;
+    ifc->hello = h;
+    memset(&ia, 0, sizeof(ia));
+    ia.qp_type = IBV_QPT_UD;
+    ia.send_cq = ifc->ibcq;
+    ia.recv_cq = ifc->ibcq;
+    ia.srq = ifc->srq.srq;
+    ia.cap.max_send_wr = RVX__MLX5_HELLO_WR;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_inline_data = sizeof(rvx__mlx5_hello_msg_t);
+    h->qp = ibv_create_qp(ctx->pd, &ia);
+    if (!h->qp) {
+        rvx__log("rc_mlx5: cannot create the UD QP for re-connections on %s: %s", ctx->name,
+                 strerror(errno));
+        return RVX_ERR_NO_RESOURCE;
+    }
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_INIT;
+    qa.pkey_index = 0;
+    qa.port_num = ctx->port;
+    qa.qkey = RVX__MLX5_QKEY;
+    if (ibv_modify_qp(h->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+        goto bad;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(h->qp, &qa, IBV_QP_STATE)) goto bad;
+    memset(&qa, 0, sizeof(qa));
+    qa.qp_state = IBV_QPS_RTS;
+    qa.sq_psn = RVX__MLX5_PSN;
+    if (ibv_modify_qp(h->qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN)) goto bad;
+    if (rvx__mlx5_qp_obj(h->qp, &dq) != RVX_OK) return RVX_ERR_IO;
+    bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
+    if (!bf) return RVX_ERR_NO_MEMORY;
+    rvx__mlx5_sq_init(&h->sq, &dq, h->qp->qp_num, bf, 0);
+    return rvx__mlx5_qpt_add(ifc, h->qp->qp_num, RVX__MLX5_QPT_HELLO);
+bad:
+    rvx__log("rc_mlx5: the UD QP for re-connections does not start: %s", strerror(errno));
+    return RVX_ERR_IO;
+}
+
+/* Before the CQ and the shared receive queue go: the failed QPs and the hello QP. */
+RVX_COLD void rvx__mlx5_hello_fini(rvx__tl_iface_t *ifc)
+{
+    rvx__mlx5_hello_t *h = ifc->hello;
+    unsigned i;
+    if (!h) return;
+    for (i = 0; i < h->ndead; i++) ibv_destroy_qp(h->dead[i]);
+    if (h->qp) ibv_destroy_qp(h->qp);
+    free(h->dead);
+    free(h);
+    ifc->hello = NULL;
+}
+
+RVX_COLD uint32_t rvx__mlx5_hello_qpn(const rvx__tl_iface_t *ifc) { return ifc->hello->qp->qp_num; }
+
+/* Where the peers' addresses are: the worker keeps them as long as the iface. */
+RVX_COLD void rvx__mlx5_hello_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+{
+    ifc->hello->addrs = addrs;
+    ifc->hello->stride = stride;
+}
+
+/* Keep a failed QP until the iface goes. */
+RVX_COLD void rvx__mlx5_dead_add(rvx__mlx5_hello_t *h, struct ibv_qp *qp)
+{
+    if (h->ndead == h->dead_cap) {
+        unsigned cap = h->dead_cap ? 2 * h->dead_cap : 4;
+        struct ibv_qp **d = (struct ibv_qp **)realloc(h->dead, cap * sizeof(*d));
+        if (!d) { /* it cannot be kept: destroyed now, its stale CQEs notwithstanding */
+            ibv_destroy_qp(qp);
+            return;
+        }
+        h->dead = d;
+        h->dead_cap = cap;
+    }
+    h->dead[h->ndead++] = qp;
+}
+
+RVX_COLD const rvx__tl_addr_t *rvx__mlx5_peer_addr(const rvx__tl_iface_t *ifc, int rank)
+{
+    return (const rvx__tl_addr_t *)(const void *)(ifc->hello->addrs + (size_t)rank * ifc->hello->stride);
+}
+
+/* One datagram to rank's hello QP: ctrl, the address segment (the address vector an address
+ * handle resolves, with the QPN and Q_Key), the message inline. Lost when the queue is full (the
+ * REQ is sent again, a lost ACK is asked for again). */
+RVX_COLD void rvx__mlx5_hello_post(rvx__tl_iface_t *ifc, int rank, uint32_t imm, const void *body,
+                                   uint32_t len)
+{
+    rvx__mlx5_hello_t *h = ifc->hello;
+    rvx__tl_ctx_t *ctx = ifc->ctx;
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(ifc, rank);
+    struct ibv_ah_attr aa;
+    struct ibv_ah *ah;
+    struct mlx5dv_ah dah;
+    struct mlx5dv_obj obj;
+    uint8_t w[RVX__MLX5_HELLO_NBB * RVX__MLX5_BB];
+    struct mlx5_wqe_datagram_seg *d = (struct mlx5_wqe_datagram_seg *)(void *)(w + sizeof(struct mlx5_wqe_ctrl_seg));
+    struct mlx5_wqe_inl_data_seg *inl;
+    uint32_t pi = h->sq.pi, i;
+
+    if (len > RVX__MLX5_HELLO_BODY) {
+        rvx__log("rc_mlx5: a re-connection message of %u bytes does not fit its WQE", len);
+        return;
+    }
+    if (pi - h->sq.ci + RVX__MLX5_HELLO_NBB > h->sq.mask + 1) {
+        if (!h->warned++) rvx__log("rc_mlx5: the re-connection queue is full: a message to rank %d waits", rank);
+        return;
+    }
+    memset(&aa, 0, sizeof(aa));
+    aa.dlid = a->lid;
+    aa.port_num = ctx->port;
+    if (ctx->is_roce) {
+        aa.is_global = 1;
+        memcpy(aa.grh.dgid.raw, a->gid, 16);
+        aa.grh.sgid_index = (uint8_t)ctx->gid_index;
+        aa.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
+    }
+    ah = ibv_create_ah(ctx->pd, &aa);
+    memset(&dah, 0, sizeof(dah));
+    memset(&obj, 0, sizeof(obj));
+    obj.ah.in = ah;
+    obj.ah.out = &dah;
+    if (!ah || mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH) || !dah.av) {
+        rvx__log("rc_mlx5: no address handle towards rank %d: %s", rank, strerror(errno));
+        if (ah) ibv_destroy_ah(ah);
+        return;
+    }
+    memset(w, 0, sizeof(w));
+    rvx__mlx5_set_ctrl(w, pi, 0, MLX5_OPCODE_SEND_IMM, h->sq.qpn8,
+                       (uint32_t)(sizeof(struct mlx5_wqe_ctrl_seg) + sizeof(*d) + sizeof(*inl) + len + 15) / 16,
+                       RVX__MLX5_CE, rvx_htobe32(imm));
+    memcpy(&d->av, dah.av, sizeof(d->av));
+    d->av.dqp_dct |= rvx_htobe32(a->hello_qpn & RVX__MLX5_QPN_MASK);
+    d->av.key.qkey.qkey = rvx_htobe32(RVX__MLX5_QKEY);
+    ibv_destroy_ah(ah); /* the WQE holds a copy of its address */
+    inl = (struct mlx5_wqe_inl_data_seg *)(void *)(d + 1);
+    inl->byte_count = rvx_htobe32(len | MLX5_INLINE_SEG);
+    memcpy(inl + 1, body, len);
+    for (i = 0; i < RVX__MLX5_HELLO_NBB; i++)
+        memcpy(rvx__mlx5_slot(&h->sq, pi + i), w + i * RVX__MLX5_BB, RVX__MLX5_BB);
+    rvx__mlx5_commit(&h->sq, pi + RVX__MLX5_HELLO_NBB, rvx__mlx5_slot(&h->sq, pi),
+                     RVX__MLX5_HELLO_NBB, NULL);
+}
+
+/* A re-connection message (RVX__MLX5_HELLO_REQ, _ACK) to rank's hello QP. */
+RVX_COLD void rvx__mlx5_hello_send(rvx__tl_iface_t *ifc, int rank, unsigned kind, uint32_t qpn,
+                                   uint32_t prev)
+{
+    rvx__mlx5_hello_msg_t m;
+    memset(&m, 0, sizeof(m));
+    m.magic = RVX__MLX5_HELLO_MAGIC;
+    m.kind = kind;
+    m.rank = ifc->rank;
+    m.qpn = qpn;
+    m.prev = prev;
+    rvx__mlx5_hello_post(ifc, rank, RVX__MLX5_HELLO | kind << 16, &m, (uint32_t)sizeof(m));
+}
+
+/* The UP message over a conn's new QP, signaled: its completion shows the peer's NIC has the
+ * connection; its arrival gives the peer credits towards us. */
+RVX_COLD void rvx__mlx5_send_up(rvx__mlx5_conn_t *c)
+{
+    rvx__mlx5_hello_msg_t m;
+    uint32_t pi = c->sq.pi;
+    uint8_t *wqe = rvx__mlx5_slot(&c->sq, pi);
+    memset(&m, 0, sizeof(m));
+    m.magic = RVX__MLX5_HELLO_MAGIC;
+    m.kind = RVX__MLX5_HELLO_UP;
+    m.rank = c->ifc->rank;
+    m.qpn = c->qpn;
+    rvx__mlx5_send_inline(&c->sq, wqe, pi, rvx__mlx5_moderate(&c->sq, 1),
+                          rvx_htobe32(RVX__MLX5_HELLO | RVX__MLX5_HELLO_UP << 16), &m, sizeof(m));
+    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+}
+
+/* ---- taking a new QP ------------------------------------------------------------------------ */
+
+/* Nothing more will complete on the conn's QP: every WQE has come back. */
 RVX_COLD int rvx__mlx5_quiet(const rvx__mlx5_conn_t *c)
 {
     return c->sq.ci == c->sq.pi; /* receives: the shared queue flushes nothing */
@@ -43,149 +281,197 @@ RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
     rvx__mlx5_hold(c);
 }
 
-/* Send our hello (REQ or ACK) with the QPN of our next spare, signaled, outside the credits. */
-RVX_COLD void rvx__mlx5_send_hello(rvx__mlx5_conn_t *c, unsigned kind)
+RVX_COLD rvx__mlx5_rec_t *rvx__mlx5_rec_of(rvx__mlx5_conn_t *c)
 {
-    rvx__mlx5_hello_msg_t m;
-    uint32_t pi = c->sq.pi;
-    uint8_t *wqe = rvx__mlx5_slot(&c->sq, pi);
-    m.magic = RVX__MLX5_HELLO_MAGIC;
-    m.next_qpn = c->sp_qpn;
-    rvx__mlx5_send_inline(&c->sq, wqe, pi, rvx__mlx5_moderate(&c->sq, 1),
-                          rvx_htobe32(RVX__MLX5_HELLO | kind << 16), &m, sizeof(m));
-    rvx__mlx5_mark_sig(c, pi, pi + 1);
-    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+    if (!c->rec) c->rec = (rvx__mlx5_rec_t *)calloc(1, sizeof(*c->rec));
+    return c->rec;
 }
 
-/* The next spare towards the conn's peer: INIT, its hello receive posted, in the QPN table; RTR
- * once the peer's next spare is known. Without one a later failure is final. */
-RVX_COLD void rvx__mlx5_next_spare(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+RVX_COLD void rvx__mlx5_rec_free(rvx__mlx5_conn_t *c)
 {
-    struct ibv_qp *next = rvx__mlx5_qp_new(ifc);
-    c->sp_rqpn = 0;
-    if (next) {
-        if (rvx__mlx5_qpt_add(ifc, next->qp_num, c->rank | RVX__MLX5_QPT_SPARE) == RVX_OK) {
-            c->sp_qp = next;
-            c->sp_qpn = next->qp_num;
-        } else {
-            ibv_destroy_qp(next); /* never connected: nothing of it is in the CQ */
-        }
-    }
-    if (!c->sp_qp) {
-        rvx__log("rc_mlx5: no spare QP towards rank %d: a later failure will be final", c->rank);
-        c->sp_qpn = 0;
-    }
+    free(c->rec);
+    c->rec = NULL;
 }
 
-/* The conn's QP is quiet: keep it (in ERR), take the spare as the QP (to RTS towards the peer's
- * spare), create the next spare, post the message buffers and say hello. The initiator's hello
- * is the REQ; the follower answers with the ACK, and may send at once (the initiator posted its
- * buffers before its REQ). */
-RVX_COLD rvx_status_t rvx__mlx5_take_spare(rvx__mlx5_conn_t *c, int initiator)
+/* The conn goes: a re-connection under way ends, its new QP with it unless the conn has it. */
+RVX_COLD void rvx__mlx5_rec_drop(rvx__mlx5_conn_t *c)
+{
+    if (!c->rec) return;
+    if (c->rec->qp && !c->rec->taken) ibv_destroy_qp(c->rec->qp);
+    rvx__mlx5_rec_free(c);
+}
+
+/* The conn's old QP is quiet: keep it (in ERR) and take qp, connected to the peer's QP rqpn, as
+ * the conn's QP. No credit until the peer's QP is known to be connected (its ACK, or our UP's
+ * arrival there). A follower's endpoint that existed fails until it is re-created. */
+RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
+                                     int initiator)
 {
     rvx__tl_iface_t *ifc = c->ifc;
-    struct ibv_qp **dead;
+    struct ibv_qp *old = c->qp;
+    uint32_t old_qpn = c->qpn;
     rvx_status_t st;
 
-    dead = (struct ibv_qp **)realloc(c->dead, (c->ndead + 1) * sizeof(*dead));
-    if (!dead) return RVX_ERR_NO_MEMORY;
-    c->dead = dead;
-    c->dead[c->ndead++] = c->qp;
-    rvx__mlx5_qpt_set(ifc, c->qpn, RVX__MLX5_QPT_GONE);
-    c->rx_held = 0; /* frames kept for an endpoint that did not exist yet are copies already:
-                     * delivered once it does; their credits went with the old QP */
     rvx__mlx5_tx_settle(&c->tx);
-    st = rvx__mlx5_adopt(ifc, c, c->sp_qp);
+    st = rvx__mlx5_adopt(ifc, c, qp);
+    if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, c->rank);
     if (st != RVX_OK) {
-        rvx__log("rc_mlx5: cannot take the spare QP towards rank %d", c->rank);
+        rvx__log("rc_mlx5: cannot take a new QP towards rank %d", c->rank);
+        if (c->qp == qp) { c->qp = old; c->qpn = old_qpn; } /* the old one stays, failed */
+        ibv_destroy_qp(qp); /* never connected: nothing of it is in the CQ */
         return st;
     }
-    c->sp_qp = NULL;
-    rvx__mlx5_qpt_set(ifc, c->qpn, c->rank);
-    c->rqpn = c->sp_rqpn;
+    rvx__mlx5_dead_add(ifc->hello, old);
+    rvx__mlx5_qpt_set(ifc, old_qpn, RVX__MLX5_QPT_GONE);
+    c->rx_held = 0; /* frames kept for an endpoint that did not exist yet are copies already:
+                     * delivered once it does; their credits went with the old QP */
+    c->rqpn = rqpn;
     if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
     c->ka_time = rvx__now_s();
-    /* no credit until the peer's hello says its buffers are posted; the REQ said so already */
-    ifc->ctrl[c->rank] = initiator ? 0 : ifc->credits;
+    ifc->ctrl[c->rank] = 0;
     c->tx_limit = 0;
-    st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_RTR_TO_RTS);
+    st = rvx__mlx5_qp_connect(c, qp, rqpn, RVX__MLX5_TO_RTS);
     if (st != RVX_OK) return st;
     c->failed = 0;
-    c->err = RVX_OK;
-    rvx__mlx5_next_spare(ifc, c);
-    rvx__mlx5_send_hello(c, initiator ? RVX__MLX5_HELLO_REQ : RVX__MLX5_HELLO_ACK);
+    c->err = !initiator && c->ep ? RVX_ERR_CANCELED : RVX_OK;
     return RVX_OK;
 }
 
-/* The peer's next spare is known: take ours to RTR towards it. */
-RVX_COLD void rvx__mlx5_spare_ready(rvx__mlx5_conn_t *c, uint32_t peer_next)
+/* Follow the peer's re-connection: our old QP is quiet; a new QP, connected to the peer's, and
+ * the answer. */
+RVX_COLD rvx_status_t rvx__mlx5_follow(rvx__mlx5_conn_t *c)
 {
-    c->sp_rqpn = peer_next;
-    if (c->sp_qp && rvx__mlx5_qp_connect(c, c->sp_qp, peer_next, RVX__MLX5_TO_RTR) != RVX_OK)
-        c->sp_rqpn = 0;
+    rvx__tl_iface_t *ifc = c->ifc;
+    rvx__mlx5_conn_t **pp = &ifc->hello->follow;
+    uint32_t peer_new = c->rec->peer_new;
+    struct ibv_qp *qp;
+    rvx_status_t st;
+    while (*pp && *pp != c) pp = &(*pp)->rec->next;
+    if (*pp) {
+        *pp = c->rec->next;
+        ifc->nrec--;
+        ifc->outstanding--;
+    }
+    rvx__mlx5_rec_free(c);
+    qp = rvx__mlx5_qp_new(ifc);
+    if (!qp) return RVX_ERR_NO_RESOURCE;
+    st = rvx__mlx5_take(c, qp, peer_new, 0);
+    if (st == RVX_OK) rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_ACK, c->qpn, peer_new);
+    return st;
 }
 
-/* A hello arrived: on our spare (the peer re-connected: follow), or on our QP (the answer to
- * ours, or the peer's own REQ when both sides re-connected at once). */
-RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int on_spare,
-                              uint32_t imm_be, const uint8_t *body)
+/* Follow every pending re-connection whose old QP has gone quiet: only the conns in the list
+ * are looked at. */
+RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc)
 {
-    rvx__mlx5_hello_msg_t m;
-    unsigned kind = rvx_htobe32(imm_be) >> 16;
-    memcpy(&m, body, sizeof(m));
-    if (m.magic != RVX__MLX5_HELLO_MAGIC || kind > RVX__MLX5_HELLO_ACK) {
-        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", c->rank);
+    rvx__mlx5_conn_t *c = ifc->hello->follow, *next;
+    for (; c; c = next) {
+        next = c->rec->next;
+        if (rvx__mlx5_quiet(c)) rvx__mlx5_follow(c);
+    }
+}
+
+/* ---- messages in ---------------------------------------------------------------------------- */
+
+/* A REQ or ACK from the peer's hello QP. */
+RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg_t *m)
+{
+    rvx__mlx5_conn_t *c;
+    rvx__mlx5_rec_t *rec;
+    if (m->magic != RVX__MLX5_HELLO_MAGIC || m->rank < 0 || m->rank >= ifc->nranks ||
+        m->kind > RVX__MLX5_HELLO_ACK) {
+        rvx__log("rc_mlx5: a malformed re-connection message: ignored");
         return;
     }
-    if (!on_spare) {
-        if (!c->rec_wait) {
-            rvx__log("rc_mlx5: an unexpected re-connection message from rank %d: ignored", c->rank);
+    c = &ifc->conns[m->rank];
+    rec = c->rec;
+    if (!c->connected) return;
+    if (m->kind == RVX__MLX5_HELLO_ACK) {
+        if (!rec || !rec->qp || m->prev != rec->qpn || rec->acked) return; /* stale */
+        if (!rec->taken && rvx__mlx5_take(c, rec->qp, m->qpn, 1) != RVX_OK) {
+            rec->qp = NULL; /* gone with the failure */
             return;
         }
-        c->rec_wait = 0;
-        rvx__mlx5_spare_ready(c, m.next_qpn);
-        ifc->ctrl[c->rank] = ifc->credits; /* it has started afresh: credits */
+        rec->taken = 1;
+        rec->acked = 1;
+        ifc->ctrl[c->rank] = ifc->credits; /* the peer's QP is connected, its buffers posted */
         return;
     }
-    if (kind != RVX__MLX5_HELLO_REQ || c->rec_pending) {
-        rvx__log("rc_mlx5: an unexpected re-connection message from rank %d: ignored", c->rank);
+    if (m->qpn == c->rqpn && !c->failed) { /* a REQ we answered: the answer was lost */
+        rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
         return;
     }
+    if (m->prev != c->rqpn || (rec && rec->follow)) return; /* stale, or known */
+    if (rec && rec->qp && !rec->taken) { /* both sides re-connect: the REQs cross */
+        if (rvx__mlx5_take(c, rec->qp, m->qpn, 1) != RVX_OK) {
+            rec->qp = NULL;
+            return;
+        }
+        rec->taken = 1;
+        rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
+        return;
+    }
+    if (rec && rec->qp) return; /* we are connected to it already and wait for its ACK */
     /* follow: whatever is in flight on our QP is lost with the peer's old QP. An endpoint that
-     * exists fails (its user learns it, as from any failure, and re-creates it); without one the
-     * spare is taken as soon as the old QP is quiet. */
+     * exists fails (its user learns it, as from any failure, and re-creates it). */
     if (!c->failed && c->ep)
         rvx__log("rc_mlx5: rank %d re-connected after a failure: the endpoint to it fails (%s) "
                  "until it is re-created", c->rank, rvx_status_str(RVX_ERR_CANCELED));
+    rec = rvx__mlx5_rec_of(c);
+    if (!rec) return; /* no memory: the peer asks again */
     rvx__mlx5_to_err(c, RVX_ERR_CANCELED);
-    c->rec_pending = 1;
-    c->rec_peer_sp = m.next_qpn;
+    rec->follow = 1;
+    rec->peer_new = m->qpn;
+    rec->next = ifc->hello->follow;
+    ifc->hello->follow = c;
     ifc->nrec++;
     ifc->outstanding++; /* keep progress polling until the swap is done */
 }
 
-/* Follow a pending re-connection: the old QP is quiet; take the spare and answer. */
-RVX_COLD rvx_status_t rvx__mlx5_follow(rvx__mlx5_conn_t *c)
+/* A CQE of the hello QP: a datagram sent, or one received (in a buffer of the shared queue,
+ * after the GRH space). */
+RVX_COLD void rvx__mlx5_hello_cqe(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode)
 {
-    rvx_status_t st;
-    c->rec_pending = 0;
-    c->ifc->nrec--;
-    c->ifc->outstanding--;
-    st = rvx__mlx5_take_spare(c, 0);
-    if (st == RVX_OK) rvx__mlx5_spare_ready(c, c->rec_peer_sp);
-    return st;
-}
-
-/* Follow every pending re-connection that has no endpoint and whose old QP has gone quiet
- * (with an endpoint, rvx_ep_create does it). */
-RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc)
-{
-    int i;
-    for (i = 0; i < ifc->nranks && ifc->nrec; i++) {
-        rvx__mlx5_conn_t *c = &ifc->conns[i];
-        if (c->rec_pending && !c->ep && rvx__mlx5_quiet(c)) rvx__mlx5_follow(c);
+    rvx__mlx5_hello_t *h = ifc->hello;
+    uint16_t idx = rvx_htobe16(cqe->wqe_counter);
+    if (opcode == MLX5_CQE_REQ) {
+        h->sq.ci += (uint16_t)(idx - (uint16_t)h->sq.ci) + RVX__MLX5_HELLO_NBB;
+        rvx__mlx5_sq_retired(&h->sq, h->sq.ci);
+    } else if (rvx__mlx5_cqe_is_recv(opcode)) {
+        /* every receive gives its buffer back (tl/mlx5/srq.h), a datagram of the wrong size too */
+        const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
+        rvx__mlx5_hello_msg_t m;
+        uint32_t len = rvx_htobe32(cqe->byte_cnt);
+        int ok = opcode != MLX5_CQE_RESP_ERR && len == RVX__MLX5_UD_GRH + sizeof(m);
+        if (ok) memcpy(&m, rvx__mlx5_srq_buf(&ifc->srq, idx) + RVX__MLX5_UD_GRH, sizeof(m));
+        rvx__mlx5_srq_done(&ifc->srq, cqe);
+        if (ok) rvx__mlx5_hello_in(ifc, &m);
+        else if (rvx__mlx5_srq_drop(&ifc->srq)) /* logged only while drops are few */
+            rvx__log("rc_mlx5: a re-connection datagram (opcode %u, %u bytes, syndrome 0x%x): "
+                     "dropped", opcode, len, opcode == MLX5_CQE_RESP_ERR ? e->syndrome : 0);
+    } else {
+        const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
+        rvx__log("rc_mlx5: the re-connection QP completed with CQE opcode %u (syndrome 0x%x)",
+                 opcode, e->syndrome);
     }
 }
+
+/* An RC message on a conn's QP with the hello immediate: the peer's UP after a re-connection
+ * (credits towards it, if its ACK did not give them already). */
+RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t imm_be,
+                              const uint8_t *body)
+{
+    rvx__mlx5_hello_msg_t m;
+    memcpy(&m, body, sizeof(m));
+    if (m.magic != RVX__MLX5_HELLO_MAGIC || m.kind != RVX__MLX5_HELLO_UP ||
+        rvx_htobe32(imm_be) >> 16 != RVX__MLX5_HELLO_UP) {
+        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", c->rank);
+        return;
+    }
+    if (ifc->ctrl[c->rank] < ifc->credits) ifc->ctrl[c->rank] = ifc->credits;
+}
+
+/* ---- re-connecting -------------------------------------------------------------------------- */
 
 /* Poll until the conn's QP is quiet, for at most 10 s. */
 RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
@@ -204,30 +490,62 @@ RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_
     return RVX_OK;
 }
 
-/* rvx_ep_create on a failed conn: fail the old QP on purpose, wait until it is quiet, take the
- * spare and send the REQ. The REQ's completion shows that the peer's NIC took it (a dead peer
- * gives RVX_ERR_PEER_FAILED after the QP's retries); the peer's answer is awaited for 100 ms
- * but not required (a peer that never polls still serves puts and gets through its spare). */
+/* Send REQ (again every 100 ms) until the peer answers, for at most RVX__MLX5_REC_WAIT_S. */
+RVX_COLD int rvx__mlx5_wait_ack(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t old_qpn)
+{
+    rvx__mlx5_rec_t *rec = c->rec;
+    double t0 = rvx__now_s(), sent = -1, now = t0;
+    unsigned spins = 0;
+    while (rec->qp && !rec->acked && now - t0 < RVX__MLX5_REC_WAIT_S) {
+        if (now - sent >= 0.1) {
+            rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_REQ, rec->qpn, old_qpn);
+            sent = now;
+        }
+        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        else rvx__backoff(&spins);
+        now = rvx__now_s();
+    }
+    return rec->acked;
+}
+
+/* rvx_ep_create on a failed conn: fail the old QP on purpose, wait until it is quiet, then follow
+ * the peer if it re-connected first, or ask it (REQ) and wait for its answer; then UP over the new
+ * QP, and its completion. */
 RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
-    double t0;
+    rvx__mlx5_rec_t *rec;
+    struct ibv_qp *qp;
+    uint32_t old_qpn = c->qpn;
     unsigned spins = 0;
     rvx_status_t st;
-    if (!c->sp_qp || !c->sp_rqpn) {
-        rvx__log("rc_mlx5: the connection to rank %d failed (%s) and cannot be re-established: "
-                 "%s", c->rank, rvx_status_str(c->err),
-                 c->sp_qp ? "the peer never answered the last re-connection" : "no spare QP");
-        return c->err;
-    }
-    if (!c->rec_pending) rvx__mlx5_to_err(c, c->err);
+    if (!(c->rec && c->rec->follow)) rvx__mlx5_to_err(c, c->err);
     st = rvx__mlx5_wait_quiet(ifc, c);
     if (st != RVX_OK) return st;
-    if (c->rec_pending) return rvx__mlx5_follow(c); /* the peer re-connected first */
-    st = rvx__mlx5_take_spare(c, 1);
-    if (st != RVX_OK) return st;
-    c->rec_wait = 1;
-    /* the REQ's own completion: the peer's NIC has it */
-    while (c->sq.ci != c->sq.pi && !c->failed) {
+    if (!c->failed) return RVX_OK; /* followed the peer meanwhile */
+    if (c->rec && c->rec->follow) return rvx__mlx5_follow(c); /* the peer re-connected first */
+    qp = rvx__mlx5_qp_new(ifc);
+    rec = rvx__mlx5_rec_of(c);
+    if (!qp || !rec) {
+        if (qp) ibv_destroy_qp(qp);
+        return RVX_ERR_NO_RESOURCE;
+    }
+    rec->qp = qp;
+    rec->qpn = qp->qp_num;
+    if (!rvx__mlx5_wait_ack(ifc, c, old_qpn)) {
+        rvx__log("rc_mlx5: rank %d did not answer the re-connection in %.1f s: %s", c->rank,
+                 RVX__MLX5_REC_WAIT_S, rvx_status_str(RVX_ERR_PEER_FAILED));
+        if (rec->qp && !rec->taken) ibv_destroy_qp(rec->qp); /* never connected */
+        if (rec->taken && !c->failed) { /* its REQ crossed ours, then it went quiet */
+            c->failed = 1;
+            c->tx_limit = 0;
+        }
+        c->err = RVX_ERR_PEER_FAILED;
+        rvx__mlx5_rec_free(c);
+        return RVX_ERR_PEER_FAILED;
+    }
+    rvx__mlx5_rec_free(c);
+    rvx__mlx5_send_up(c);
+    while (c->sq.ci != c->sq.pi && !c->failed) { /* the UP's own completion: the peer's NIC has it */
         if (rvx__mlx5_drain(ifc, 0)) spins = 0;
         else rvx__backoff(&spins);
     }
@@ -236,12 +554,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
                  rvx_status_str(c->err));
         return c->err;
     }
-    t0 = rvx__now_s();
-    while (c->rec_wait && !c->failed && rvx__now_s() - t0 < 0.1) {
-        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
-        else rvx__backoff(&spins);
-    }
-    return c->failed ? c->err : RVX_OK;
+    return RVX_OK;
 }
 
 #endif /* RVX_TL_RC_RECONNECT_H */

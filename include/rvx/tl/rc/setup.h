@@ -6,14 +6,31 @@
 RVX_COLD int rvx__mlx5_drain(rvx__tl_iface_t *ifc, int deliver);
 RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c);
 RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
+RVX_COLD rvx_status_t rvx__mlx5_hello_init(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__mlx5_hello_fini(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__mlx5_rec_drop(rvx__mlx5_conn_t *c);
+RVX_COLD uint32_t rvx__mlx5_hello_qpn(const rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__mlx5_hello_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride);
+RVX_COLD const rvx__tl_addr_t *rvx__mlx5_peer_addr(const rvx__tl_iface_t *ifc, int rank);
+
+/* Where credit returns and keepalives to the conn's peer write: this rank's word of the peer's
+ * control region (from the peer's address, which the worker keeps). */
+RVX_COLD void rvx__mlx5_peer_ctrl(const rvx__mlx5_conn_t *c, rvx_rkey_t *k)
+{
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, c->rank);
+    memset(k, 0, sizeof(*k));
+    k->rkey_word = (uint64_t)rvx_htobe32(a->ctrl_rkey);
+    k->base = a->ctrl_addr + 8 * (uint64_t)c->ifc->rank;
+    k->len = 8;
+}
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c);
 #endif
 
 /* ---- QPN -> rank table ---------------------------------------------------------------------- */
 
-/* Open addressing, at least four slots per live QP (two per rank: the QP and its spare), so a
- * lookup seldom walks. Entries of QPs that complete nothing any more are GONE: a lookup walks
+/* Open addressing, at least two slots per live QP (one per rank, and the hello QP): a load of
+ * at most one half, so a lookup seldom walks. Entries of QPs that complete nothing any more are GONE: a lookup walks
  * past them, an insert may take their place. */
 RVX_COLD unsigned rvx__mlx5_qpt_hash(const rvx__tl_iface_t *ifc, uint32_t qpn)
 {
@@ -24,7 +41,7 @@ RVX_COLD rvx_status_t rvx__mlx5_qpt_init(rvx__tl_iface_t *ifc, int nranks)
 {
     uint32_t n = 64, i;
     unsigned bits = 6;
-    while (n < 8 * (uint32_t)nranks) { n *= 2; bits++; }
+    while (n < 2 * (uint32_t)nranks + 2) { n *= 2; bits++; }
     ifc->qpt_qpn = (uint32_t *)calloc(n, sizeof(*ifc->qpt_qpn));
     ifc->qpt_rank = (int32_t *)malloc(n * sizeof(*ifc->qpt_rank));
     if (!ifc->qpt_qpn || !ifc->qpt_rank) return RVX_ERR_NO_MEMORY;
@@ -49,7 +66,7 @@ RVX_COLD rvx_status_t rvx__mlx5_qpt_add(rvx__tl_iface_t *ifc, uint32_t qpn, int3
     return RVX_ERR_NO_RESOURCE;
 }
 
-/* The rank (with RVX__MLX5_QPT_SPARE for a spare) of qpn, or -1. */
+/* The rank of qpn (RVX__MLX5_QPT_HELLO for the hello QP), or -1. */
 RVX_COLD int32_t rvx__mlx5_qpt_find(const rvx__tl_iface_t *ifc, uint32_t qpn, unsigned *slot)
 {
     unsigned h = rvx__mlx5_qpt_hash(ifc, qpn), i;
@@ -68,6 +85,30 @@ RVX_COLD void rvx__mlx5_qpt_set(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
 {
     unsigned s;
     if (rvx__mlx5_qpt_find(ifc, qpn, &s) >= 0) ifc->qpt_rank[s] = val;
+}
+
+/* ---- the list of conns with work ------------------------------------------------------------ */
+
+/* A worker flush looks only at the conns in ifc->wf_conns: those that posted since a flush last
+ * found them idle. A conn out of the list has its send queue's limit at pi, so that its next post
+ * of any kind takes the slow path (rvx__mlx5_wait_room), which puts it back: the list costs the
+ * data path nothing. */
+RVX_COLD void rvx__mlx5_busy(rvx__mlx5_conn_t *c)
+{
+    rvx__tl_iface_t *ifc = c->ifc;
+    c->in_wf = 1;
+    c->wflush_pi = c->sq.pi; /* flushes asked before this post do not wait for it */
+    ifc->wf_conns[ifc->nwf++] = c;
+    c->sq.pi_limit = c->sq.ci + c->sq.room;
+}
+
+/* The i-th conn of the list is idle: out of it, its next post comes back. */
+RVX_COLD void rvx__mlx5_idle(rvx__tl_iface_t *ifc, unsigned i)
+{
+    rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+    c->in_wf = 0;
+    c->sq.pi_limit = c->sq.pi;
+    ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
 }
 
 /* ---- QPs and conns -------------------------------------------------------------------------- */
@@ -128,6 +169,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     c->qpn_be = rvx_htobe32(c->qpn);
     rvx__mlx5_sq_init(&c->sq, &dq, c->qpn, bf, RVX__MLX5_SQ_RESERVE);
     rvx__mlx5_grant_adopt(ifc, c); /* room: the conn's share of the worker's send budget */
+    if (!c->in_wf) c->sq.pi_limit = c->sq.pi; /* out of the flush list: the first post puts it there */
     c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->sq.qpn8 | RVX__MLX5_DS_RDMA;
     c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->sq.qpn8 | 2;
     c->wflush_pi = 0;
@@ -139,7 +181,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     return RVX_OK;
 }
 
-/* Create the QP to `rank` and its spare (both in INIT). */
+/* Create the QP to `rank` (in INIT). */
 RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int rank)
 {
     struct ibv_qp *qp = rvx__mlx5_qp_new(ifc);
@@ -147,21 +189,17 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     c->rank = rank;
     if (!qp) return RVX_ERR_NO_RESOURCE;
     st = rvx__mlx5_adopt(ifc, c, qp);
-    if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, rank);
-    if (st != RVX_OK) return st;
-    c->sp_qp = rvx__mlx5_qp_new(ifc);
-    if (!c->sp_qp) return RVX_ERR_NO_RESOURCE;
-    c->sp_qpn = c->sp_qp->qp_num;
-    return rvx__mlx5_qpt_add(ifc, c->sp_qpn, rank | RVX__MLX5_QPT_SPARE);
+    if (st != RVX_OK) {
+        ibv_destroy_qp(qp);
+        return st;
+    }
+    return rvx__mlx5_qpt_add(ifc, c->qpn, rank);
 }
 
 RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
 {
-    unsigned i;
     if (c->qp) ibv_destroy_qp(c->qp);
-    if (c->sp_qp) ibv_destroy_qp(c->sp_qp);
-    for (i = 0; i < c->ndead; i++) ibv_destroy_qp(c->dead[i]);
-    free(c->dead);
+    rvx__mlx5_rec_drop(c);
     free(c->tx.ops);
     memset(c, 0, sizeof(*c));
 }
@@ -171,6 +209,7 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
 /* What an iface owns besides its conns. */
 RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
 {
+    rvx__mlx5_hello_fini(ifc); /* QPs before their CQ and receive queue */
     rvx__mlx5_bf_free(&ifc->bfs);
     if (ifc->bpool_mr) ibv_dereg_mr(ifc->bpool_mr);
     free(ifc->bpool);
@@ -197,20 +236,22 @@ RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
  *  - the poll writes the consumer index to the CQ's doorbell record as each CQE is taken, before
  *    it handles it, so a buffer or budget given back never makes room for a CQE in a slot the
  *    NIC still counts as used.
- * Nothing else completes on this CQ (spares send nothing; failed QPs are kept only once quiet). */
+ *  - the hello QP (tl/rc/reconnect.h): at most RVX__MLX5_HELLO_WR sends in flight; its receives
+ *    are buffers of the shared queue, counted above.
+ * Nothing else completes on this CQ (failed QPs are kept only once quiet). */
 RVX_COLD rvx_status_t rvx__mlx5_iface_cq(rvx__tl_iface_t *ifc, int nranks)
 {
     struct ibv_device_attr da;
-    int want = RVX_MLX5_TX_BUDGET + (int)ifc->srq.mask;
+    int want = RVX_MLX5_TX_BUDGET + (int)ifc->srq.mask + RVX__MLX5_HELLO_WR;
     memset(&da, 0, sizeof(da));
     if (!ibv_query_device(ifc->ctx->ib, &da) && da.max_cqe > 0 && want > da.max_cqe) {
         rvx__log("rc_mlx5: a CQ of %d entries is needed (RVX_MLX5_TX_BUDGET + the shared receive "
                  "queue); %s allows %d", want, ifc->ctx->name, da.max_cqe);
         return RVX_ERR_NO_RESOURCE;
     }
-    if (da.max_qp > 0 && 2 * (int64_t)nranks + 2 > da.max_qp) { /* the only limit on ranks */
-        rvx__log("rc_mlx5: %d ranks need %d QPs per worker; %s allows %d", nranks, 2 * nranks,
-                 ifc->ctx->name, da.max_qp);
+    if (da.max_qp > 0 && (int64_t)nranks + 1 > da.max_qp) { /* the only limit on ranks */
+        rvx__log("rc_mlx5: %d ranks need %d QPs per worker (one per peer and a hello QP); %s "
+                 "allows %d", nranks, nranks + 1, ifc->ctx->name, da.max_qp);
         return RVX_ERR_NO_RESOURCE;
     }
     ifc->tx_free = RVX_MLX5_TX_BUDGET;
@@ -263,6 +304,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     st = rvx__mlx5_qpt_init(ifc, nranks);
     if (st == RVX_OK) st = rvx__mlx5_iface_srq(ifc, nranks);
     if (st == RVX_OK) st = rvx__mlx5_iface_cq(ifc, nranks);
+    if (st == RVX_OK) st = rvx__mlx5_hello_init(ifc);
     if (st != RVX_OK) { rvx__mlx5_iface_free(ifc); return st; }
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
@@ -308,10 +350,8 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     addr->is_roce = ifc->ctx->is_roce;
     memcpy(addr->gid, ifc->ctx->gid.raw, 16);
     addr->nranks = ifc->nranks;
-    for (i = 0; i < ifc->nranks; i++) {
-        RVX__MLX5_QPN(addr)[2 * i] = ifc->conns[i].qpn;
-        RVX__MLX5_QPN(addr)[2 * i + 1] = ifc->conns[i].sp_qpn;
-    }
+    addr->hello_qpn = rvx__mlx5_hello_qpn(ifc);
+    for (i = 0; i < ifc->nranks; i++) RVX__MLX5_QPN(addr)[i] = ifc->conns[i].qpn;
 }
 
 RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
@@ -330,8 +370,9 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
 RVX_COLD rvx_status_t rvx__mlx5_qp_connect(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
                                            unsigned steps)
 {
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, c->rank);
     if ((steps & RVX__MLX5_TO_RTR) &&
-        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, c->peer_lid, c->peer_gid, c->rank) != RVX_OK)
+        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, a->lid, a->gid, c->rank) != RVX_OK)
         return RVX_ERR_IO;
     if (!(steps & RVX__MLX5_RTR_TO_RTS)) return RVX_OK;
     return rvx__mlx5_qp_to_rts(qp, c->rank);
@@ -347,8 +388,8 @@ RVX_COLD rvx_status_t rvx__mlx5_rx_setup(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t 
 }
 #endif
 
-/* First connection, at worker creation: the QP to RTS towards the peer's QP for this rank, the
- * spare to RTR towards the peer's spare; the receive buffers. */
+/* First connection, at worker creation: the QP to RTS towards the peer's QP for this rank; the
+ * credit word. */
 RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
                                         const rvx__tl_addr_t *addr)
 {
@@ -364,18 +405,12 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
     c->b_head = 1;
     c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG;
-    c->peer_ctrl = addr->ctrl_addr + 8 * (uint64_t)ifc->rank;
-    c->peer_ctrl_rkey = addr->ctrl_rkey;
-    c->peer_lid = addr->lid;
-    memcpy(c->peer_gid, addr->gid, 16);
-    c->rqpn = RVX__MLX5_QPN(addr)[2 * ifc->rank];
-    c->sp_rqpn = RVX__MLX5_QPN(addr)[2 * ifc->rank + 1];
+    c->rqpn = RVX__MLX5_QPN(addr)[ifc->rank];
 #if RVX_CAN_RECEIVE
     st = rvx__mlx5_rx_setup(ifc, c);
     if (st != RVX_OK) return st;
 #endif
     st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_TO_RTS);
-    if (st == RVX_OK) st = rvx__mlx5_qp_connect(c, c->sp_qp, c->sp_rqpn, RVX__MLX5_TO_RTR);
     if (st != RVX_OK) return st;
     c->connected = 1;
     c->ka_time = rvx__now_s();
@@ -387,6 +422,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
 RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
 {
     int i;
+    rvx__mlx5_hello_addrs(ifc, addrs, size);
     for (i = 0; i < ifc->nranks; i++) {
         rvx_status_t st = rvx__mlx5_conn_up(ifc, &ifc->conns[i],
                                             (const rvx__tl_addr_t *)(const void *)(addrs + (size_t)i * size));
@@ -402,9 +438,20 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     (void)addr;
     if (!c->connected) return RVX_ERR_IO;
     rvx__mlx5_drain(ifc, 0); /* a re-connection hello from the peer fails the conn first */
-    if (c->failed) { /* re-connect: both QPs start afresh (tl/rc/reconnect.h) */
+    if (c->failed) { /* re-connect: a new QP on each side (tl/rc/reconnect.h) */
         rvx_status_t st = rvx__mlx5_reconnect(ifc, c);
         if (st != RVX_OK) return st;
+    } else if (c->err != RVX_OK) {
+        /* the peer re-connected and we followed while the last endpoint existed: the new QP
+         * serves the new endpoint once the peer's UP came (credits), within a second */
+        double t0 = rvx__now_s();
+        unsigned spins = 0;
+        while (ifc->credits && ifc->ctrl[rank] == 0 && !c->failed && rvx__now_s() - t0 < 1) {
+            if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+            else rvx__backoff(&spins);
+        }
+        if (c->failed) return c->err;
+        c->err = RVX_OK;
     }
     ep->c = c;
     c->ep = ep;
