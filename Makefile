@@ -361,13 +361,15 @@ clean:
 # for everything that comes from outside the process: frames from a peer (fuzz/rx.c, per
 # transport and rendezvous protocol), packed keys and worker addresses (fuzz/wire.c) and what an
 # application writes into a send queue of rvxsim (fuzz/sim_wqe.c). Each runs in one process with
-# a cheap reset per input. `make fuzz` runs each for FUZZ_S seconds (two at a time, niced) on its
-# corpus in fuzz/corpus/<harness>/ and writes build/fuzz/<harness>.log; `make test` replays every
-# corpus and runs each harness for a few seconds (tests/t_fuzz.sh). clang comes from make deps.
+# a cheap reset per input. `make fuzz` runs each for FUZZ_S seconds (two at a time, at nice
+# FUZZ_NICE) on its corpus in fuzz/corpus/<harness>/ and writes build/fuzz/<harness>.log; `make
+# test` replays every corpus and runs each harness for a few seconds (tests/t_fuzz.sh). clang
+# comes from make deps.
 FUZZ_CC     ?= clang
 FUZZ_FLAGS  := -std=gnu11 -g -O2 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                -fno-omit-frame-pointer -Wall -Wextra -Werror -Wno-unused-function
 FUZZ_S      ?= 600
+FUZZ_NICE   ?= 19
 # the receive-path harnesses run every protocol on kilobytes: a rendezvous switch at 20 KiB (the
 # model's is 64 KiB on shm and 729 KiB on rc_mlx5) keeps eager messages of several frames, and
 # pipeline sizes scaled with it keep several bounce fragments and chunks per message, while what
@@ -401,4 +403,4 @@ $(B)/fuzz/sim_wqe: fuzz/sim_wqe.c $(SIM_VERBS_SRCS) $(SIM_HDRS)
 	$(FUZZ_CC) $(filter-out -Werror -std=gnu11,$(FUZZ_FLAGS)) -std=gnu11 -w -Isim -pthread -o $@ $< $(SIM_FUZZ_SRCS)
 
 fuzz: deps sim $(FUZZ_BINS)
-	@FUZZ_S=$(FUZZ_S) fuzz/run.sh $(FUZZ_NAMES)
+	@FUZZ_S=$(FUZZ_S) FUZZ_NICE=$(FUZZ_NICE) fuzz/run.sh $(FUZZ_NAMES)
