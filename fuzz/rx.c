@@ -476,6 +476,7 @@ static void tl_reset(void)
     if (c->sq.pi - conn_snap.sq.pi > c->sq.mask) memcpy(c->tx.ops, ops_snap, ops_bytes);
     else
         for (i = conn_snap.sq.pi; i != c->sq.pi; i++) c->tx.ops[i & c->sq.mask] = ops_snap[i & c->sq.mask];
+    conn_snap.ka_time = rvx__now_s(); /* a keepalive is due 0.1 s into an input, as after set-up */
     *c = conn_snap;
     *ifc = ifc_snap;
     memcpy(ifc->srq.wq, srq_wq_snap, srq_bytes);
@@ -583,6 +584,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+/* The registration cache as after set-up, empty of the harness's buffers: a send from a cached
+ * buffer takes another path (zero copy) than one that registers it, and an input must mean the
+ * same in a fresh process as after a thousand others. */
+static void cache_reset(void)
+{
+    struct rvx__tag_state *t = rvx__tag_of(w);
+    unsigned i;
+    rvx__rcache_invalidate(&t->rcache, sbuf, bufsz);
+    for (i = 0; i < 4; i++) rvx__rcache_invalidate(&t->rcache, rbuf[i], bufsz);
+}
+
 static void reset(void)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
@@ -613,6 +625,7 @@ static void reset(void)
         t->idfree[t->nidfree++] = i;
     }
     t->peers[0] = peer_snap;
+    cache_reset();
     if (check_reset) tl_check();
 }
 
