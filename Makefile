@@ -370,13 +370,20 @@ clean:
 # for everything that comes from outside the process: frames from a peer (fuzz/rx.c, per
 # transport and rendezvous protocol), packed keys and worker addresses (fuzz/wire.c) and what an
 # application writes into a send queue of rvxsim (fuzz/sim_wqe.c). Each runs in one process with
-# a cheap reset per input. `make fuzz` runs each for FUZZ_S seconds (two at a time, niced) on its
-# corpus in fuzz/corpus/<harness>/ and writes build/fuzz/<harness>.log; `make test` replays every
-# corpus and runs each harness for a few seconds (tests/t_fuzz.sh). clang comes from make deps.
+# a cheap reset per input. `make fuzz` runs each for FUZZ_S seconds (two at a time, at nice
+# FUZZ_NICE) on its corpus in fuzz/corpus/<harness>/ and writes build/fuzz/<harness>.log; `make
+# test` replays every corpus and runs each harness for a few seconds (tests/t_fuzz.sh). clang
+# comes from make deps.
 FUZZ_CC     ?= clang
 FUZZ_FLAGS  := -std=gnu11 -g -O2 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                -fno-omit-frame-pointer -Wall -Wextra -Werror -Wno-unused-function
 FUZZ_S      ?= 600
+FUZZ_NICE   ?= 19
+# the receive-path harnesses run every protocol on kilobytes: a rendezvous switch at 20 KiB (the
+# model's is 64 KiB on shm and 729 KiB on rc_mlx5) keeps eager messages of several frames, and
+# pipeline sizes scaled with it keep several bounce fragments and chunks per message, while what
+# an input allocates stays small enough to come from ASan's size-class allocator, not mmap
+FUZZ_RX_DEFS := -DRVX_RNDV_THRESH=20480 -DRVX_PIPE_FRAG=4096 -DRVX_PIPE_BOUNCE=8192 -DRVX_PIPE_CHUNK=16384
 FUZZ_RX     := $(foreach t,shm rc,$(addprefix $(B)/fuzz/rx_$(t)_,$(TAG_RNDV)))
 FUZZ_BINS   := $(FUZZ_RX) $(B)/fuzz/wire_shm $(B)/fuzz/wire_rc $(B)/fuzz/sim_wqe
 FUZZ_NAMES  := $(notdir $(FUZZ_BINS))
@@ -386,10 +393,10 @@ all tests: fuzz-build
 
 $(addprefix $(B)/fuzz/rx_shm_,$(TAG_RNDV)): $(B)/fuzz/rx_shm_%: fuzz/rx.c $(HEADERS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(FUZZ_RX_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 $(addprefix $(B)/fuzz/rx_rc_,$(TAG_RNDV)): $(B)/fuzz/rx_rc_%: fuzz/rx.c $(HEADERS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(RC_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
 	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 $(B)/fuzz/wire_shm: fuzz/wire.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -405,4 +412,4 @@ $(B)/fuzz/sim_wqe: fuzz/sim_wqe.c $(SIM_VERBS_SRCS) $(SIM_HDRS)
 	$(FUZZ_CC) $(filter-out -Werror -std=gnu11,$(FUZZ_FLAGS)) -std=gnu11 -w -Isim -pthread -o $@ $< $(SIM_FUZZ_SRCS)
 
 fuzz: deps sim $(FUZZ_BINS)
-	@FUZZ_S=$(FUZZ_S) fuzz/run.sh $(FUZZ_NAMES)
+	@FUZZ_S=$(FUZZ_S) FUZZ_NICE=$(FUZZ_NICE) fuzz/run.sh $(FUZZ_NAMES)

@@ -41,6 +41,17 @@ static int req_used[NREQ];
 static unsigned nreq;
 static uint8_t packed_app[RVX_RKEY_PACKED_SIZE];
 static rvx__tag_peer_t peer_snap;
+static int check_reset; /* FUZZ_CHECK_RESET=1: compare the whole state with set-up after each reset */
+
+/* ASan keeps 256 MB of freed memory in quarantine by default and gives free pages back to the OS
+ * every 5 s: each allocation of an input would land on a page not touched for thousands of
+ * inputs and fault it in. 16 MB still holds everything one input frees (an input's frames and
+ * staging are a few hundred KB at most), so a use after free within an input is still caught. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "quarantine_size_mb=16:allocator_release_to_os_interval_ms=-1";
+}
 
 static void on_am(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
 {
@@ -143,6 +154,26 @@ static void tl_reset(void)
     ifc->in_rx = 0;
 }
 
+/* FUZZ_CHECK_RESET: the endpoint is as after set-up and both rings are clean */
+static void tl_check(void)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    unsigned ch;
+    size_t i;
+    if (memcmp(&ep->tl[0], &tl_snap, sizeof(tl_snap))) {
+        fprintf(stdout, "fuzz/rx: the reset left the endpoint unlike set-up\n");
+        abort();
+    }
+    for (ch = 0; ch < RVX__TL_AM_CHANNELS; ch++) {
+        const uint8_t *r = (const uint8_t *)rvx__shm_ring(ifc->mbox, 0, ch);
+        for (i = 0; i < RVX__SHM_SLOT + RVX__SHM_NSLOTS * RVX__SHM_SLOT; i++)
+            if (r[i]) {
+                fprintf(stdout, "fuzz/rx: the reset left byte %zu of ring %u set\n", i, ch);
+                abort();
+            }
+    }
+}
+
 /* The frame at the head of a ring, if one is there. */
 static uint64_t *ring_head(unsigned chan)
 {
@@ -200,15 +231,17 @@ static uint32_t nic_cq_pi; /* its CQ producer index: a CQE is written only where
 static unsigned nic_err;   /* the QP is in error: every WQE completes flushed */
 static uint32_t prv_dbrec[4];
 static rvx__mlx5_bf_t prv_bf;
-typedef struct { uint32_t imm; size_t len; uint8_t *body; } staged_t;
+typedef struct { uint32_t imm; size_t len; uint8_t body[RVX__MLX5_FRAME]; } staged_t;
 static staged_t staged[8];
 static unsigned nstaged;
 
-static void cq_fill(void)
+/* CQEs from..to (mod 2^32) back to invalid: all of them at set-up, and per input only those the
+ * adapter wrote, so that the reset costs what the input did, not the size of the CQ. */
+static void cq_fill(uint32_t from, uint32_t to)
 {
-    uint32_t i;
     rvx__tl_iface_t *ifc = &w->iface[0];
-    for (i = 0; i < ifc->cq.cnt; i++) rvx__mlx5_cqe(&ifc->cq, i)->op_own = 0xf1;
+    uint32_t i, n = to - from < ifc->cq.cnt ? to - from : ifc->cq.cnt;
+    for (i = 0; i < n; i++) rvx__mlx5_cqe(&ifc->cq, from + i)->op_own = 0xf1;
 }
 
 /* Move the loopback QP's send and receive queues, its doorbell records and BlueFlame register,
@@ -262,7 +295,7 @@ static void tl_setup(void)
     ifc->cq.buf = cq_mem + (ifc->cq.shift == 7 ? 64 : 0);
     ifc->cq.dbrec = &prv_dbrec[2];
     ifc->cq.next_op_own = &rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci)->op_own;
-    cq_fill();
+    cq_fill(0, ifc->cq.cnt);
     ops_bytes = (size_t)(c->sq.mask + 1) * sizeof(*c->tx.ops);
     ops_snap = (rvx__mlx5_op_t *)malloc(ops_bytes);
     memcpy(ops_snap, c->tx.ops, ops_bytes);
@@ -393,7 +426,6 @@ static void nic_step(void)
                 size_t n = send_payload(nic_sq, ds, tmp, sizeof(tmp));
                 staged[nstaged].imm = rvx_htobe32(ctrl->imm);
                 staged[nstaged].len = n;
-                staged[nstaged].body = (uint8_t *)malloc(n ? n : 1);
                 memcpy(staged[nstaged].body, tmp, n);
                 nstaged++;
             }
@@ -434,26 +466,47 @@ static void nic_fail(unsigned synd)
 static void tl_reset(void)
 {
     rvx__tl_iface_t *ifc = &w->iface[0];
-    unsigned i;
+    uint32_t i;
     while (ifc->def_head) {
         rvx__mlx5_deferred_t *d = ifc->def_head;
         ifc->def_head = d->next;
         free(d);
     }
+    /* the op records of the WQEBBs posted since set-up, and only those */
+    if (c->sq.pi - conn_snap.sq.pi > c->sq.mask) memcpy(c->tx.ops, ops_snap, ops_bytes);
+    else
+        for (i = conn_snap.sq.pi; i != c->sq.pi; i++) c->tx.ops[i & c->sq.mask] = ops_snap[i & c->sq.mask];
+    conn_snap.ka_time = rvx__now_s(); /* a keepalive is due 0.1 s into an input, as after set-up */
     *c = conn_snap;
-    memcpy(c->tx.ops, ops_snap, ops_bytes);
     *ifc = ifc_snap;
     memcpy(ifc->srq.wq, srq_wq_snap, srq_bytes);
     prv_dbrec[0] = rvx_htobe32(ifc->srq.posted);
     nic_srq_next = 0;
     nic_srq_taken = 0;
     memcpy(ifc->bfree, bfree_snap, bfree_bytes);
-    cq_fill();
+    cq_fill(ifc->cq.ci, nic_cq_pi);
     nic_sq = c->sq.pi;
     nic_cq_pi = ifc->cq.ci;
     nic_err = 0;
-    for (i = 0; i < nstaged; i++) free(staged[i].body);
     nstaged = 0;
+}
+
+/* FUZZ_CHECK_RESET: the transport's state after the reset is byte for byte the one after set-up */
+static void tl_check(void)
+{
+    rvx__tl_iface_t *ifc = &w->iface[0];
+    uint32_t i;
+    if (memcmp(c, &conn_snap, sizeof(*c)) || memcmp(ifc, &ifc_snap, sizeof(*ifc)) ||
+        memcmp(c->tx.ops, ops_snap, ops_bytes) || memcmp(ifc->srq.wq, srq_wq_snap, srq_bytes) ||
+        memcmp(ifc->bfree, bfree_snap, bfree_bytes)) {
+        fprintf(stdout, "fuzz/rx: the reset left the queues unlike set-up\n");
+        abort();
+    }
+    for (i = 0; i < ifc->cq.cnt; i++)
+        if (rvx__mlx5_cqe(&ifc->cq, i)->op_own != 0xf1) {
+            fprintf(stdout, "fuzz/rx: the reset left CQE %u valid\n", i);
+            abort();
+        }
 }
 
 static void tl_op(in_t *in, unsigned op)
@@ -509,7 +562,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc; (void)argv;
     unsetenv("RVX_SIZE");
     unsetenv("RVX_RANK");
-    if (!getenv("FUZZ_VERBOSE")) stderr = fopen("/dev/null", "w"); /* rvx's log lines */
+    if (!getenv("FUZZ_VERBOSE")) { /* rvx's log lines: to /dev/null, a write per 64 KB */
+        stderr = fopen("/dev/null", "w");
+        if (stderr) setvbuf(stderr, NULL, _IOFBF, 1 << 16);
+    }
+    check_reset = getenv("FUZZ_CHECK_RESET") != NULL;
     if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK ||
         rvx_ep_create(w, 0, &ep) != RVX_OK || rvx_mem_alloc(ctx, 1 << 16, &appmem) != RVX_OK) {
         fprintf(stdout, "fuzz/rx: set-up failed\n");
@@ -525,6 +582,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     peer_snap = rvx__tag_of(w)->peers[0];
     tl_setup();
     return 0;
+}
+
+/* The registration cache as after set-up, empty of the harness's buffers: a send from a cached
+ * buffer takes another path (zero copy) than one that registers it, and an input must mean the
+ * same in a fresh process as after a thousand others. */
+static void cache_reset(void)
+{
+    struct rvx__tag_state *t = rvx__tag_of(w);
+    unsigned i;
+    rvx__rcache_invalidate(&t->rcache, sbuf, bufsz);
+    for (i = 0; i < 4; i++) rvx__rcache_invalidate(&t->rcache, rbuf[i], bufsz);
 }
 
 static void reset(void)
@@ -558,6 +626,8 @@ static void reset(void)
     }
     t->peers[0] = peer_snap;
     t->qhead = -2; /* the list of peers with queued frames is empty again, as peers[0]'s queue */
+    cache_reset();
+    if (check_reset) tl_check();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,8 +12,9 @@ for h in $hs; do
   b=build/fuzz/$h
   [ -x "$b" ] || { echo "SKIP: $b is not built (make fuzz-build needs clang with libFuzzer)"; exit 77; }
   tmp=$(mktemp -d)
-  # the corpus, every input once; then S seconds of fuzzing into a scratch directory
-  if ! env LD_LIBRARY_PATH=build/sim "$b" -runs=0 -timeout=120 -rss_limit_mb=2560 \
+  # the corpus, every input once, each reset checked against the state after set-up (fuzz/rx.c);
+  # then S seconds of fuzzing into a scratch directory
+  if ! env LD_LIBRARY_PATH=build/sim FUZZ_CHECK_RESET=1 "$b" -runs=0 -timeout=120 -rss_limit_mb=2560 \
         -artifact_prefix="$tmp/" "fuzz/corpus/$h" >"$tmp/replay.log" 2>&1; then
     echo "FAIL: $h: replaying fuzz/corpus/$h"; tail -n 30 "$tmp/replay.log"; fail=1
   fi
