@@ -7,6 +7,7 @@
 RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t imm_be,
                               const uint8_t *body);
 RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__mlx5_sig_tail(rvx__mlx5_conn_t *c);
 RVX_COLD void rvx__mlx5_hello_cqe(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode);
 #if RVX_CAN_RECEIVE
 RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t len,
@@ -81,6 +82,10 @@ RVX_COLD void rvx__mlx5_resp_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe 
                        e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
     else if (!c->failed)
         rvx__mlx5_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0, 1);
+    /* the QP is in error now: work it executed unsignaled gives no CQE, so a signaled NOP (flushed)
+     * retires it, or requests it carried would wait for ever */
+    rvx__mlx5_sig_tail(c);
+    rvx__mlx5_hold(c);
 }
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */
