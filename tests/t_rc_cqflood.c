@@ -53,20 +53,6 @@ static unsigned fill(rvx__tl_iface_t *ifc, rvx_ep_t *ep, uint64_t raddr, const r
     }
 }
 
-static void pings(rvx_worker_t *w, rvx_ep_t *ep, int me, int n)
-{
-    uint64_t a = (uint64_t)me;
-    double t0 = t_now();
-    int i;
-    for (i = 0; i < n && t_now() - t0 < 30; ) {
-        rvx_status_t st = rvx_am_short(ep, RVX_AM_PING, &a, 1);
-        if (st == RVX_OK) i++;
-        else if (st == RVX_ERR_NO_RESOURCE) rvx_progress(w);
-        else { T_STATUS(st, RVX_OK); return; }
-    }
-    T_CHECK(i == n, "rank %d sent %d of %d messages in 30 s", me, i, n);
-}
-
 int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
@@ -130,8 +116,8 @@ int main(int argc, char **argv)
         for (i = 0; i < ifc->nholders; i++) g += ifc->holder_g[i];
         T_CHECK(ifc->tx_free + g == RVX_MLX5_TX_BUDGET, "budget: %u free + %u lent", ifc->tx_free, g);
     } else if (me >= 4) {
-        pings(w, ep[0], me, credits);     /* what the credits allow while rank 0 does not poll */
-        pings(w, ep[0], me, credits);     /* and as many once it polls again */
+        t_am_burst(w, ep[0], RVX_AM_PING, me, credits);     /* what the credits allow while rank 0 does not poll */
+        t_am_burst(w, ep[0], RVX_AM_PING, me, credits);     /* and as many once it polls again */
     }
     T_OK(rvx_barrier(ctx));
     if (me == 4) T_CHECK(region[1] == 0x5a, "rank 0's put after the flood did not arrive");

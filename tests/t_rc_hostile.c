@@ -2,7 +2,8 @@
  * Rank 1 plays a hostile (or buggy) peer below the AM layer: on its QP to rank 0 it posts many
  * times the queue's depth of plain SENDs and of RDMA WRITEs with immediate (each takes a receive
  * buffer, neither is a frame rvx sends), then sends datagrams of every wrong size to rank 0's
- * hello QP (which expects re-connection messages). Rank 0 must drop them all, count them, and still
+ * hello QP (which expects re-connection messages; a datagram that finds no buffer posted is lost
+ * on the wire, as on hardware). Rank 0 must drop all it receives, count them, and still
  * receive, afterwards, more normal messages from ranks 1 and 2 than its queue holds. A buffer lost
  * per dropped frame would leave the queue empty: the messages would meet RNR for ever. */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping)
@@ -78,20 +79,6 @@ static void flood_hello(rvx_worker_t *w, rvx__tl_iface_t *ifc, unsigned n)
     T_CHECK(i == n, "%u of %u datagrams posted in 30 s", i, n);
 }
 
-static void pings(rvx_worker_t *w, rvx_ep_t *ep, int me, int n)
-{
-    uint64_t a = (uint64_t)me;
-    double t0 = t_now();
-    int i;
-    for (i = 0; i < n && t_now() - t0 < 30; ) {
-        rvx_status_t st = rvx_am_short(ep, RVX_AM_PING, &a, 1);
-        if (st == RVX_OK) i++;
-        else if (st == RVX_ERR_NO_RESOURCE) rvx_progress(w);
-        else { T_STATUS(st, RVX_OK); return; }
-    }
-    T_CHECK(i == n, "rank %d sent %d of %d messages in 30 s", me, i, n);
-}
-
 int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
@@ -122,10 +109,13 @@ int main(int argc, char **argv)
     if (me == 0) {
         rvx__mlx5_srq_t *s = &w->iface[0].srq;
         double t0 = t_now();
-        while ((s->dropped < 3 * k || pings_from[1] < npings || pings_from[2] < npings) &&
+        /* the RC frames all arrive (a reliable QP waits for a buffer); datagrams that find no
+         * buffer posted are lost on the wire, as UD's are: some, not all, reach rvx */
+        while ((s->dropped <= 2 * k || pings_from[1] < npings || pings_from[2] < npings) &&
                t_now() - t0 < 60)
             rvx_progress(w);
-        T_CHECK(s->dropped == 3 * k, "%u frames dropped, %u sent", s->dropped, 3 * k);
+        T_CHECK(s->dropped > 2 * k && s->dropped <= 3 * k, "%u frames dropped: all %u RC frames "
+                "and some of the %u datagrams expected", s->dropped, 2 * k, k);
         T_CHECK(pings_from[1] == npings && pings_from[2] == npings,
                 "messages after the flood: %d of %d from rank 1, %d of %d from rank 2 "
                 "(queue depth %u)", pings_from[1], npings, pings_from[2], npings, depth);
@@ -147,9 +137,9 @@ int main(int argc, char **argv)
         if (st == RVX_INPROGRESS) st = (rvx_status_t)req.status;
         T_STATUS(st, RVX_OK);
         flood_hello(w, &w->iface[0], k);
-        pings(w, ep[0], me, npings);
+        t_am_burst(w, ep[0], RVX_AM_PING, me, npings);
     } else {
-        pings(w, ep[0], me, npings);
+        t_am_burst(w, ep[0], RVX_AM_PING, me, npings);
     }
     T_OK(rvx_barrier(ctx));
     for (r = 0; r < 3; r++) rvx_rkey_release(&rk[r]);

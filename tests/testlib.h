@@ -157,4 +157,22 @@ static inline t_remote_t *t_exchange(rvx_context_t *ctx, rvx_mem_t *mem)
     return all;
 }
 
+#if RVX_AM
+/* n short messages (handler id, one argument: the sender's rank) to ep, retried while the peer
+ * has no room; fails the test unless all went within 30 s. */
+static inline void t_am_burst(rvx_worker_t *w, rvx_ep_t *ep, unsigned id, int me, int n)
+{
+    uint64_t a = (uint64_t)me;
+    double t0 = t_now();
+    int i;
+    for (i = 0; i < n && t_now() - t0 < 30; ) {
+        rvx_status_t st = rvx_am_short(ep, id, &a, 1);
+        if (st == RVX_OK) i++;
+        else if (st == RVX_ERR_NO_RESOURCE) rvx_progress(w);
+        else { T_STATUS(st, RVX_OK); return; }
+    }
+    T_CHECK(i == n, "rank %d sent %d of %d messages in 30 s", me, i, n);
+}
+#endif
+
 #endif /* RVX_TESTLIB_H */
