@@ -424,7 +424,6 @@ RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
 {
     rvx__tl_iface_t *ifc = c->ifc;
     unsigned spins = 0;
-    if (!c->in_wf) rvx__mlx5_busy(c); /* the first post since a flush found it idle */
     while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
         if (rvx__mlx5_grant_grow(ifc, c, nbb)) break;
         rvx__mlx5_sig_tail(c); /* something must be signaled, or no CQE would ever free room */
@@ -432,6 +431,9 @@ RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb)
         if (rvx__mlx5_poll_blocking(ifc)) spins = 0;
         else rvx__backoff(&spins);
     }
+    /* the first post since a flush found the conn idle joins the list; after the polls above,
+     * which may have found it idle again and taken it out */
+    if (!c->in_wf) rvx__mlx5_busy(c);
 }
 
 /* The bounce pool's memory, registered at the first copy (lanes that never copy never pay). */
