@@ -107,7 +107,7 @@ typedef struct rvx__mlx5_deferred {
 RVX_COLD void rvx__mlx5_defer(rvx__mlx5_deferred_t **head, rvx__mlx5_deferred_t **tail, int rank,
                               unsigned chan, unsigned info, const void *body, size_t len)
 {
-    rvx__mlx5_deferred_t *d = (rvx__mlx5_deferred_t *)malloc(sizeof(*d) + len);
+    rvx__mlx5_deferred_t *d = (rvx__mlx5_deferred_t *)malloc(sizeof(*d) + len), *last;
     if (!d) {
         rvx__log(RVX__MLX5_TL ": out of memory keeping a message from rank %d aside: dropped", rank);
         return;
@@ -118,7 +118,8 @@ RVX_COLD void rvx__mlx5_defer(rvx__mlx5_deferred_t **head, rvx__mlx5_deferred_t 
     d->info = info;
     d->len = len;
     memcpy(d->body, body, len);
-    if (*tail) (*tail)->next = d;
+    last = *tail;
+    if (last) last->next = d;
     else *head = d;
     *tail = d;
 }
