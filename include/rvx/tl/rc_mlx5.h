@@ -116,6 +116,7 @@ typedef struct rvx__tl_addr {
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
+#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, qpn) /* after wire-up: no QPN table */
 
 struct rvx__tl_iface;
 struct rvx__tl_ep;

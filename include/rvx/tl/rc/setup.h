@@ -433,6 +433,13 @@ RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *
     return RVX_OK;
 }
 
+/* The worker has packed the gathered addresses to their first RVX__TL_ADDR_KEPT bytes (the QPN
+ * tables served the wire-up above): re-connection reads the peers' from there. */
+RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+{
+    rvx__mlx5_hello_addrs(ifc, addrs, stride);
+}
+
 RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
                                          const rvx__tl_addr_t *addr)
 {
