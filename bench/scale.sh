@@ -12,7 +12,8 @@
 #   scale-cap <tl> <N> <reason>             a point not run (or failed twice), and why
 #   scale-retry <tl> <N> <reason>           a job that failed and was run once more
 # Fields: qps registered_mib rss_mib cq_entries create_s (the figures the goals name), and
-# create_cpu_s srq_entries verbs heap_kib exchange_s (bench/scale.c says what each one is).
+# create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s (bench/scale.c says what each
+# one is; heap_kib is rvx's own heap, heap_proc_kib the process's less rvxsim's model).
 #
 # Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N
 # ("2 4 8 16 32 64 128"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (420: wall-clock seconds
@@ -96,7 +97,7 @@ awk '
   $1 == "scale" { k = $2 SUBSEP $4; n[k]++; sx[k] += $3; sy[k] += $5; sxx[k] += $3 * $3; sxy[k] += $3 * $5
                   if (!($2 in tl)) { tl[$2] = 1; tls[++ntl] = $2 } }
   END {
-    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib exchange_s", order, " ")
+    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s", order, " ")
     for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
       t = tls[j]; f = order[i]; k = t SUBSEP f
       if (n[k] < 2) continue         # a line needs two points

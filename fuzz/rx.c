@@ -219,11 +219,10 @@ static void tl_op(in_t *in, unsigned op)
 static rvx__mlx5_conn_t *c;
 static rvx__mlx5_conn_t conn_snap;
 static rvx__tl_iface_t ifc_snap;
-static rvx__mlx5_op_t *ops_snap;
 static uint8_t *srq_wq_snap;
 static uint32_t *bfree_snap;
 static uint8_t *cq_mem;
-static size_t cq_bytes, ops_bytes, srq_bytes, bfree_bytes;
+static size_t cq_bytes, srq_bytes, bfree_bytes;
 static uint16_t nic_srq_next;  /* the shared receive queue's WQE the adapter consumes next */
 static uint16_t nic_srq_taken; /* WQEs consumed, mod 2^16 (the doorbell record counts posts) */
 static uint32_t nic_sq;    /* next WQE the adapter looks at */
@@ -296,9 +295,12 @@ static void tl_setup(void)
     ifc->cq.dbrec = &prv_dbrec[2];
     ifc->cq.next_op_own = &rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci)->op_own;
     cq_fill(0, ifc->cq.cnt);
-    ops_bytes = (size_t)(c->sq.mask + 1) * sizeof(*c->tx.ops);
-    ops_snap = (rvx__mlx5_op_t *)malloc(ops_bytes);
-    memcpy(ops_snap, c->tx.ops, ops_bytes);
+    /* no op record in use at set-up: a reset gives the pool back whole (tl_reset) */
+    if (c->tx.head != RVX__MLX5_REC_NIL) {
+        fprintf(stdout, "fuzz/rx: op records in use after set-up\n");
+        abort();
+    }
+    rvx__mlx5_txpool_fini(&ifc->txrecs);
     conn_snap = *c;
     ifc_snap = *ifc;
     nic_sq = c->sq.pi;
@@ -466,16 +468,13 @@ static void nic_fail(unsigned synd)
 static void tl_reset(void)
 {
     rvx__tl_iface_t *ifc = &w->iface[0];
-    uint32_t i;
     while (ifc->def_head) {
         rvx__mlx5_deferred_t *d = ifc->def_head;
         ifc->def_head = d->next;
         free(d);
     }
-    /* the op records of the WQEBBs posted since set-up, and only those */
-    if (c->sq.pi - conn_snap.sq.pi > c->sq.mask) memcpy(c->tx.ops, ops_snap, ops_bytes);
-    else
-        for (i = conn_snap.sq.pi; i != c->sq.pi; i++) c->tx.ops[i & c->sq.mask] = ops_snap[i & c->sq.mask];
+    /* the op records taken since set-up: the pool was empty then */
+    rvx__mlx5_txpool_fini(&ifc->txrecs);
     conn_snap.ka_time = rvx__now_s(); /* a keepalive is due 0.1 s into an input, as after set-up */
     *c = conn_snap;
     *ifc = ifc_snap;
@@ -497,7 +496,7 @@ static void tl_check(void)
     rvx__tl_iface_t *ifc = &w->iface[0];
     uint32_t i;
     if (memcmp(c, &conn_snap, sizeof(*c)) || memcmp(ifc, &ifc_snap, sizeof(*ifc)) ||
-        memcmp(c->tx.ops, ops_snap, ops_bytes) || memcmp(ifc->srq.wq, srq_wq_snap, srq_bytes) ||
+        memcmp(ifc->srq.wq, srq_wq_snap, srq_bytes) ||
         memcmp(ifc->bfree, bfree_snap, bfree_bytes)) {
         fprintf(stdout, "fuzz/rx: the reset left the queues unlike set-up\n");
         abort();

@@ -33,8 +33,9 @@ static long sim_qps(void)
 }
 
 /* Bytes per peer besides the QP: what counts as the QP is its verbs object and number, its send
- * queue (rvx__mlx5_sq_t and the words precomputed from the QPN) and the per-WQEBB op records
- * with their counts (rvx__mlx5_txops_t). */
+ * queue (rvx__mlx5_sq_t and the words precomputed from the QPN) and the book-keeping of its
+ * WQEs in flight (rvx__mlx5_txops_t: counts and its list of op records, which live in the worker's
+ * pool). */
 static size_t peer_bytes(const rvx__tl_iface_t *ifc)
 {
     size_t qp = sizeof(rvx__mlx5_sq_t) + sizeof(rvx__mlx5_txops_t) + 2 * sizeof(uint64_t) /* ctrl words */ +

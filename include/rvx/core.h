@@ -41,6 +41,15 @@
  * and the gathered array places them back to back). */
 #define RVX__ADDR_LANE(n)   ((RVX__TL_ADDR_SIZE(n) + 7) & ~(size_t)7)
 #define RVX__ADDR_STRIDE(n) (RVX_LANES * RVX__ADDR_LANE(n))
+/* What the worker keeps of each address after wire-up: the part a transport still reads
+ * (RVX__TL_ADDR_KEPT; all of it by default). rc_mlx5's QPN table, 4 bytes per rank in every
+ * rank's address, served the wire-up alone. */
+#ifdef RVX__TL_ADDR_KEPT
+#define RVX__ADDR_KLANE(n)  ((RVX__TL_ADDR_KEPT(n) + 7) & ~(size_t)7)
+#else
+#define RVX__ADDR_KLANE(n)  RVX__ADDR_LANE(n)
+#endif
+#define RVX__ADDR_KSTRIDE(n) (RVX_LANES * RVX__ADDR_KLANE(n))
 
 typedef struct rvx__region {
     uintptr_t base;
@@ -232,6 +241,20 @@ RVX_COLD rvx_status_t rvx__worker_wireup(rvx_worker_t *w, const uint8_t *mine, i
     (void)n; /* unused where a tl's address size does not depend on the job's size */
     for (l = 0; l < RVX_LANES && st == RVX_OK; l++)
         st = rvx__tl_iface_wireup(&w->iface[l], w->addrs + l * RVX__ADDR_LANE(n), RVX__ADDR_STRIDE(n));
+#ifdef RVX__TL_ADDR_KEPT
+    if (st == RVX_OK) { /* keep only what is read later, packed (the moves go downwards) */
+        size_t r;
+        uint8_t *a;
+        for (r = 0; r < (size_t)n; r++)
+            for (l = 0; l < RVX_LANES; l++)
+                memmove(w->addrs + r * RVX__ADDR_KSTRIDE(n) + l * RVX__ADDR_KLANE(n),
+                        w->addrs + r * RVX__ADDR_STRIDE(n) + l * RVX__ADDR_LANE(n), RVX__ADDR_KLANE(n));
+        a = (uint8_t *)realloc(w->addrs, (size_t)n * RVX__ADDR_KSTRIDE(n));
+        if (a) w->addrs = a; /* else the packed copy stays in the larger block */
+        for (l = 0; l < RVX_LANES; l++)
+            rvx__tl_iface_addrs(&w->iface[l], w->addrs + l * RVX__ADDR_KLANE(n), RVX__ADDR_KSTRIDE(n));
+    }
+#endif
     return st;
 }
 
@@ -310,10 +333,10 @@ static inline rvx_status_t rvx_ep_create(rvx_worker_t *w, int rank, rvx_ep_t **e
     if (w->eps[rank]) { *epp = w->eps[rank]; return RVX_OK; }
     if (posix_memalign((void **)&ep, RVX_CACHELINE, sizeof(*ep))) return RVX_ERR_NO_MEMORY;
     memset(ep, 0, sizeof(*ep));
-    addr = w->addrs + (size_t)rank * RVX__ADDR_STRIDE(w->ctx->boot.size);
+    addr = w->addrs + (size_t)rank * RVX__ADDR_KSTRIDE(w->ctx->boot.size);
     for (l = 0; l < RVX_LANES; l++) {
         rvx_status_t st = rvx__tl_ep_connect(&w->iface[l], &ep->tl[l], rank,
-                                             (rvx__tl_addr_t *)(void *)(addr + l * RVX__ADDR_LANE(w->ctx->boot.size)));
+                                             (rvx__tl_addr_t *)(void *)(addr + l * RVX__ADDR_KLANE(w->ctx->boot.size)));
         if (st != RVX_OK) {
             while (l--) rvx__tl_ep_disconnect(&ep->tl[l]);
             free(ep);

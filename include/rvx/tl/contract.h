@@ -30,6 +30,10 @@
  *   rvx__tl_iface_wireup(ifc, addrs, size)     after the address exchange of worker creation:
  *                                                every rank's address (size bytes each); rc_mlx5
  *                                                connects all its QPs here
+ *   RVX__TL_ADDR_KEPT(n), rvx__tl_iface_addrs(ifc, addrs, stride)   optional: the worker keeps
+ *                                                only that prefix of each address after wire-up
+ *                                                (ep_connect gets it) and tells the iface where
+ *                                                the packed copy is
  *   rvx__tl_ep_connect(ifc, ep, rank, addr) / rvx__tl_ep_disconnect(ep)
  *   rvx__tl_ep_alive(ep)                         -> RVX_OK or RVX_ERR_PEER_FAILED
  *   rvx__tl_mem_alloc(ctx, len, mem) / rvx__tl_mem_reg(ctx, addr, len, mem) / rvx__tl_mem_dereg

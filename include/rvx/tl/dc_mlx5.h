@@ -206,6 +206,7 @@ typedef struct rvx__tl_iface {
     struct ibv_mr  *bounce_mr;
     uint32_t        bounce_lkey;
     rvx__mlx5_bf_t *bfs;
+    rvx__mlx5_txpool_t txrecs;   /* op records of every DCI (tl/mlx5/sq.h) */
     int             rank, nranks;
     rvx_request_t  *wflush;
     /* messages: the control region (word 0 the credit pool, word 1 + r the frames of ours rank r
@@ -525,8 +526,6 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         b = rvx__dc_bounce(d, n);
         if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
         o.kind = RVX__MLX5_ON_COPY;
-        o.sig = 0;
-        o.nbb = 0;
         o.len = (uint32_t)n;
         o.dst = (uint8_t *)dst + done;
         o.src = b;
@@ -583,8 +582,6 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     rvx__mlx5_set_data(seg, size, ep->ifc->bounce_lkey, slot);
     rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
-    o.sig = 0;
-    o.nbb = 0;
     o.len = size;
     o.dst = fetch;
     o.src = slot;

@@ -116,6 +116,7 @@ typedef struct rvx__tl_addr {
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
+#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, qpn) /* after wire-up: no QPN table */
 
 struct rvx__tl_iface;
 struct rvx__tl_ep;
@@ -190,6 +191,7 @@ typedef struct rvx__tl_iface {
     struct rvx__mlx5_conn **wf_conns; /* conns that posted since a flush found them idle (tl/rc/setup.h), nranks room */
     unsigned          nwf;
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
+    rvx__mlx5_txpool_t txrecs;     /* op records of every conn (tl/mlx5/sq.h) */
     rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */
     uint32_t          credits;     /* frames each peer may have in flight to us */
     uint32_t          credit_q;    /* credits go back when this many frames were consumed */
@@ -443,8 +445,6 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         uint8_t *b = rvx__mlx5_bounce(c, n);
         if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED);
         o.kind = RVX__MLX5_ON_COPY;
-        o.sig = 0;
-        o.nbb = 0;
         o.len = (uint32_t)n;
         o.dst = (uint8_t *)dst + done;
         o.src = b;

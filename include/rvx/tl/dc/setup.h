@@ -73,8 +73,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     if (st != RVX_OK) return st;
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
     if (!bf) return RVX_ERR_NO_MEMORY;
-    st = rvx__mlx5_tx_fresh(&d->tx, d->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
-    if (st != RVX_OK) return st;
+    rvx__mlx5_tx_fresh(&d->tx, &ifc->txrecs, &ifc->outstanding);
     /* at most 4 x RVX_MLX5_TX_DEPTH WQEBBs in flight per DCI, whatever the queue's size: the CQ
      * is sized for that many (each WQE may come back as an error CQE) */
     rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf,
@@ -187,7 +186,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
-        free(ifc->dci[i].tx.ops);
+        rvx__mlx5_tx_drop(&ifc->dci[i].tx);
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
         free(ifc->dci[i].owner);
 #endif
@@ -210,6 +209,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     free(ifc->bounce);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     rvx__mlx5_bf_free(&ifc->bfs);
+    rvx__mlx5_txpool_fini(&ifc->txrecs); /* after the DCIs have given their records back */
     memset(ifc, 0, sizeof(*ifc));
 }
 
@@ -225,6 +225,8 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->nranks = nranks;
     ifc->av_bytes = ctx->is_roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
     ifc->quiet = RVX__DC_TICK;
+    rvx__mlx5_txpool_init(&ifc->txrecs);
+    rvx__mlx5_tx_fresh(&ifc->no_dci.tx, &ifc->txrecs, &ifc->outstanding); /* holds no record */
 #if RVX_CAN_RECEIVE
     { /* the prefix of frames built in the scratch area names this rank from the start */
         rvx__dc_prefix_t pre;

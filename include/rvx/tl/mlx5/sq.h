@@ -1,11 +1,16 @@
 /* rvx/tl/mlx5/sq.h: what a send queue remembers about the WQEs in flight, shared by every mlx5
  * transport (an RC QP, a DCI).
  *
- * Each WQEBB slot has an op record (rvx__mlx5_op_t) that the CQE handler consults when the WQE
- * starting there retires: a request to complete, a bounce copy to run, bounce space to give back.
- * Only one WQE in RVX_MLX5_SIG_EVERY asks for a CQE (and every one that carries a request); the
- * signaled one retires every WQE before it. The hot half (marking a WQE signaled, recording what
- * it retires) is inline; the retire loop, the error walk and the flush NOP are cold. */
+ * Only a WQE that leaves work for its retirement gets an op record (rvx__mlx5_op_t): a request to
+ * complete, a bounce copy to run, bounce space to give back. Records come from one pool per
+ * worker (rvx__mlx5_txpool_t), grown when empty, so its size is the most ever in flight, not the
+ * queues' slots; each queue keeps its own in posting order (a FIFO by pool index), and retiring
+ * pops those that start before the retired end. What a signaled WQE spans and whether it was
+ * signaled are read back from its ctrl segment (DS count, fm_ce_se), which stays as written until
+ * ci passes it. Only one WQE in RVX_MLX5_SIG_EVERY asks for a CQE (and every one that carries a
+ * request); the signaled one retires every WQE before it. The hot half (marking a WQE signaled,
+ * recording what it retires) is inline; the retire loop, the error walk and the flush NOP are
+ * cold. */
 #ifndef RVX_TL_MLX5_SQ_H
 #define RVX_TL_MLX5_SQ_H
 
@@ -22,8 +27,6 @@ enum {
 
 typedef struct rvx__mlx5_op {
     uint8_t        kind;      /* RVX__MLX5_ON_* */
-    uint8_t        sig;       /* this WQE was signaled */
-    uint16_t       nbb;       /* WQEBBs of the WQE starting here (0: not a WQE start) */
     uint32_t       len;
     uint64_t       bounce;    /* bounce ring position to give back when this WQE retires (0: none) */
     void          *dst;
@@ -31,11 +34,28 @@ typedef struct rvx__mlx5_op {
     rvx_request_t *req;
 } rvx__mlx5_op_t;
 
+#define RVX__MLX5_REC_NIL 0xffffffffu /* no record: the end of a list */
+
+/* An op record in the pool: the op, the WQE it belongs to, the next record of its list (its
+ * queue's, or the free list). */
+typedef struct rvx__mlx5_oprec {
+    rvx__mlx5_op_t op;
+    uint32_t       pi;
+    uint32_t       next;
+} rvx__mlx5_oprec_t;
+
+/* The worker's op records: every queue's and the free ones. */
+typedef struct rvx__mlx5_txpool {
+    rvx__mlx5_oprec_t *r;
+    uint32_t         cap;
+    uint32_t         free;     /* first free record (RVX__MLX5_REC_NIL: none) */
+} rvx__mlx5_txpool_t;
+
 /* The book-keeping beside an rvx__mlx5_sq_t. */
 typedef struct rvx__mlx5_txops {
-    rvx__mlx5_op_t *ops;             /* one per WQEBB slot */
+    rvx__mlx5_txpool_t *pool;        /* the worker's op records */
     unsigned       *outstanding;     /* the iface's count of signaled WQEs not yet completed */
-    uint32_t        nops;            /* records with a kind or bounce, not yet retired */
+    uint32_t        head, tail;      /* this queue's records, oldest first (NIL: none) */
     uint32_t        sig_out;         /* signaled WQEs not yet completed */
     uint32_t        last_sig_pi;     /* pi just past the last signaled WQE */
     uint16_t        last_sig_idx_be; /* its WQE index as the CQE's wqe_counter carries it */
@@ -45,52 +65,129 @@ typedef struct rvx__mlx5_txops {
     rvx_request_t  *flush_head, *flush_tail; /* pending flushes, linked by tl_private[0] */
 } rvx__mlx5_txops_t;
 
-/* Start afresh on a queue of wqe_cnt WQEBBs (a new or reset QP): records cleared, counters zero.
- * The record table is reused when the size is the same. */
-RVX_COLD rvx_status_t rvx__mlx5_tx_fresh(rvx__mlx5_txops_t *tx, uint32_t old_cnt, uint32_t wqe_cnt,
-                                         unsigned *outstanding)
+/* The pool is empty: double it (the first time, 64 records). Records are found by index, so
+ * moving them is harmless. Running out of memory here, in the middle of a post, ends the
+ * process: the WQE is written and cannot be taken back. */
+RVX_COLD uint32_t rvx__mlx5_txpool_grow(rvx__mlx5_txpool_t *p)
 {
-    if (tx->ops && old_cnt == wqe_cnt) {
-        memset(tx->ops, 0, wqe_cnt * sizeof(*tx->ops));
-    } else {
-        free(tx->ops);
-        tx->ops = (rvx__mlx5_op_t *)calloc(wqe_cnt, sizeof(*tx->ops));
-        if (!tx->ops) return RVX_ERR_NO_MEMORY;
+    uint32_t ncap = p->cap ? 2 * p->cap : 64, i;
+    rvx__mlx5_oprec_t *r = (rvx__mlx5_oprec_t *)realloc(p->r, (size_t)ncap * sizeof(*r));
+    if (!r) {
+        rvx__log("mlx5: no memory for %u op records", ncap);
+        abort();
     }
+    for (i = p->cap; i < ncap; i++) r[i].next = i + 1 == ncap ? p->free : i + 1;
+    p->free = p->cap;
+    p->r = r;
+    p->cap = ncap;
+    return p->free;
+}
+
+RVX_COLD void rvx__mlx5_txpool_init(rvx__mlx5_txpool_t *p)
+{
+    p->r = NULL;
+    p->cap = 0;
+    p->free = RVX__MLX5_REC_NIL;
+}
+
+RVX_COLD void rvx__mlx5_txpool_fini(rvx__mlx5_txpool_t *p)
+{
+    free(p->r);
+    rvx__mlx5_txpool_init(p);
+}
+
+/* The queue's records go back to the pool unrun. */
+RVX_COLD void rvx__mlx5_tx_drop(rvx__mlx5_txops_t *tx)
+{
+    rvx__mlx5_txpool_t *p = tx->pool;
+    if (!p || tx->head == RVX__MLX5_REC_NIL) return;
+    p->r[tx->tail].next = p->free;
+    p->free = tx->head;
+    tx->head = tx->tail = RVX__MLX5_REC_NIL;
+}
+
+/* Start afresh on a queue (a new or reset QP): records given back, counters zero. */
+RVX_COLD void rvx__mlx5_tx_fresh(rvx__mlx5_txops_t *tx, rvx__mlx5_txpool_t *pool,
+                                 unsigned *outstanding)
+{
+    if (tx->pool) rvx__mlx5_tx_drop(tx);
+    tx->pool = pool;
+    tx->head = tx->tail = RVX__MLX5_REC_NIL;
     tx->outstanding = outstanding;
-    tx->nops = tx->sig_out = tx->last_sig_pi = 0;
+    tx->sig_out = tx->last_sig_pi = 0;
     tx->last_sig_idx_be = 0;
     tx->hold = 0;
-    return RVX_OK;
+}
+
+/* The WQEBBs of the WQE starting at pi, and whether it asked for a CQE: its ctrl segment says. */
+RVX_INLINE uint32_t rvx__mlx5_wqe_nbb(const rvx__mlx5_sq_t *sq, uint32_t pi)
+{
+    const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *)(const void *)
+                                           rvx__mlx5_slot(sq, pi);
+    return RVX__MLX5_NBB(rvx_htobe32(ctrl->qpn_ds) & 0x3f);
+}
+
+RVX_INLINE int rvx__mlx5_wqe_signaled(const rvx__mlx5_sq_t *sq, uint32_t pi)
+{
+    const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *)(const void *)
+                                           rvx__mlx5_slot(sq, pi);
+    return (ctrl->fm_ce_se & RVX__MLX5_CE) != 0;
 }
 
 /* ---- posting (hot) -------------------------------------------------------------------------- */
 
-/* Book-keeping of a signaled WQE that starts at pi and ends at end. */
+/* Book-keeping of a signaled WQE that starts at pi and ends at end (its size and CE bit are in
+ * its ctrl segment). */
 RVX_INLINE void rvx__mlx5_tx_mark_sig(const rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint32_t pi,
                                       uint32_t end)
 {
-    rvx__mlx5_op_t *o = &tx->ops[pi & sq->mask];
-    o->sig = 1;
-    o->nbb = (uint16_t)(end - pi);
+    (void)sq;
     tx->sig_out++;
     tx->last_sig_pi = end;
     tx->last_sig_idx_be = rvx_htobe16((uint16_t)pi);
     (*tx->outstanding)++;
 }
 
-/* What the CQE handler does when the WQE at pi retires. */
+/* What the CQE handler does when the WQE at pi retires: a record from the pool, at the tail of
+ * the queue's list (WQEs are posted in pi order, so the list stays sorted). */
 RVX_INLINE void rvx__mlx5_tx_on_retire(const rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint32_t pi,
                                        const rvx__mlx5_op_t *o)
 {
-    rvx__mlx5_op_t *e = &tx->ops[pi & sq->mask];
-    e->kind = o->kind;
-    e->len = o->len;
-    e->dst = o->dst;
-    e->src = o->src;
-    e->req = o->req;
-    e->bounce = o->bounce;
-    tx->nops++;
+    rvx__mlx5_txpool_t *p = tx->pool;
+    uint32_t i = p->free;
+    rvx__mlx5_oprec_t *e;
+    (void)sq;
+    if (RVX_UNLIKELY(i == RVX__MLX5_REC_NIL)) i = rvx__mlx5_txpool_grow(p);
+    e = &p->r[i];
+    p->free = e->next;
+    e->op = *o;
+    e->pi = pi;
+    e->next = RVX__MLX5_REC_NIL;
+    if (tx->head == RVX__MLX5_REC_NIL) tx->head = i;
+    else p->r[tx->tail].next = i;
+    tx->tail = i;
+}
+
+/* The record of the WQE at pi, if it has one (cold: the error path and endpoint close). */
+RVX_COLD const rvx__mlx5_op_t *rvx__mlx5_tx_op_at(const rvx__mlx5_txops_t *tx, uint32_t pi)
+{
+    uint32_t i;
+    for (i = tx->head; i != RVX__MLX5_REC_NIL; i = tx->pool->r[i].next) {
+        const rvx__mlx5_oprec_t *e = &tx->pool->r[i];
+        if (e->pi == pi) return &e->op;
+        if ((int32_t)(e->pi - pi) > 0) break;
+    }
+    return NULL;
+}
+
+/* Whether a record not yet retired carries something a caller will look at (a request, a copy or
+ * a fetch into its memory), not only bounce space. */
+RVX_COLD int rvx__mlx5_tx_owes(const rvx__mlx5_txops_t *tx)
+{
+    uint32_t i;
+    for (i = tx->head; i != RVX__MLX5_REC_NIL; i = tx->pool->r[i].next)
+        if (tx->pool->r[i].op.kind != RVX__MLX5_ON_NONE) return 1;
+    return 0;
 }
 
 /* ---- retiring (cold) ------------------------------------------------------------------------ */
@@ -101,25 +198,26 @@ RVX_INLINE void rvx__mlx5_tx_on_retire(const rvx__mlx5_sq_t *sq, rvx__mlx5_txops
 RVX_COLD uint64_t rvx__mlx5_tx_retire(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint32_t end,
                                       rvx_status_t st, rvx_status_t flush_st)
 {
+    rvx__mlx5_txpool_t *p = tx->pool;
     uint64_t bounce = 0;
     rvx_request_t **pp;
-    while (tx->nops && sq->ci != end) {
-        rvx__mlx5_op_t *o = &tx->ops[sq->ci & sq->mask];
-        if (o->kind != RVX__MLX5_ON_NONE || o->bounce) {
-            if (st == RVX_OK) {
-                if (o->kind == RVX__MLX5_ON_COPY) memcpy(o->dst, o->src, o->len);
-                else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
-                else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
-            }
-            if (o->req) o->req->status = st;
-            if (o->bounce) bounce = o->bounce;
-            o->kind = RVX__MLX5_ON_NONE;
-            o->bounce = 0;
-            o->req = NULL;
-            tx->nops--;
+    while (tx->head != RVX__MLX5_REC_NIL) {
+        uint32_t i = tx->head;
+        rvx__mlx5_oprec_t *e = &p->r[i];
+        rvx__mlx5_op_t *o = &e->op;
+        if ((int32_t)(e->pi - end) >= 0) break;
+        if (st == RVX_OK) {
+            if (o->kind == RVX__MLX5_ON_COPY) memcpy(o->dst, o->src, o->len);
+            else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
+            else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
         }
-        sq->ci++;
+        if (o->kind != RVX__MLX5_ON_NONE && o->req) o->req->status = st;
+        if (o->bounce) bounce = o->bounce;
+        tx->head = e->next;
+        e->next = p->free;
+        p->free = i;
     }
+    if (tx->head == RVX__MLX5_REC_NIL) tx->tail = RVX__MLX5_REC_NIL;
     rvx__mlx5_sq_retired(sq, end);
     pp = &tx->flush_head; /* flushes in order of their targets */
     while (*pp && (int32_t)(sq->ci - (uint32_t)(*pp)->tl_private[1]) >= 0) {
@@ -135,12 +233,10 @@ RVX_COLD uint64_t rvx__mlx5_tx_retire(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx,
 RVX_COLD uint64_t rvx__mlx5_tx_req_ok(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint16_t idx,
                                       rvx_status_t flush_st)
 {
-    rvx__mlx5_op_t *o = &tx->ops[idx & sq->mask];
     uint32_t start = rvx__mlx5_wqe_start(sq, idx);
-    o->sig = 0;
     tx->sig_out--;
     (*tx->outstanding)--;
-    return rvx__mlx5_tx_retire(sq, tx, start + o->nbb, RVX_OK, flush_st);
+    return rvx__mlx5_tx_retire(sq, tx, start + rvx__mlx5_wqe_nbb(sq, start), RVX_OK, flush_st);
 }
 
 /* A failed queue completes every WQE it holds with an error CQE, signaled or not: progress keeps
@@ -165,23 +261,18 @@ RVX_COLD void rvx__mlx5_tx_settle(rvx__mlx5_txops_t *tx)
 }
 
 /* The WQE at idx failed (or was flushed after a failure; the caller has marked its owner): the
- * WQEs before it completed, it completes with st. Returns the bounce position to give back. */
+ * WQEs before it completed, it completes with st (signaled or not, its ctrl segment gives its
+ * size). Returns the bounce position to give back. */
 RVX_COLD uint64_t rvx__mlx5_tx_req_err(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint16_t idx,
                                        rvx_status_t st, rvx_status_t flush_st)
 {
-    rvx__mlx5_op_t *o = &tx->ops[idx & sq->mask];
     uint32_t start = rvx__mlx5_wqe_start(sq, idx), end;
     uint64_t b1 = rvx__mlx5_tx_retire(sq, tx, start, RVX_OK, flush_st), b2;
-    if (o->sig) {
-        o->sig = 0;
+    if (rvx__mlx5_wqe_signaled(sq, start)) {
         tx->sig_out--;
         (*tx->outstanding)--;
-        end = start + o->nbb;
-    } else {
-        /* unsignaled: its size is not recorded; step over WQEBBs until the next WQE start, which
-         * every later error CQE names */
-        end = start + 1;
     }
+    end = start + rvx__mlx5_wqe_nbb(sq, start);
     b2 = rvx__mlx5_tx_retire(sq, tx, end, st, flush_st);
     rvx__mlx5_tx_hold(sq, tx);
     if (sq->ci == sq->pi) rvx__mlx5_tx_settle(tx);

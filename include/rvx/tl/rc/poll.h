@@ -63,10 +63,11 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
     int gone = e->syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ||
                e->syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR;
+    const rvx__mlx5_op_t *o = rvx__mlx5_tx_op_at(&c->tx, rvx__mlx5_wqe_start(&c->sq, idx));
     uint64_t b;
     if (e->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
         rvx__mlx5_fail(c, st, e->syndrome, e->vendor_err_synd, idx,
-                       !gone || c->tx.ops[idx & c->sq.mask].kind != RVX__MLX5_ON_NONE);
+                       !gone || (o && o->kind != RVX__MLX5_ON_NONE));
     else if (!c->failed)
         rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
     b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, c->err);

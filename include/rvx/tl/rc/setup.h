@@ -160,9 +160,9 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     rvx__mlx5_bf_t *bf;
     rvx_status_t st = rvx__mlx5_qp_obj(qp, &dq);
     if (st != RVX_OK) return st;
-    st = rvx__mlx5_tx_fresh(&c->tx, c->sq.mask + 1, dq.sq.wqe_cnt, &ifc->outstanding);
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
-    if (st != RVX_OK || !bf) return RVX_ERR_NO_MEMORY;
+    if (!bf) return RVX_ERR_NO_MEMORY;
+    rvx__mlx5_tx_fresh(&c->tx, &ifc->txrecs, &ifc->outstanding);
     c->qp = qp;
     c->ifc = ifc;
     c->qpn = qp->qp_num;
@@ -200,7 +200,7 @@ RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
 {
     if (c->qp) ibv_destroy_qp(c->qp);
     rvx__mlx5_rec_drop(c);
-    free(c->tx.ops);
+    rvx__mlx5_tx_drop(&c->tx);
     memset(c, 0, sizeof(*c));
 }
 
@@ -222,6 +222,7 @@ RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
     free(ifc->wf_conns);
     free(ifc->qpt_qpn);
     free(ifc->qpt_rank);
+    rvx__mlx5_txpool_fini(&ifc->txrecs); /* after the conns have given their records back */
     memset(ifc, 0, sizeof(*ifc));
 }
 
@@ -301,6 +302,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->ctx = ctx;
     ifc->rank = rank;
     ifc->nranks = nranks;
+    rvx__mlx5_txpool_init(&ifc->txrecs);
     st = rvx__mlx5_qpt_init(ifc, nranks);
     if (st == RVX_OK) st = rvx__mlx5_iface_srq(ifc, nranks);
     if (st == RVX_OK) st = rvx__mlx5_iface_cq(ifc, nranks);
@@ -431,6 +433,13 @@ RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *
     return RVX_OK;
 }
 
+/* The worker has packed the gathered addresses to their first RVX__TL_ADDR_KEPT bytes (the QPN
+ * tables served the wire-up above): re-connection reads the peers' from there. */
+RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+{
+    rvx__mlx5_hello_addrs(ifc, addrs, stride);
+}
+
 RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
                                          const rvx__tl_addr_t *addr)
 {
@@ -466,11 +475,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
  * fetch into its memory). Credit returns, keepalives, hellos and unsignaled puts do not. */
 RVX_COLD int rvx__mlx5_owes(const rvx__mlx5_conn_t *c)
 {
-    uint32_t i;
-    if (!c->tx.nops) return 0;
-    for (i = c->sq.ci; i != c->sq.pi; i++)
-        if (c->tx.ops[i & c->sq.mask].kind != RVX__MLX5_ON_NONE) return 1;
-    return 0;
+    return rvx__mlx5_tx_owes(&c->tx);
 }
 
 /* The endpoint goes; the QP stays (and keeps its counters) so that a later endpoint continues

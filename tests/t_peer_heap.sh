@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# rvx's heap per peer over rc_mlx5 and dc_mlx5, on rvxsim: build/bench/scale_{rc,dc} (bench/scale.c,
+# heap_kib: the blocks rvx's code allocates and still holds after creation and an exchange with
+# every peer, less registered memory) at N = 2 and N = 8; the growth per added rank must stay
+# within a bound. rc_mlx5: 1 KiB per peer (the conn with its send queue, the endpoint, the
+# gathered addresses, the tag layer's peer; a record per WQEBB would add 40 KiB); dc_mlx5: 384
+# bytes (an endpoint and an address, no QP).
+set -u
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fabric=${RVXSIM_FABRIC_DIR:-/dev/shm/rvxsim-$(id -u)}-peer-heap
+fails=0
+for tl in rc dc; do
+  if [ ! -x build/bench/scale_$tl ] || [ ! -e build/sim/libibverbs.so.1 ] || [ ! -x build/bin/rvxrun ]; then
+    echo "SKIP: build/bench/scale_$tl, build/sim or build/bin/rvxrun not built (make all)"
+    exit 77
+  fi
+done
+heap() { # tl n: heap_kib of the worst rank
+  RVXSIM_FABRIC_DIR=$fabric-$1-$2 RVXSIM_RETRY_TIMEOUT_MS=30000 LD_LIBRARY_PATH=build/sim \
+    build/bin/rvxrun -n "$2" -t 120 build/bench/scale_$1 >"$tmp/$1_$2.out" 2>"$tmp/$1_$2.err"
+  local rc=$?
+  rm -rf "$fabric-$1-$2"
+  [ $rc -eq 0 ] || { echo "FAIL: scale_$1 at N = $2: exit $rc" >&2; tail -n 5 "$tmp/$1_$2.err" >&2; return 1; }
+  awk '$1 == "scale" && $4 == "heap_kib" { print $5; found = 1 } END { exit !found }' "$tmp/$1_$2.out"
+}
+for spec in "rc 1024" "dc 384"; do
+  set -- $spec
+  tl=$1 limit=$2
+  a=$(heap "$tl" 2) && b=$(heap "$tl" 8) || { fails=$((fails + 1)); continue; }
+  per=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.0f", (b - a) * 1024 / 6 }')
+  echo "${tl}_mlx5: heap $a KiB at N = 2, $b KiB at N = 8: $per bytes per added rank (bound $limit)"
+  if [ "$per" -gt "$limit" ] || [ "$per" -lt 0 ]; then
+    echo "FAIL: ${tl}_mlx5 holds $per bytes of heap per peer, more than $limit"
+    fails=$((fails + 1))
+  fi
+done
+[ $fails -eq 0 ]
