@@ -64,13 +64,67 @@ RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
     return rvx__tl_ep_alive(&ep->tl[0]) == RVX_OK ? RVX_ERR_NO_RESOURCE : RVX_ERR_PEER_FAILED;
 }
 
-/* All kinds, both channels: with constant arguments the checks and copies fold away. */
+/* The frame's length, and its body written and sent (the status is the tl's publish's, RVX_OK:
+ * returned, its cold path is a jump). */
+#define RVX__AM_LEN(kind, nargs, plen) \
+    (8 * (size_t)(nargs) + ((kind) == RVX__AM_LONG ? 16 : (kind) == RVX__AM_MEDIUM ? (plen) : 0))
+RVX_INLINE rvx_status_t rvx__am_fill(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned kind,
+                                     const uint64_t *args, unsigned nargs, const void *payload,
+                                     size_t plen, uint64_t raddr, uint8_t *body)
+{
+    size_t hlen = 8 * (size_t)nargs;
+    if (hlen) memcpy(body, args, hlen);
+    if (kind == RVX__AM_MEDIUM) {
+        if (plen) memcpy(body + hlen, payload, plen);
+    } else if (kind == RVX__AM_LONG) {
+        uint64_t l = plen;
+        memcpy(body + hlen, &raddr, 8);
+        memcpy(body + hlen + 8, &l, 8);
+    }
+    return rvx__tl_am_publish(&ep->tl[0], chan, body, RVX__AM_LEN(kind, nargs, plen),
+                              RVX__AM_INFO(id, kind, nargs));
+}
+
+/* The hot path's claim failed: claim again with whatever cold work the tl does for it (a credit
+ * refresh), else no room (requests) or wait for it (replies). */
+RVX_COLD rvx_status_t rvx__am_send_cold(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned kind,
+                                        const uint64_t *args, unsigned nargs, const void *payload,
+                                        size_t plen, uint64_t raddr)
+{
+    size_t len = RVX__AM_LEN(kind, nargs, plen);
+    uint8_t *body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], chan, len);
+    if (!body) {
+        if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
+        body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl[0], chan, len);
+        if (!body) return RVX_ERR_PEER_FAILED;
+    }
+    return rvx__am_fill(ep, chan, id, kind, args, nargs, payload, plen, raddr, body);
+}
+
+/* A short message's cold path takes its (at most two) arguments by value: a pointer to the
+ * caller's words would keep them in memory, in a stack frame, on the hot path too. */
+RVX_COLD rvx_status_t rvx__am_short_cold(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned nargs,
+                                         uint64_t a0, uint64_t a1)
+{
+    uint64_t a[2];
+    a[0] = a0;
+    a[1] = a1;
+    return rvx__am_send_cold(ep, chan, id, RVX__AM_SHORT, a, nargs, NULL, 0, 0);
+}
+
+/* A tl may name a claim for hot paths that fails rather than call out (RVX__TL_AM_CLAIM_HOT). */
+#ifdef RVX__TL_AM_CLAIM_HOT
+#define RVX__AM_CLAIM_HOT(tl, chan, len) RVX__TL_AM_CLAIM_HOT(tl, chan, len)
+#else
+#define RVX__AM_CLAIM_HOT(tl, chan, len) rvx__tl_am_claim(tl, chan, len)
+#endif
+
+/* All kinds, both channels: with constant arguments the checks and copies fold away. The hot
+ * path makes no call that returns into it (the cold ones are jumps), so it needs no stack frame. */
 RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned kind,
                                      const uint64_t *args, unsigned nargs, const void *payload,
                                      size_t plen, uint64_t raddr)
 {
-    size_t hlen = 8 * (size_t)nargs;
-    size_t len = hlen + (kind == RVX__AM_LONG ? 16 : kind == RVX__AM_MEDIUM ? plen : 0);
     uint8_t *body;
 
     if (RVX_UNLIKELY(id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS || (nargs && !args) ||
@@ -82,22 +136,14 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
 #endif
     if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep)))
         return rvx__am_in_handler();
-    body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], chan, len);
+    body = (uint8_t *)RVX__AM_CLAIM_HOT(&ep->tl[0], chan, RVX__AM_LEN(kind, nargs, plen));
     if (RVX_UNLIKELY(!body)) {
-        if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
-        body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl[0], chan, len);
-        if (!body) return RVX_ERR_PEER_FAILED;
+        if (kind == RVX__AM_SHORT && nargs <= 2)
+            return rvx__am_short_cold(ep, chan, id, nargs, nargs > 0 ? args[0] : 0,
+                                      nargs > 1 ? args[1] : 0);
+        return rvx__am_send_cold(ep, chan, id, kind, args, nargs, payload, plen, raddr);
     }
-    if (hlen) memcpy(body, args, hlen);
-    if (kind == RVX__AM_MEDIUM) {
-        if (plen) memcpy(body + hlen, payload, plen);
-    } else if (kind == RVX__AM_LONG) {
-        uint64_t l = plen;
-        memcpy(body + hlen, &raddr, 8);
-        memcpy(body + hlen + 8, &l, 8);
-    }
-    rvx__tl_am_publish(&ep->tl[0], chan, body, len, RVX__AM_INFO(id, kind, nargs));
-    return RVX_OK;
+    return rvx__am_fill(ep, chan, id, kind, args, nargs, payload, plen, raddr, body);
 }
 
 /* Long: the payload goes first, as a put through rkey (bounds-checked); the header follows on

@@ -48,7 +48,12 @@
  *   rvx__tl_get_zcopy(ep, dst, len, lmem, raddr, rkey, req)
  *   rvx__tl_atomic64(ep, op, operand, compare, raddr, rkey, fetch, req)   (and rvx__tl_atomic32)
  *   rvx__tl_am_claim(ep, chan, len) -> body pointer or NULL (no room: RVX_ERR_NO_RESOURCE)
- *   rvx__tl_am_publish(ep, chan, body, len, info)         sends what was written at body
+ *   rvx__tl_am_publish(ep, chan, body, len, info) -> RVX_OK   sends what was written at body
+ *       (callers return its status, so a tl's cold publish is a jump, not a call)
+ *   Optional: RVX__TL_AM_CLAIM_HOT(ep, chan, len), a claim that may fail where rvx__tl_am_claim
+ *       would first do cold work (a call); the protocols' hot paths use it and claim again from
+ *       their cold paths. RVX__TL_IN_HANDLER(ep): nonzero while handlers run, read from a word
+ *       the send path loads anyway.
  *   rvx__tl_am_wait_room(ep, chan, len) -> body or NULL   (cold: used by replies, which may not fail)
  *   rvx__tl_am_zcopy(ep, chan, hdr, hdrlen, buf, len, lmem, info, req)
  *       a message of hdr (hdrlen <= RVX__TL_AM_ZCOPY_HDR_MAX, copied) followed by len bytes at

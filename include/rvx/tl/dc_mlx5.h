@@ -657,6 +657,22 @@ RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
     return ep->tx_limit - ep->tx_left;
 }
 
+/* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
+ * it said in a message (both only grow). */
+RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
+{
+    uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
+    return (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy;
+}
+
+/* The send limit from the latest reports: frames taken plus credits held. */
+RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
+{
+    uint32_t sent = rvx__dc_tx_sent(ep);
+    ep->tx_limit = rvx__dc_consumed(ep) + ep->ifc->peers[ep->rank].claimed;
+    ep->tx_left = ep->tx_limit - sent;
+}
+
 /* A credit for one more frame (taken when the frame is published). */
 RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
 {
@@ -680,6 +696,22 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     d->am_claim = 1;
     return b + RVX__DC_PREFIX;
 }
+
+/* The claim of the protocols' hot paths (RVX__TL_AM_CLAIM_HOT): the cached credits, else what
+ * the peer has reported since (a few loads, no call), else NULL and the caller's cold path claims
+ * again with rvx__tl_am_claim (a claim on the peer's pool). A call that returned into the hot
+ * path would make it keep a stack frame. */
+RVX_INLINE void *rvx__dc_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    if (len + RVX__DC_PREFIX > RVX__DC_AM_INLINE) return rvx__tl_am_claim(ep, chan, len);
+    if (RVX_UNLIKELY(ep->tx_left == 0)) {
+        if (ep->failed) return NULL;
+        rvx__dc_refresh(ep);
+        if (ep->tx_left == 0) return NULL;
+    }
+    return (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX;
+}
+#define RVX__TL_AM_CLAIM_HOT(tl, chan, len) rvx__dc_am_claim_hot((tl), (chan), (len))
 
 /* SEND with immediate (info | chan << 16) of the prefix and body: inline when small, else one
  * data segment on the bounce ring (given back when the WQE retires). */
@@ -722,8 +754,8 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
 
 /* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
  * the WQE that asks for a completion (built here from registers as well). */
-RVX_COLD void rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
-                                   unsigned info)
+RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                           unsigned info)
 {
 #if defined(__x86_64__)
     rvx__dc_dci_t *d = ep->dci;
@@ -738,13 +770,15 @@ RVX_COLD void rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
         ep->tx_left--;
         rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
-        return;
+        return RVX_OK;
     }
 #endif
     rvx__dc_publish_gen(ep, chan, body, len, info);
+    return RVX_OK;
 }
 
-RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+/* RVX_OK always: callers return it as their own status, so the cold path is a jump. */
+RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
                                    unsigned info)
 {
 #if defined(__x86_64__)
@@ -760,19 +794,18 @@ RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, 
         uint32_t pi;
         pi = d->sq.pi;
         ctrl = d->ctrl_send;
-        if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0)) {
-            rvx__dc_publish_slow(ep, chan, body, len, info);
-            return;
-        }
+        if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0))
+            return rvx__dc_publish_slow(ep, chan, body, len, info);
         rvx__mlx5_bb_dc_send(&bb, ctrl, pi, 0, rvx_htobe32(info | chan << 16),
                              &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
                              (unsigned)len + RVX__DC_PREFIX);
         ep->tx_left--;
         rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
-        return;
+        return RVX_OK;
     }
 #endif
     rvx__dc_publish_gen(ep, chan, body, len, info);
+    return RVX_OK;
 }
 
 /* Nonzero while a handler runs (every delivery sets in_rx), a word the send path reaches through

@@ -185,7 +185,7 @@ typedef struct rvx__tl_iface {
     int32_t          *qpt_rank;
     uint32_t          qpt_mask;
     unsigned          qpt_shift;   /* 32 - log2(size): the hash's top bits */
-    int               in_rx;
+    uint8_t           in_rx;       /* delivering: a handler may be running */
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
     struct rvx__mlx5_conn **wf_conns; /* conns that posted since a flush found them idle (tl/rc/setup.h), nranks room */
@@ -655,10 +655,11 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-RVX_COLD void rvx__mlx5_publish_slow(rvx__mlx5_conn_t *c, unsigned chan, void *body, size_t len,
-                                     unsigned info)
+RVX_COLD rvx_status_t rvx__mlx5_publish_slow(rvx__mlx5_conn_t *c, unsigned chan, void *body,
+                                             size_t len, unsigned info)
 {
     rvx__mlx5_publish_gen(c, chan, body, len, info);
+    return RVX_OK;
 }
 
 #if defined(__x86_64__)
@@ -690,36 +691,45 @@ RVX_INLINE void rvx__mlx5_bb_send_small(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, 
 }
 #endif
 
-RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
-                                   unsigned info)
+/* RVX_OK always: callers return it as their own status, so the cold path is a jump. */
+RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                           unsigned info)
 {
-    rvx__mlx5_conn_t *c = ep->c;
+    rvx__mlx5_conn_t *c;
 #if defined(__x86_64__)
     if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
         (len == 8 || (len >= 12 && len <= 28))) {
         /* a frame of known size up to 28 bytes (an 8-byte message, a tag send of 8 bytes): as
          * put8, one WQEBB from SSE registers. Such a frame is in the conn's scratch area
          * (rvx__tl_am_claim), readable to byte 47; the ctrl word differs from the 8-byte SEND's
-         * only in DS */
-        uint32_t pi = c->sq.pi;
+         * only in DS. The conn is the one around the scratch area: the caller's stores into the
+         * frame make the compiler load ep->c again, not this */
+        uint32_t pi;
+        c = (rvx__mlx5_conn_t *)(void *)((uint8_t *)body - offsetof(rvx__mlx5_conn_t, scratch));
+        pi = c->sq.pi;
         rvx__mlx5_bb_t bb;
-        if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0 || --c->sq.sig_left == 0)) {
-            rvx__mlx5_publish_slow(c, chan, body, len, info);
-            return;
-        }
+        if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0 || --c->sq.sig_left == 0))
+            return rvx__mlx5_publish_slow(c, chan, body, len, info);
         if (len == 8)
             rvx__mlx5_bb_send8(&bb, c->ctrl_send2, pi, body, rvx_htobe32(info | chan << 16));
         else
             rvx__mlx5_bb_send_small(&bb, c->ctrl_send2 + (RVX__MLX5_INLINE_DS(len) - 1), pi,
                                     (const uint8_t *)body, (unsigned)len,
                                     rvx_htobe32(info | chan << 16));
-        c->tx_sent++;
         rvx__mlx5_post_bb(&c->sq, pi, &bb);
-        return;
+        c->tx_sent++; /* after the WQE's stores: one add to memory, not a copy kept in a register */
+        return RVX_OK;
     }
 #endif
+    c = ep->c;
     rvx__mlx5_publish_gen(c, chan, body, len, info);
+    return RVX_OK;
 }
+
+/* Nonzero while frames are delivered (progress sets in_rx around it, so whenever a handler
+ * runs): proto/am.h refuses requests with it. Reached from the conn the send path loads anyway,
+ * one load and a compare, not the two loads of the worker's count. */
+#define RVX__TL_IN_HANDLER(tl) ((tl)->c->ifc->in_rx)
 
 /* Zero-copy message: one SEND_IMM WQEBB with the header as an inline segment and the body as a
  * data segment on the caller's registered memory (lmem's lkey), no copy of the body. Always

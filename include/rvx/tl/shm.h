@@ -693,14 +693,15 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     return tx->slots + idx * RVX__SHM_SLOT + 8;
 }
 
-/* Make the frame visible: one release store of its header, after the body. */
-RVX_INLINE void rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
-                                   unsigned info)
+/* Make the frame visible: one release store of its header, after the body. RVX_OK always. */
+RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                           unsigned info)
 {
     rvx__shm_tx_t *tx = &ep->tx[chan];
     rvx_store_release_u64((uint64_t *)(void *)((uint8_t *)body - 8),
                           rvx__shm_header(tx->tail, len, info));
     tx->tail += rvx__shm_nslots(len);
+    return RVX_OK;
 }
 
 /* Zero-copy message, as the contract has it: between processes there is no zero-copy here, so

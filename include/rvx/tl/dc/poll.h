@@ -504,22 +504,6 @@ RVX_COLD uint32_t rvx__dc_claim(rvx__tl_ep_t *ep, uint32_t want)
     return got;
 }
 
-/* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
- * it said in a message (both only grow). */
-RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
-{
-    uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
-    return (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy;
-}
-
-/* The send limit from the latest reports: frames taken plus credits held. */
-RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
-{
-    uint32_t sent = rvx__dc_tx_sent(ep);
-    ep->tx_limit = rvx__dc_consumed(ep) + ep->ifc->peers[ep->rank].claimed;
-    ep->tx_left = ep->tx_limit - sent;
-}
-
 /* Give back the credits the endpoint holds beyond its frames the peer may still hold; once it
  * holds none, it leaves the holders' list. */
 RVX_COLD void rvx__dc_release(rvx__tl_ep_t *ep)

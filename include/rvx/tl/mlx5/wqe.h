@@ -326,9 +326,10 @@ RVX_INLINE void rvx__mlx5_bb_send8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint3
     /* q[1], bytes 16-31: inline byte_count | the body | zeros */
     bb->q[1] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)body), 4),
                             _mm_cvtsi32_si128((int)rvx_htobe32(8u | MLX5_INLINE_SEG)));
-    /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se all 0, imm */
-    bb->q[0] = _mm_set_epi64x((long long)((uint64_t)imm_be << 32),
-                              (long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
+    /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se all 0, imm
+     * (an OR with a constant high half when imm is known at compile time: one instruction) */
+    bb->q[0] = _mm_or_si128(_mm_cvtsi64_si128((long long)rvx__mlx5_ctrl_lo(ctrl_word, pi)),
+                            _mm_set_epi64x((long long)((uint64_t)imm_be << 32), 0));
 }
 
 /* RDMA WRITE of 8 bytes, inline, through a DC initiator with the 16-byte (base) address segment,
