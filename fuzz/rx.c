@@ -324,6 +324,10 @@ static int cqe_write(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, u
     }
     cqe->op_own = (uint8_t)(opcode << 4 | (nic_cq_pi & ifc->cq.cnt ? 1 : 0));
     nic_cq_pi++;
+    /* a receive error leaves our QP in error: every WQE after it completes flushed, signaled or
+     * not, as on the adapter (rvx relies on it to retire what it posts after the error) */
+    if (opcode == MLX5_CQE_RESP_ERR && (qpn & 0xffffff) == c->qpn && !nic_err)
+        nic_err = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
     return 1;
 }
 
