@@ -622,6 +622,13 @@ static void reset(void)
     ep->tl[0].failed = 1;
 #else
     nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+    /* the adapter has flushed every WQE, each with its CQE: what is not retired now never will
+     * be, and closing would wait for the operations it carries (10 s, then released) */
+    if (c->sq.ci != c->sq.pi) {
+        fprintf(stdout, "fuzz/rx: the failed QP's send queue kept WQEs %u to %u\n", c->sq.ci, c->sq.pi);
+        fflush(stdout);
+        abort();
+    }
 #endif
     rvx__proto_ep_close(ep);
     for (i = 0; i < nreq; i++)
