@@ -72,9 +72,6 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
         rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
     b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, c->err);
     if (b) c->b_tail = b;
-    /* the error CQE of an unsignaled WQE retires its first WQEBB only (its size is not kept) and
-     * the next CQE the rest: the newest WQE must be signaled, or a longer one at the tail stays */
-    rvx__mlx5_sig_tail(c);
 }
 
 /* A receive completed with an error: it came back without data, and the conn fails (its buffer
