@@ -138,7 +138,7 @@ typedef struct rvx__dc_dci {
  * keepalive went (milliseconds, wrapping). The rest of the address (GID, the control region) is
  * read from the worker's kept copy; what only an endpoint with credits or failed claims needs
  * lives in the iface's records (rvx__dc_hold_t, rvx__dc_backoff_t), what must outlive the
- * endpoint in rvx__dc_peer_t. 56 bytes with messages, 40 without (asserted below). */
+ * endpoint in rvx__dc_peer_t. 56 bytes with messages, 48 without (asserted below). */
 typedef struct rvx__tl_ep {
     rvx__dc_dci_t        *dci;         /* &ifc->no_dci when it holds none */
     struct rvx__tl_iface *ifc;
@@ -159,7 +159,7 @@ typedef struct rvx__tl_ep {
 
 /* The per-peer part stays this small (what scale.sh measures per added rank). */
 #if defined(__x86_64__) || defined(__aarch64__)
-RVX_STATIC_ASSERT(sizeof(rvx__tl_ep_t) == (RVX_CAN_RECEIVE ? 56 : 40),
+RVX_STATIC_ASSERT(sizeof(rvx__tl_ep_t) == (RVX_CAN_RECEIVE ? 56 : 48),
                   "dc_mlx5's endpoint: the address segment, the DCI, credits, rank and status only");
 #endif
 
