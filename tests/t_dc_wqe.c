@@ -3,7 +3,9 @@
  *     48-byte form with GRH on RoCE) against mlx5dv_set_dgram_seg,
  *   - the put8 WQEBB built in registers (ctrl, address, raddr, inline 8) against
  *     mlx5dv_set_ctrl_seg + mlx5dv_set_dgram_seg + mlx5dv.h's raddr and inline layouts.
- * Endpoints are made from addresses with no verbs call, as at rvx_ep_create. */
+ * Endpoints are made from addresses with no verbs call, as at rvx_ep_create, and are no larger
+ * than the address segment, the DCI, credits, rank and status (56 bytes with messages, 48
+ * without; checked here as well as by the header's static assert). */
 #ifndef RVX_TL
 #define RVX_TL RVX_TL_DC_MLX5
 #endif
@@ -62,7 +64,9 @@ int main(void)
         ctx.is_roce = (uint8_t)roce;
         ctx.gid_index = (int)(rnd() & 3);
         ifc.av_bytes = roce ? RVX__DC_AV_EXT : RVX__DC_AV_BASE;
-        T_OK(rvx__tl_ep_connect(&ifc, &ep, (int)iter, &addr));
+        /* the worker's kept copy of the addresses, here one: the GRH form reads the GID there */
+        rvx__tl_iface_addrs(&ifc, (const uint8_t *)&addr, sizeof(addr));
+        T_OK(rvx__tl_ep_connect(&ifc, &ep, 0, &addr));
 
         /* the address segment */
         memset(a, 0x11, sizeof(a));
@@ -108,6 +112,8 @@ int main(void)
 #endif
         ifc.nlive--;
     }
-    printf("t_dc_wqe: %u cases\n", iter);
+    T_CHECK(sizeof(rvx__tl_ep_t) <= (RVX_CAN_RECEIVE ? 56u : 48u), "the endpoint is %zu bytes",
+            sizeof(rvx__tl_ep_t));
+    printf("t_dc_wqe: %u cases, endpoint %zu bytes\n", iter, sizeof(rvx__tl_ep_t));
     return t_exit();
 }

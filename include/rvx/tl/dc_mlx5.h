@@ -96,6 +96,7 @@ typedef struct rvx__tl_addr {
     uint32_t pad2;
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
+#define RVX__TL_ADDR_KEPT(n) sizeof(rvx__tl_addr_t) /* all of it: rvx__tl_iface_addrs learns where */
 
 struct rvx__tl_iface;
 struct rvx__tl_ep;
@@ -120,6 +121,8 @@ typedef struct rvx__dc_dci {
                                         * the DCI stays with its endpoint */
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
+    const struct rvx__tl_ep *ka_ep;    /* the endpoint whose keepalive went last on it, and pi */
+    uint32_t              ka_pi;       /* after it: in flight while ci is before this */
     struct ibv_qp        *qp;
     uint32_t              qpn;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
@@ -128,38 +131,53 @@ typedef struct rvx__dc_dci {
 #endif
 } rvx__dc_dci_t;
 
-/* Per peer: the address segment's fields (av_lo: bytes 8-15 of the base form, as stored), the
- * GID for the extended form, the DCI held, the status, the peer's control region (credits and
- * keepalives); in a build with messages, the send credits (frames sent, the limit known). */
+/* Per peer, always: what a post needs to reach a DCI and name the target (the DCI held, the
+ * iface, the address segment's base form: the DC key (big-endian), then av_lo), 32 bytes; with
+ * messages, the send credits (frames that may go before looking further, frames sent in all once
+ * they are spent, the peer's report of frames it took); the rank, the status, and when the last
+ * keepalive went (milliseconds, wrapping). The rest of the address (GID, the control region) is
+ * read from the worker's kept copy; what only an endpoint with credits or failed claims needs
+ * lives in the iface's records (rvx__dc_hold_t, rvx__dc_backoff_t), what must outlive the
+ * endpoint in rvx__dc_peer_t. 56 bytes with messages, 48 without (asserted below). */
 typedef struct rvx__tl_ep {
     rvx__dc_dci_t        *dci;         /* &ifc->no_dci when it holds none */
     struct rvx__tl_iface *ifc;
-    uint64_t              av_key;      /* the address segment's base form, as the WQE holds it: */
-    uint64_t              av_lo;       /* the DC key (big-endian), then av_lo */
-    uint32_t              dctn;
-    uint8_t               failed;
-    uint8_t               live;
-    uint8_t               holding;     /* on the worker's list of credit holders */
-    uint8_t               pad;
-    uint8_t               gid[16];
-    rvx_status_t          err;
-    int                   rank;
-    uint32_t              ctrl_rkey;   /* the peer's control region */
-    uint64_t              ctrl_addr;
-    double                ka_time;     /* last keepalive */
-    const struct rvx__dc_dci *ka_dci;  /* where the last keepalive went, and pi after it */
-    uint32_t              ka_pi;
+    uint64_t              av_key;      /* the address segment's base form, as the WQE holds it */
+    uint64_t              av_lo;
 #if RVX_CAN_RECEIVE
     uint32_t              tx_left;     /* frames that may go before looking further */
     uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
     uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
-    uint32_t              hold_mark;   /* frames sent, as the last sweep saw them */
-    struct rvx__tl_ep    *hold_next;   /* the worker's endpoints holding credits (a list) */
-    struct rvx__tl_ep    *hold_prev;
-    double                claim_after; /* after a failed claim, no other before this time */
-    double                claim_gap;   /* and the wait before the next one (doubles, capped) */
 #endif
+    int                   rank;
+    uint8_t               failed;
+    int8_t                err;         /* an rvx_status_t: RVX_OK, or why the endpoint failed */
+    uint8_t               live;
+    uint8_t               holding;     /* in the worker's records of credit holders */
+    uint32_t              ka_ms;       /* when the last keepalive went (ms, rvx__dc_ms) */
 } rvx__tl_ep_t;
+
+/* The per-peer part stays this small (what scale.sh measures per added rank). */
+#if defined(__x86_64__) || defined(__aarch64__)
+RVX_STATIC_ASSERT(sizeof(rvx__tl_ep_t) == (RVX_CAN_RECEIVE ? 56 : 48),
+                  "dc_mlx5's endpoint: the address segment, the DCI, credits, rank and status only");
+#endif
+
+/* An endpoint holding credits at its peer, as the sweep sees it: frames sent at the last sweep. */
+typedef struct rvx__dc_hold {
+    struct rvx__tl_ep *ep;
+    uint32_t           mark;
+    uint32_t           pad;
+} rvx__dc_hold_t;
+
+/* A rank whose pool was found empty: no claim on it before `after`, then a wait of `gap` (doubles,
+ * capped). Dropped at the next claim that succeeds. */
+typedef struct rvx__dc_backoff {
+    int    rank;
+    int    pad;
+    double after;
+    double gap;
+} rvx__dc_backoff_t;
 
 /* Per rank, what outlives an endpoint: frames sent, the credits taken from the rank's pool, and
  * how many of its frames taken here were last reported to it (the count itself is in the control
@@ -209,6 +227,9 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_txpool_t txrecs;   /* op records of every DCI (tl/mlx5/sq.h) */
     int             rank, nranks;
     rvx_request_t  *wflush;
+    const uint8_t  *addrs;       /* every rank's address as the worker keeps it (addr_stride bytes
+                                  * apart): the GID and control region are read from there */
+    size_t          addr_stride;
     /* messages: the control region (word 0 the credit pool, word 1 + r the frames of ours rank r
      * has taken, as it reported them; word 1 + nranks + r the frames of rank r's taken here),
      * endpoints by rank, counters by rank, frames set aside */
@@ -222,7 +243,11 @@ typedef struct rvx__tl_iface {
     unsigned long   claims;      /* credit claims made on peers' pools */
     unsigned long   claim_fails; /* claims that found a pool empty */
     unsigned long   released;    /* credits given back by living endpoints (idle, or wanted) */
-    rvx__tl_ep_t   *holders;     /* endpoints holding credits at their peer */
+    rvx__dc_hold_t *holders;     /* endpoints holding credits at their peer (nholders, grown
+                                  * as needed: one record per endpoint with credits, not per rank) */
+    unsigned        nholders, cap_holders;
+    rvx__dc_backoff_t *backoff;  /* ranks whose pool was found empty (nbackoff) */
+    unsigned        nbackoff, cap_backoff;
     int            *dirty;       /* ranks whose frames taken here are not reported yet */
     unsigned        ndirty;
     unsigned        sweep_in;    /* slow progress calls before the next look at the clock */
@@ -262,7 +287,19 @@ RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
 
 RVX_INLINE rvx_status_t rvx__dc_ep_status(const rvx__tl_ep_t *ep)
 {
-    return ep->err != RVX_OK ? ep->err : RVX_ERR_PEER_FAILED;
+    return ep->err != RVX_OK ? (rvx_status_t)ep->err : RVX_ERR_PEER_FAILED;
+}
+
+/* Milliseconds, wrapping: when an endpoint's last keepalive went. */
+RVX_INLINE uint32_t rvx__dc_ms(void)
+{
+    return (uint32_t)(uint64_t)(rvx__now_s() * 1e3);
+}
+
+/* The peer's address as the worker keeps it (GID, control region). */
+RVX_INLINE const rvx__tl_addr_t *rvx__dc_addr(const rvx__tl_ep_t *ep)
+{
+    return (const rvx__tl_addr_t *)(const void *)(ep->ifc->addrs + (size_t)ep->rank * ep->ifc->addr_stride);
 }
 
 /* The address segment after the ctrl segment: the base form is the access key and av_lo (DCT
@@ -276,8 +313,9 @@ RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *e
         memcpy(seg, &ep->av_key, 16);
         return seg + RVX__DC_AV_BASE;
     }
-    rvx__mlx5_set_av(seg, RVX__DC_KEY, ep->dctn, 1, 0, 0, 0xc000, NULL, 0, RVX__MLX5_HOP_LIMIT,
-                     1u << 30 | (uint32_t)d->ifc->ctx->gid_index << 20, ep->gid);
+    rvx__mlx5_set_av(seg, RVX__DC_KEY, rvx__dc_addr(ep)->dctn, 1, 0, 0, 0xc000, NULL, 0,
+                     RVX__MLX5_HOP_LIMIT, 1u << 30 | (uint32_t)d->ifc->ctx->gid_index << 20,
+                     rvx__dc_addr(ep)->gid);
     seg += RVX__DC_AV_EXT;
     return seg == rvx__mlx5_sq_end(&d->sq) ? d->sq.buf : seg;
 }
@@ -862,7 +900,7 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
 {
     const rvx__dc_dci_t *d = ep->dci;
-    if (d->sq.ci == d->sq.pi) return ep->err; /* also no DCI held (no_dci) */
+    if (d->sq.ci == d->sq.pi) return (rvx_status_t)ep->err; /* also no DCI held (no_dci) */
     return rvx__dc_flush_slow(ep, req);
 }
 

@@ -13,7 +13,7 @@ RVX_INLINE rvx_status_t rvx__dc_flush_status(const rvx__dc_dci_t *d)
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
     return d->failed ? d->fail_st : RVX_OK; /* shared: a flush pending on it reports its error */
 #else
-    return d->ep ? d->ep->err : RVX_OK;
+    return d->ep ? (rvx_status_t)d->ep->err : RVX_OK;
 #endif
 }
 
@@ -56,7 +56,7 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     }
     if (ep && !ep->failed) {
         ep->failed = 1;
-        ep->err = e->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? RVX_ERR_CANCELED : st;
+        ep->err = (int8_t)(e->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? RVX_ERR_CANCELED : st);
     }
     b = rvx__mlx5_tx_req_err(&d->sq, &d->tx, idx, st, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
@@ -231,7 +231,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
         if (d->failed) { /* recovering (another endpoint's error): wait for it */
             if (d->sq.ci == d->sq.pi) { /* it could not be recovered */
                 ep->failed = 1;
-                ep->err = RVX_ERR_IO;
+                ep->err = (int8_t)RVX_ERR_IO;
                 ep->dci = &ifc->no_dci;
                 return NULL;
             }
@@ -322,7 +322,7 @@ RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req)
     rvx__dc_dci_t *d;
     rvx__dc_drain(ep->ifc);
     d = ep->dci;
-    if (!d || d->sq.ci == d->sq.pi) return ep->err;
+    if (!d || d->sq.ci == d->sq.pi) return (rvx_status_t)ep->err;
     if (d->failed) rvx__dc_hold(d); /* every WQE comes back with an error CQE */
     else rvx__dc_sig_tail(d);
     if (!req) return RVX_ERR_INVALID_PARAM;
@@ -362,34 +362,36 @@ RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
+    const rvx__tl_addr_t *a = rvx__dc_addr(ep);
     uint8_t *wqe, *seg;
     rvx_rkey_t k;
     if (!d) return;
-    k.rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
-    k.base = ep->ctrl_addr;
+    k.rkey_word = (uint64_t)rvx_htobe32(a->ctrl_rkey);
+    k.base = a->ctrl_addr;
     k.len = 8;
     seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 1, 0, &pi, &flags, &wqe);
-    rvx__mlx5_set_raddr(seg, ep->ctrl_addr, &k);
+    rvx__mlx5_set_raddr(seg, a->ctrl_addr, &k);
     rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
     rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    ep->ka_dci = d;
-    ep->ka_pi = pi + nbb;
+    d->ka_ep = ep;
+    d->ka_pi = pi + nbb;
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 /* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless
- * the last keepalive is still in flight, another every 100 ms (it also retires an unsignaled
- * tail, which would otherwise never show an error). */
+ * the endpoint's last keepalive is still in flight (the DCI it holds remembers it: an endpoint
+ * whose DCI was taken has had all its work complete), another every 100 ms (it also retires an
+ * unsignaled tail, which would otherwise never show an error). */
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
-    double now;
+    const rvx__dc_dci_t *d = ep->dci;
+    uint32_t now;
     if (ep->failed) return rvx__dc_ep_status(ep);
     rvx__dc_drain(ep->ifc);
     if (ep->failed) return rvx__dc_ep_status(ep);
-    now = rvx__now_s();
-    if ((!ep->ka_dci || ep->ka_dci != ep->dci || (int32_t)(ep->dci->sq.ci - ep->ka_pi) >= 0) &&
-        now - ep->ka_time > 0.1) {
-        ep->ka_time = now;
+    now = rvx__dc_ms();
+    if ((d->ka_ep != ep || (int32_t)(d->sq.ci - d->ka_pi) >= 0) && now - ep->ka_ms > 100) {
+        ep->ka_ms = now;
         rvx__dc_keepalive(ep);
     }
     return RVX_OK;
@@ -442,32 +444,89 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 /* The peer's control region as a key (its word 0 is the pool, word 1 + r rank r's credits). */
 RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
 {
-    k->rkey_word = (uint64_t)rvx_htobe32(ep->ctrl_rkey);
-    k->base = ep->ctrl_addr;
+    k->rkey_word = (uint64_t)rvx_htobe32(rvx__dc_addr(ep)->ctrl_rkey);
+    k->base = rvx__dc_addr(ep)->ctrl_addr;
     k->len = 8 * (2 * (uint64_t)ep->ifc->nranks + 1);
 }
 
-/* The worker's list of endpoints that hold credits at their peer (the sweep walks it). */
-RVX_COLD void rvx__dc_hold_add(rvx__tl_ep_t *ep)
+/* The worker's records of endpoints that hold credits at their peer (the sweep walks them): one
+ * per such endpoint, in an array that grows (doubling) and is never walked per rank. Returns 0
+ * when there is no memory for another record: the caller gives the credits back at once. */
+RVX_COLD int rvx__dc_hold_add(rvx__tl_ep_t *ep)
 {
     rvx__tl_iface_t *ifc = ep->ifc;
-    if (ep->holding) return;
+    rvx__dc_hold_t *h;
+    if (ep->holding) return 1;
+    if (ifc->nholders == ifc->cap_holders) {
+        unsigned cap = ifc->cap_holders ? 2 * ifc->cap_holders : 8;
+        h = (rvx__dc_hold_t *)realloc(ifc->holders, cap * sizeof(*h));
+        if (!h) return 0;
+        ifc->holders = h;
+        ifc->cap_holders = cap;
+    }
+    h = &ifc->holders[ifc->nholders++];
+    h->ep = ep;
+    h->mark = rvx__dc_tx_sent(ep);
+    h->pad = 0;
     ep->holding = 1;
-    ep->hold_mark = rvx__dc_tx_sent(ep);
-    ep->hold_prev = NULL;
-    ep->hold_next = ifc->holders;
-    if (ifc->holders) ifc->holders->hold_prev = ep;
-    ifc->holders = ep;
+    return 1;
+}
+
+/* The record at index i goes (the last one takes its place). */
+RVX_COLD void rvx__dc_hold_drop(rvx__tl_iface_t *ifc, unsigned i)
+{
+    ifc->holders[i].ep->holding = 0;
+    ifc->holders[i] = ifc->holders[--ifc->nholders];
 }
 
 RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep)
 {
+    rvx__tl_iface_t *ifc = ep->ifc;
+    unsigned i;
     if (!ep->holding) return;
-    ep->holding = 0;
-    if (ep->hold_prev) ep->hold_prev->hold_next = ep->hold_next;
-    else ep->ifc->holders = ep->hold_next;
-    if (ep->hold_next) ep->hold_next->hold_prev = ep->hold_prev;
-    ep->hold_next = ep->hold_prev = NULL;
+    for (i = 0; i < ifc->nholders; i++)
+        if (ifc->holders[i].ep == ep) {
+            rvx__dc_hold_drop(ifc, i);
+            return;
+        }
+}
+
+/* The back-off record of a rank (NULL: none, claims on it may go). */
+RVX_COLD rvx__dc_backoff_t *rvx__dc_backoff_of(rvx__tl_iface_t *ifc, int rank)
+{
+    unsigned i;
+    for (i = 0; i < ifc->nbackoff; i++)
+        if (ifc->backoff[i].rank == rank) return &ifc->backoff[i];
+    return NULL;
+}
+
+/* A claim on the rank's pool found it empty: the next waits 20 us, doubling up to 5 ms. Without
+ * memory for a record, no wait (claims are only more frequent). */
+RVX_COLD void rvx__dc_backoff_add(rvx__tl_iface_t *ifc, int rank)
+{
+    rvx__dc_backoff_t *b = rvx__dc_backoff_of(ifc, rank);
+    if (!b) {
+        if (ifc->nbackoff == ifc->cap_backoff) {
+            unsigned cap = ifc->cap_backoff ? 2 * ifc->cap_backoff : 4;
+            b = (rvx__dc_backoff_t *)realloc(ifc->backoff, cap * sizeof(*b));
+            if (!b) return;
+            ifc->backoff = b;
+            ifc->cap_backoff = cap;
+        }
+        b = &ifc->backoff[ifc->nbackoff++];
+        b->rank = rank;
+        b->pad = 0;
+        b->gap = 0;
+    }
+    b->gap = b->gap == 0 ? 20e-6 : b->gap < 5e-3 ? 2 * b->gap : 5e-3;
+    b->after = rvx__now_s() + b->gap;
+}
+
+/* A claim on the rank's pool succeeded: no more waiting. */
+RVX_COLD void rvx__dc_backoff_del(rvx__tl_iface_t *ifc, int rank)
+{
+    rvx__dc_backoff_t *b = rvx__dc_backoff_of(ifc, rank);
+    if (b) *b = ifc->backoff[--ifc->nbackoff];
 }
 
 /* Add v to the peer's pool (a NIC fetch-add, unsignaled, nothing waited for). */
@@ -475,7 +534,7 @@ RVX_COLD void rvx__dc_pool_add(rvx__tl_ep_t *ep, uint64_t v)
 {
     rvx_rkey_t k;
     rvx__dc_ctrl_key(ep, &k);
-    (void)rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, v, 0, 0, 0, ep->ctrl_addr, &k, NULL, NULL);
+    (void)rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, v, 0, 0, 0, k.base, &k, NULL, NULL);
 }
 
 /* Take up to `want` credits from the peer's pool by fetch-add (one round trip); what the pool
@@ -490,7 +549,7 @@ RVX_COLD uint32_t rvx__dc_claim(rvx__tl_ep_t *ep, uint32_t want)
     rvx_rkey_t k;
     rvx__dc_ctrl_key(ep, &k);
     ifc->claims++;
-    if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, (uint64_t)0 - want, 0, 0, 0, ep->ctrl_addr, &k,
+    if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, (uint64_t)0 - want, 0, 0, 0, k.base, &k,
                     &old, NULL) != RVX_OK)
         return 0; /* failed: whatever it took goes with the endpoint */
     got = (int64_t)old <= 0 ? 0u : (uint64_t)old < want ? (uint32_t)old : want;
@@ -500,20 +559,21 @@ RVX_COLD uint32_t rvx__dc_claim(rvx__tl_ep_t *ep, uint32_t want)
         return 0;
     }
     p->claimed += got;
-    rvx__dc_hold_add(ep);
+    if (!rvx__dc_hold_add(ep)) { /* no record, so no sweep would give them back: now */
+        p->claimed -= got;
+        rvx__dc_pool_add(ep, got);
+        return 0;
+    }
     return got;
 }
 
-/* Give back the credits the endpoint holds beyond its frames the peer may still hold; once it
- * holds none, it leaves the holders' list. */
-RVX_COLD void rvx__dc_release(rvx__tl_ep_t *ep)
+/* Give back the credits the endpoint holds beyond its frames the peer may still hold. Returns 1
+ * once it holds none (or failed): its holder's record may go. */
+RVX_COLD int rvx__dc_release(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
     uint32_t unused;
-    if (ep->failed) {
-        rvx__dc_hold_del(ep);
-        return;
-    }
+    if (ep->failed) return 1;
     rvx__dc_refresh(ep);
     unused = ep->tx_left;
     if (unused) {
@@ -523,7 +583,7 @@ RVX_COLD void rvx__dc_release(rvx__tl_ep_t *ep)
         ep->ifc->released += unused;
         rvx__dc_pool_add(ep, unused);
     }
-    if (!p->claimed) rvx__dc_hold_del(ep);
+    return !p->claimed;
 }
 
 /* Holding less than a batch and no credit left: claim the rest (not again soon after a claim
@@ -531,20 +591,20 @@ RVX_COLD void rvx__dc_release(rvx__tl_ep_t *ep)
 RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all);
 RVX_COLD int rvx__dc_credit_claim(rvx__tl_ep_t *ep)
 {
-    rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    double now;
+    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_peer_t *p = &ifc->peers[ep->rank];
+    const rvx__dc_backoff_t *b;
     if (p->claimed >= RVX_DC_AM_CREDITS) return 0; /* the peer has them all: wait for reports */
-    now = rvx__now_s();
-    if (now < ep->claim_after) return 0;
+    b = ifc->nbackoff ? rvx__dc_backoff_of(ifc, ep->rank) : NULL;
+    if (b && rvx__now_s() < b->after) return 0;
     if (rvx__dc_claim(ep, RVX_DC_AM_CREDITS - p->claimed)) {
-        ep->claim_gap = 0;
+        if (ifc->nbackoff) rvx__dc_backoff_del(ifc, ep->rank);
         rvx__dc_refresh(ep); /* the claim waited: a nested call may have sent or claimed too */
     } else if (!ep->failed) {
         /* the pool is empty: what this worker holds elsewhere goes back (another worker's wait
          * may be on it, as this one waits), and the next claim waits a while */
-        rvx__dc_sweep(ep->ifc, ep, 1);
-        ep->claim_gap = ep->claim_gap == 0 ? 20e-6 : ep->claim_gap < 5e-3 ? 2 * ep->claim_gap : 5e-3;
-        ep->claim_after = rvx__now_s() + ep->claim_gap;
+        rvx__dc_sweep(ifc, ep, 1);
+        rvx__dc_backoff_add(ifc, ep->rank);
     }
     return ep->tx_left != 0;
 }
@@ -574,14 +634,14 @@ RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep)
     if (ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
     p->rx_reported = (uint32_t)v;
-    rvx__dc_put_inline(ep, &v, 8, ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->rank), &k);
+    rvx__dc_put_inline(ep, &v, 8, k.base + 8 * (1 + (uint64_t)ep->ifc->rank), &k);
 }
 
 /* Reports of frames taken here not told yet; then the credits of endpoints that sent nothing
  * since the last sweep (all = 1: of every endpoint but `keep`). Not nested. */
 RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all)
 {
-    rvx__tl_ep_t *ep, *next;
+    unsigned i;
     if (ifc->in_sweep) return;
     ifc->in_sweep = 1;
     while (ifc->ndirty) { /* a report may poll, and the poll add ranks: taken from the end */
@@ -591,15 +651,20 @@ RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int 
         if (e && (uint32_t)*rvx__dc_taken(ifc, r) != ifc->peers[r].rx_reported)
             rvx__dc_credit_return(e); /* no endpoint: reported when one is created */
     }
-    for (ep = ifc->holders; ep; ep = next) {
+    /* from the end: a release drops its own record (the last takes its place, already seen);
+     * polls inside a release neither add nor remove records */
+    for (i = ifc->nholders; i-- > 0;) {
+        rvx__dc_hold_t *h = &ifc->holders[i];
+        rvx__tl_ep_t *ep = h->ep;
         uint32_t sent = rvx__dc_tx_sent(ep);
-        next = ep->hold_next; /* polls inside release neither add nor remove holders */
         if (ep == keep) continue;
-        if (!all && sent != ep->hold_mark) {
-            ep->hold_mark = sent;
+        if (!all && sent != h->mark) {
+            h->mark = sent;
             continue;
         }
-        rvx__dc_release(ep);
+        if (!rvx__dc_release(ep)) continue;
+        if (i < ifc->nholders && ifc->holders[i].ep == ep) rvx__dc_hold_drop(ifc, i);
+        else rvx__dc_hold_del(ep);
     }
     ifc->in_sweep = 0;
 }
@@ -608,7 +673,7 @@ RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int 
 RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
 {
     double now;
-    if (!ifc->holders && !ifc->ndirty) return;
+    if (!ifc->nholders && !ifc->ndirty) return;
     now = rvx__now_s();
     if (now - ifc->sweep_t < RVX_DC_CREDIT_IDLE_US * 1e-6) return;
     ifc->sweep_t = now;
@@ -621,14 +686,15 @@ RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    uint64_t raddr = ep->ctrl_addr + 8 * (1 + (uint64_t)ep->ifc->nranks + (uint64_t)ep->ifc->rank);
     double t0 = rvx__now_s();
     unsigned spins = 0;
+    uint64_t raddr;
     rvx_rkey_t k;
     rvx__dc_ctrl_key(ep, &k);
+    raddr = k.base + 8 * (1 + (uint64_t)ep->ifc->nranks + (uint64_t)ep->ifc->rank);
     for (;;) {
         uint64_t taken = 0;
-        rvx__dc_release(ep);
+        (void)rvx__dc_release(ep);
         if (!p->claimed || ep->failed || rvx__now_s() - t0 > 1.0) break;
         if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) break;
         if ((int32_t)((uint32_t)taken - ep->piggy) > 0) ep->piggy = (uint32_t)taken;

@@ -10,7 +10,7 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
 RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
-RVX_COLD void rvx__dc_hold_add(rvx__tl_ep_t *ep);
+RVX_COLD int rvx__dc_hold_add(rvx__tl_ep_t *ep);
 RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep);
 RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
 #endif
@@ -84,6 +84,8 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     rvx__dc_fast_limit(d);
     d->wflush_pi = 0;
+    d->ka_ep = NULL; /* a keepalive in flight came back with the rest */
+    d->ka_pi = 0;
     d->b_head = d->b_tail = 0;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
     free(d->owner);
@@ -198,6 +200,8 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     free(ifc->eps);
     free(ifc->peers);
     free(ifc->dirty);
+    free(ifc->holders);
+    free(ifc->backoff);
 #if RVX_CAN_RECEIVE
     while (ifc->def_head) {
         rvx__dc_deferred_t *f = ifc->def_head;
@@ -276,6 +280,14 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     }
 }
 
+/* Where the worker keeps every rank's address after wire-up (all of it, RVX__TL_ADDR_KEPT):
+ * endpoints read the GID and the control region from there instead of a copy each. */
+RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+{
+    ifc->addrs = addrs;
+    ifc->addr_stride = stride;
+}
+
 /* Nothing to connect: a DCI reaches any DCT by its address. */
 RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
 {
@@ -302,16 +314,16 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->av_key = rvx_htobe64(RVX__DC_KEY);
     memcpy((uint8_t *)&ep->av_lo, &dq, 4);
     memcpy((uint8_t *)&ep->av_lo + 6, &lid, 2);
-    ep->dctn = addr->dctn;
-    memcpy(ep->gid, addr->gid, 16);
     ep->ifc = ifc;
     ep->dci = &ifc->no_dci;
     ep->rank = rank;
     ep->err = RVX_OK;
     ep->live = 1;
-    ep->ctrl_addr = addr->ctrl_addr;
-    ep->ctrl_rkey = addr->ctrl_rkey;
-    ep->ka_time = rvx__now_s();
+    ep->ka_ms = rvx__dc_ms();
+    if (addr != rvx__dc_addr(ep)) { /* the GID and control region are read from the kept copy */
+        rvx__log("dc_mlx5: the address of rank %d is not where the worker keeps it", rank);
+        return RVX_ERR_INVALID_PARAM;
+    }
 #if RVX_CAN_RECEIVE
     /* credits go on from where an earlier endpoint to the rank left them */
     ep->tx_limit = ifc->peers[rank].tx_sent;
@@ -343,6 +355,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
         if (spins > 20000) break; /* the peer is gone without telling: the DCI's retries end it */
     }
     if (ep->dci->ep == ep) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
+    if (ep->dci->ka_ep == ep) ep->dci->ka_ep = NULL;
     ep->dci = &ifc->no_dci;
     ep->live = 0;
     ifc->nlive--;
