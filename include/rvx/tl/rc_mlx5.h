@@ -130,6 +130,7 @@ typedef struct rvx__mlx5_conn {
     uint8_t               failed;
     uint8_t               in_wf;       /* in ifc->wf_conns (else sq.pi_limit is pi) */
     uint8_t               connected;   /* went to RTS */
+    uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
@@ -137,13 +138,15 @@ typedef struct rvx__mlx5_conn {
     const volatile uint64_t *credit_word; /* frames the peer has consumed, written by the peer */
     /* warm */
     rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
-    uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     rvx_status_t          err;
-    struct ibv_qp        *qp;
     uint32_t              qpn;
+    struct ibv_qp        *qp;
     uint32_t              rqpn;
     int                   rank;
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
+    /* liveness (the peer's address, its control region included, is the worker's copy:
+     * rvx__mlx5_peer_addr) */
+    uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
     struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
      * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
@@ -157,10 +160,8 @@ typedef struct rvx__mlx5_conn {
     uint64_t              rx_reported;
     uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
                                         * their credits wait for the endpoint */
-    /* liveness (the peer's address, its control region included, is the worker's copy:
-     * rvx__mlx5_peer_addr) */
-    uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
-    double                ka_time;     /* last keepalive */
+    uint32_t              ka_ms;       /* last keepalive, rvx__mlx5_now_ms (32 bits: compared by
+                                        * difference, so the wrap after 49 days does no harm) */
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
     struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
@@ -225,6 +226,12 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
 
 /* ---- posting -------------------------------------------------------------------------------- */
+
+/* Milliseconds on the monotonic clock in 32 bits: keepalive times, compared by difference. */
+RVX_INLINE uint32_t rvx__mlx5_now_ms(void)
+{
+    return (uint32_t)(uint64_t)(rvx__now_s() * 1000.0);
+}
 
 /* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). */
 #define RVX__MLX5_NEED(c, nbb) \
@@ -633,7 +640,13 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
     uint32_t pi, imm = rvx_htobe32(info | chan << 16);
     uint8_t *wqe;
     unsigned flags;
-    RVX__MLX5_NEED(c, 1);
+    uint64_t keep[6];
+    if (RVX_UNLIKELY(rvx__mlx5_sq_full(&c->sq, 1))) {
+        /* waiting for room delivers replies, whose handlers may build frames in the scratch
+         * area: the frame waits aside */
+        if (len <= RVX__MLX5_BB_INLINE_MAX) body = memcpy(keep, body, len);
+        rvx__mlx5_wait_room(c, 1);
+    }
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, 0);

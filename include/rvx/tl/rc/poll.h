@@ -605,13 +605,13 @@ RVX_COLD void rvx__mlx5_keepalive(rvx__mlx5_conn_t *c)
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
-    double now;
+    uint32_t now;
     if (c->failed || c->err != RVX_OK) return RVX_ERR_PEER_FAILED; /* err: re-connected, not re-created */
     rvx__mlx5_drain(c->ifc, 0);
     if (c->failed) return RVX_ERR_PEER_FAILED;
-    now = rvx__now_s();
-    if ((c->ka_pi == 0 || (int32_t)(c->sq.ci - c->ka_pi) >= 0) && now - c->ka_time > 0.1) {
-        c->ka_time = now;
+    now = rvx__mlx5_now_ms();
+    if ((c->ka_pi == 0 || (int32_t)(c->sq.ci - c->ka_pi) >= 0) && now - c->ka_ms > 100) {
+        c->ka_ms = now;
         rvx__mlx5_keepalive(c);
     }
     return RVX_OK;

@@ -327,7 +327,7 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
                      * delivered once it does; their credits went with the old QP */
     c->rqpn = rqpn;
     if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
-    c->ka_time = rvx__now_s();
+    c->ka_ms = rvx__mlx5_now_ms();
     ifc->ctrl[c->rank] = 0;
     c->tx_limit = 0;
     st = rvx__mlx5_qp_connect(c, qp, rqpn, RVX__MLX5_TO_RTS);

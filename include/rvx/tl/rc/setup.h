@@ -415,7 +415,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_TO_RTS);
     if (st != RVX_OK) return st;
     c->connected = 1;
-    c->ka_time = rvx__now_s();
+    c->ka_ms = rvx__mlx5_now_ms();
     return RVX_OK;
 }
 
