@@ -102,21 +102,23 @@
 /* An iface's address: the port, the control region and the hello QP (tl/rc/reconnect.h), then
  * one QPN per rank: the QP towards that rank. */
 typedef struct rvx__tl_addr {
-    uint64_t magic;
+    /* kept after wire-up (RVX__TL_ADDR_KEPT): what re-connection reads */
     uint64_t ctrl_addr;
     uint32_t ctrl_rkey;
     uint16_t lid;
     uint8_t  is_roce;
     uint8_t  pad;
     uint8_t  gid[16];
-    int32_t  nranks;
     uint32_t hello_qpn; /* the iface's UD QP for re-connection messages */
+    /* read by the wire-up only */
+    int32_t  nranks;
+    uint64_t magic;
     uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__MLX5_QPN: the
                          * array runs past its declared two) */
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
-#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, qpn) /* after wire-up: no QPN table */
+#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, nranks) /* after wire-up: no check words, no QPN table */
 
 struct rvx__tl_iface;
 struct rvx__tl_ep;
