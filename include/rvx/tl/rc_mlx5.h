@@ -144,7 +144,7 @@ typedef struct rvx__mlx5_conn {
     uint32_t              qpn;
     struct ibv_qp        *qp;
     uint32_t              rqpn;
-    int                   rank;
+    uint32_t              b_lkey;      /* the bounce pool's (below) */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
     /* liveness (the peer's address, its control region included, is the worker's copy:
      * rvx__mlx5_peer_addr) */
@@ -154,8 +154,6 @@ typedef struct rvx__mlx5_conn {
      * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
     uint8_t              *bounce;
     uint64_t              b_head, b_tail;
-    uint32_t              b_lkey;
-    uint32_t              b_seg;       /* which segment of the pool */
     struct rvx__mlx5_conn *b_next;     /* the iface's list of conns that hold a segment */
     /* receive side: frames land in the iface's shared receive queue */
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
@@ -215,6 +213,12 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_conn_t *holders[RVX__MLX5_HOLDERS];
     uint32_t          holder_g[RVX__MLX5_HOLDERS];
 } rvx__tl_iface_t;
+
+/* The rank a conn leads to: its place in the iface's table (not stored: per-peer bytes). */
+RVX_INLINE int rvx__mlx5_rank(const rvx__mlx5_conn_t *c)
+{
+    return (int)(c - c->ifc->conns);
+}
 
 /* The cold paths the hot ones fall into (tl/rc/). */
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb);
