@@ -646,13 +646,7 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
     uint32_t pi, imm = rvx_htobe32(info | chan << 16);
     uint8_t *wqe;
     unsigned flags;
-    uint64_t keep[6];
-    if (RVX_UNLIKELY(rvx__mlx5_sq_full(&c->sq, 1))) {
-        /* waiting for room delivers replies, whose handlers may build frames in the scratch
-         * area: the frame waits aside */
-        if (len <= RVX__MLX5_BB_INLINE_MAX) body = memcpy(keep, body, len);
-        rvx__mlx5_wait_room(c, 1);
-    }
+    RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, 0);
