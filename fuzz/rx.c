@@ -492,7 +492,7 @@ static void tl_reset(void)
     }
     /* the op records taken since set-up: the pool was empty then */
     rvx__mlx5_txpool_fini(&ifc->txrecs);
-    conn_snap.ka_time = rvx__now_s(); /* a keepalive is due 0.1 s into an input, as after set-up */
+    conn_snap.ka_ms = rvx__mlx5_now_ms(); /* a keepalive is due 0.1 s into an input, as after set-up */
     *c = conn_snap;
     *ifc = ifc_snap;
     memcpy(ifc->srq.wq, srq_wq_snap, srq_bytes);

@@ -102,21 +102,23 @@
 /* An iface's address: the port, the control region and the hello QP (tl/rc/reconnect.h), then
  * one QPN per rank: the QP towards that rank. */
 typedef struct rvx__tl_addr {
-    uint64_t magic;
+    /* kept after wire-up (RVX__TL_ADDR_KEPT): what re-connection reads */
     uint64_t ctrl_addr;
     uint32_t ctrl_rkey;
     uint16_t lid;
     uint8_t  is_roce;
     uint8_t  pad;
     uint8_t  gid[16];
-    int32_t  nranks;
     uint32_t hello_qpn; /* the iface's UD QP for re-connection messages */
+    /* read by the wire-up only */
+    int32_t  nranks;
+    uint64_t magic;
     uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__MLX5_QPN: the
                          * array runs past its declared two) */
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
-#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, qpn) /* after wire-up: no QPN table */
+#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, nranks) /* after wire-up: no check words, no QPN table */
 
 struct rvx__tl_iface;
 struct rvx__tl_ep;
@@ -130,6 +132,7 @@ typedef struct rvx__mlx5_conn {
     uint8_t               failed;
     uint8_t               in_wf;       /* in ifc->wf_conns (else sq.pi_limit is pi) */
     uint8_t               connected;   /* went to RTS */
+    uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint64_t              tx_sent;
@@ -137,30 +140,28 @@ typedef struct rvx__mlx5_conn {
     const volatile uint64_t *credit_word; /* frames the peer has consumed, written by the peer */
     /* warm */
     rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
-    uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     rvx_status_t          err;
-    struct ibv_qp        *qp;
     uint32_t              qpn;
+    struct ibv_qp        *qp;
     uint32_t              rqpn;
-    int                   rank;
+    uint32_t              b_lkey;      /* the bounce pool's (below) */
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
+    /* liveness (the peer's address, its control region included, is the worker's copy:
+     * rvx__mlx5_peer_addr) */
+    uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
     struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
     /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
      * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
     uint8_t              *bounce;
     uint64_t              b_head, b_tail;
-    uint32_t              b_lkey;
-    uint32_t              b_seg;       /* which segment of the pool */
     struct rvx__mlx5_conn *b_next;     /* the iface's list of conns that hold a segment */
     /* receive side: frames land in the iface's shared receive queue */
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
     uint64_t              rx_reported;
     uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
                                         * their credits wait for the endpoint */
-    /* liveness (the peer's address, its control region included, is the worker's copy:
-     * rvx__mlx5_peer_addr) */
-    uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
-    double                ka_time;     /* last keepalive */
+    uint32_t              ka_ms;       /* last keepalive, rvx__mlx5_now_ms (32 bits: compared by
+                                        * difference, so the wrap after 49 days does no harm) */
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
     struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
@@ -213,6 +214,12 @@ typedef struct rvx__tl_iface {
     uint32_t          holder_g[RVX__MLX5_HOLDERS];
 } rvx__tl_iface_t;
 
+/* The rank a conn leads to: its place in the iface's table (not stored: per-peer bytes). */
+RVX_INLINE int rvx__mlx5_rank(const rvx__mlx5_conn_t *c)
+{
+    return (int)(c - c->ifc->conns);
+}
+
 /* The cold paths the hot ones fall into (tl/rc/). */
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb);
 RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len);
@@ -225,6 +232,12 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
 
 /* ---- posting -------------------------------------------------------------------------------- */
+
+/* Milliseconds on the monotonic clock in 32 bits: keepalive times, compared by difference. */
+RVX_INLINE uint32_t rvx__mlx5_now_ms(void)
+{
+    return (uint32_t)(uint64_t)(rvx__now_s() * 1000.0);
+}
 
 /* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). */
 #define RVX__MLX5_NEED(c, nbb) \

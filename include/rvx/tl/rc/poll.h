@@ -36,7 +36,7 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
         c->err = st;
         c->tx_limit = 0; /* sends take the slow path, which sees the failure */
         if (report) rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
-                 "the endpoint is marked failed", c->rank, rvx__mlx5_syndrome_str(synd), synd,
+                 "the endpoint is marked failed", rvx__mlx5_rank(c), rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);
     }
 }
@@ -242,17 +242,17 @@ RVX_COLD int rvx__mlx5_rx_frame(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint3
     unsigned x = rvx_htobe32(imm), chan = x >> 16, info = x & 0xffff;
     if (chan >= RVX__TL_AM_CHANNELS || len > RVX__MLX5_FRAME) {
         if (rvx__mlx5_srq_drop(&ifc->srq))
-            rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", c->rank,
+            rvx__log("rc_mlx5: rank %d sent a frame with channel %u, %u bytes: dropped", rvx__mlx5_rank(c),
                      chan, len);
     } else if (!c->ep) {
         /* no endpoint yet: its credit waits for the endpoint, so the peer cannot send more than
          * its share meanwhile */
-        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, c->rank, chan, info, buf, len);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, rvx__mlx5_rank(c), chan, info, buf, len);
         c->rx_held++;
         return 0;
     } else if (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head)) {
         /* a handler may not run now, or earlier requests wait: keep the order */
-        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, c->rank, chan, info, buf, len);
+        rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, rvx__mlx5_rank(c), chan, info, buf, len);
     } else {
         /* frames a nested poll takes meanwhile use other buffers (the shared queue takes them
          * back in any order) */
@@ -457,7 +457,7 @@ RVX_COLD void rvx__mlx5_bounce_put(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
     rvx__mlx5_conn_t **pp = &ifc->bholders;
     while (*pp && *pp != c) pp = &(*pp)->b_next;
     if (*pp) *pp = c->b_next;
-    ifc->bfree[ifc->nbfree++] = c->b_seg;
+    ifc->bfree[ifc->nbfree++] = (uint32_t)((size_t)(c->bounce - ifc->bpool) / RVX__MLX5_BOUNCE_SEG);
     c->bounce = NULL;
     c->b_next = NULL;
     c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG; /* looks full: the next copy asks again */
@@ -473,8 +473,7 @@ RVX_COLD int rvx__mlx5_bounce_take(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
         if (h->b_tail == h->b_head) rvx__mlx5_bounce_put(ifc, h);
         else rvx__mlx5_sig_tail(h); /* so that a CQE gives its segment back */
     if (!ifc->nbfree) return 0;
-    c->b_seg = ifc->bfree[--ifc->nbfree];
-    c->bounce = ifc->bpool + (size_t)c->b_seg * RVX__MLX5_BOUNCE_SEG;
+    c->bounce = ifc->bpool + (size_t)ifc->bfree[--ifc->nbfree] * RVX__MLX5_BOUNCE_SEG;
     c->b_lkey = ifc->bpool_mr->lkey;
     c->b_tail = c->b_head;
     c->b_next = ifc->bholders;
@@ -605,13 +604,13 @@ RVX_COLD void rvx__mlx5_keepalive(rvx__mlx5_conn_t *c)
 RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
-    double now;
+    uint32_t now;
     if (c->failed || c->err != RVX_OK) return RVX_ERR_PEER_FAILED; /* err: re-connected, not re-created */
     rvx__mlx5_drain(c->ifc, 0);
     if (c->failed) return RVX_ERR_PEER_FAILED;
-    now = rvx__now_s();
-    if ((c->ka_pi == 0 || (int32_t)(c->sq.ci - c->ka_pi) >= 0) && now - c->ka_time > 0.1) {
-        c->ka_time = now;
+    now = rvx__mlx5_now_ms();
+    if ((c->ka_pi == 0 || (int32_t)(c->sq.ci - c->ka_pi) >= 0) && now - c->ka_ms > 100) {
+        c->ka_ms = now;
         rvx__mlx5_keepalive(c);
     }
     return RVX_OK;

@@ -277,7 +277,7 @@ RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
         c->err = st;
         c->tx_limit = 0;
     }
-    rvx__mlx5_qp_to_err(c->qp, c->rank);
+    rvx__mlx5_qp_to_err(c->qp, rvx__mlx5_rank(c));
     rvx__mlx5_hold(c);
 }
 
@@ -314,9 +314,9 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
 
     rvx__mlx5_tx_settle(&c->tx);
     st = rvx__mlx5_adopt(ifc, c, qp);
-    if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, c->rank);
+    if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, rvx__mlx5_rank(c));
     if (st != RVX_OK) {
-        rvx__log("rc_mlx5: cannot take a new QP towards rank %d", c->rank);
+        rvx__log("rc_mlx5: cannot take a new QP towards rank %d", rvx__mlx5_rank(c));
         if (c->qp == qp) { c->qp = old; c->qpn = old_qpn; } /* the old one stays, failed */
         ibv_destroy_qp(qp); /* never connected: nothing of it is in the CQ */
         return st;
@@ -327,8 +327,8 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
                      * delivered once it does; their credits went with the old QP */
     c->rqpn = rqpn;
     if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
-    c->ka_time = rvx__now_s();
-    ifc->ctrl[c->rank] = 0;
+    c->ka_ms = rvx__mlx5_now_ms();
+    ifc->ctrl[rvx__mlx5_rank(c)] = 0;
     c->tx_limit = 0;
     st = rvx__mlx5_qp_connect(c, qp, rqpn, RVX__MLX5_TO_RTS);
     if (st != RVX_OK) return st;
@@ -356,7 +356,7 @@ RVX_COLD rvx_status_t rvx__mlx5_follow(rvx__mlx5_conn_t *c)
     qp = rvx__mlx5_qp_new(ifc);
     if (!qp) return RVX_ERR_NO_RESOURCE;
     st = rvx__mlx5_take(c, qp, peer_new, 0);
-    if (st == RVX_OK) rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_ACK, c->qpn, peer_new);
+    if (st == RVX_OK) rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_ACK, c->qpn, peer_new);
     return st;
 }
 
@@ -394,11 +394,11 @@ RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg
         }
         rec->taken = 1;
         rec->acked = 1;
-        ifc->ctrl[c->rank] = ifc->credits; /* the peer's QP is connected, its buffers posted */
+        ifc->ctrl[rvx__mlx5_rank(c)] = ifc->credits; /* the peer's QP is connected, its buffers posted */
         return;
     }
     if (m->qpn == c->rqpn && !c->failed) { /* a REQ we answered: the answer was lost */
-        rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
+        rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
         return;
     }
     if (m->prev != c->rqpn || (rec && rec->follow)) return; /* stale, or known */
@@ -408,7 +408,7 @@ RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg
             return;
         }
         rec->taken = 1;
-        rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
+        rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
         return;
     }
     if (rec && rec->qp) return; /* we are connected to it already and wait for its ACK */
@@ -416,7 +416,7 @@ RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg
      * exists fails (its user learns it, as from any failure, and re-creates it). */
     if (!c->failed && c->ep)
         rvx__log("rc_mlx5: rank %d re-connected after a failure: the endpoint to it fails (%s) "
-                 "until it is re-created", c->rank, rvx_status_str(RVX_ERR_CANCELED));
+                 "until it is re-created", rvx__mlx5_rank(c), rvx_status_str(RVX_ERR_CANCELED));
     rec = rvx__mlx5_rec_of(c);
     if (!rec) return; /* no memory: the peer asks again */
     rvx__mlx5_to_err(c, RVX_ERR_CANCELED);
@@ -465,10 +465,10 @@ RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_
     memcpy(&m, body, sizeof(m));
     if (m.magic != RVX__MLX5_HELLO_MAGIC || m.kind != RVX__MLX5_HELLO_UP ||
         rvx_htobe32(imm_be) >> 16 != RVX__MLX5_HELLO_UP) {
-        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", c->rank);
+        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", rvx__mlx5_rank(c));
         return;
     }
-    if (ifc->ctrl[c->rank] < ifc->credits) ifc->ctrl[c->rank] = ifc->credits;
+    if (ifc->ctrl[rvx__mlx5_rank(c)] < ifc->credits) ifc->ctrl[rvx__mlx5_rank(c)] = ifc->credits;
 }
 
 /* ---- re-connecting -------------------------------------------------------------------------- */
@@ -483,7 +483,7 @@ RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_
         else rvx__backoff(&spins);
         if (rvx__now_s() - t0 > 10) {
             rvx__log("rc_mlx5: the failed QP towards rank %d did not flush in 10 s (WQEs %u of "
-                     "%u)", c->rank, c->sq.ci, c->sq.pi);
+                     "%u)", rvx__mlx5_rank(c), c->sq.ci, c->sq.pi);
             return c->err != RVX_OK ? c->err : RVX_ERR_IO;
         }
     }
@@ -498,7 +498,7 @@ RVX_COLD int rvx__mlx5_wait_ack(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint3
     unsigned spins = 0;
     while (rec->qp && !rec->acked && now - t0 < RVX__MLX5_REC_WAIT_S) {
         if (now - sent >= 0.1) {
-            rvx__mlx5_hello_send(ifc, c->rank, RVX__MLX5_HELLO_REQ, rec->qpn, old_qpn);
+            rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_REQ, rec->qpn, old_qpn);
             sent = now;
         }
         if (rvx__mlx5_drain(ifc, 0)) spins = 0;
@@ -532,7 +532,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
     rec->qp = qp;
     rec->qpn = qp->qp_num;
     if (!rvx__mlx5_wait_ack(ifc, c, old_qpn)) {
-        rvx__log("rc_mlx5: rank %d did not answer the re-connection in %.1f s: %s", c->rank,
+        rvx__log("rc_mlx5: rank %d did not answer the re-connection in %.1f s: %s", rvx__mlx5_rank(c),
                  RVX__MLX5_REC_WAIT_S, rvx_status_str(RVX_ERR_PEER_FAILED));
         if (rec->qp && !rec->taken) ibv_destroy_qp(rec->qp); /* never connected */
         if (rec->taken && !c->failed) { /* its REQ crossed ours, then it went quiet */
@@ -550,7 +550,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
         else rvx__backoff(&spins);
     }
     if (c->failed) {
-        rvx__log("rc_mlx5: rank %d did not take the re-connection: %s", c->rank,
+        rvx__log("rc_mlx5: rank %d did not take the re-connection: %s", rvx__mlx5_rank(c),
                  rvx_status_str(c->err));
         return c->err;
     }

@@ -17,7 +17,7 @@ RVX_COLD const rvx__tl_addr_t *rvx__mlx5_peer_addr(const rvx__tl_iface_t *ifc, i
  * control region (from the peer's address, which the worker keeps). */
 RVX_COLD void rvx__mlx5_peer_ctrl(const rvx__mlx5_conn_t *c, rvx_rkey_t *k)
 {
-    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, c->rank);
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, rvx__mlx5_rank(c));
     memset(k, 0, sizeof(*k));
     k->rkey_word = (uint64_t)rvx_htobe32(a->ctrl_rkey);
     k->base = a->ctrl_addr + 8 * (uint64_t)c->ifc->rank;
@@ -181,19 +181,19 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     return RVX_OK;
 }
 
-/* Create the QP to `rank` (in INIT). */
-RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, int rank)
+/* Create the QP of c, one of ifc->conns (in INIT). */
+RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
     struct ibv_qp *qp = rvx__mlx5_qp_new(ifc);
     rvx_status_t st;
-    c->rank = rank;
+    c->ifc = ifc; /* the rank is read through it (rvx__mlx5_rank) */
     if (!qp) return RVX_ERR_NO_RESOURCE;
     st = rvx__mlx5_adopt(ifc, c, qp);
     if (st != RVX_OK) {
         ibv_destroy_qp(qp);
         return st;
     }
-    return rvx__mlx5_qpt_add(ifc, c->qpn, rank);
+    return rvx__mlx5_qpt_add(ifc, c->qpn, rvx__mlx5_rank(c));
 }
 
 RVX_COLD void rvx__mlx5_conn_destroy(rvx__mlx5_conn_t *c)
@@ -318,7 +318,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     ifc->ctrl_mr = rvx__mlx5_reg(ctx, ifc->ctrl, 8 * (size_t)nranks, "the control region");
     if (!ifc->ctrl_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }
     for (i = 0; i < nranks; i++) {
-        st = rvx__mlx5_conn_create(ifc, &ifc->conns[i], i);
+        st = rvx__mlx5_conn_create(ifc, &ifc->conns[i]);
         if (st != RVX_OK) goto fail;
     }
     return RVX_OK;
@@ -358,7 +358,7 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
 
 RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
 {
-    return rvx__mlx5_rkey_unpack(buf, rkey, ep->c->rank);
+    return rvx__mlx5_rkey_unpack(buf, rkey, rvx__mlx5_rank(ep->c));
 }
 
 /* ---- connecting ----------------------------------------------------------------------------- */
@@ -372,19 +372,19 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
 RVX_COLD rvx_status_t rvx__mlx5_qp_connect(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
                                            unsigned steps)
 {
-    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, c->rank);
+    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(c->ifc, rvx__mlx5_rank(c));
     if ((steps & RVX__MLX5_TO_RTR) &&
-        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, a->lid, a->gid, c->rank) != RVX_OK)
+        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, a->lid, a->gid, rvx__mlx5_rank(c)) != RVX_OK)
         return RVX_ERR_IO;
     if (!(steps & RVX__MLX5_RTR_TO_RTS)) return RVX_OK;
-    return rvx__mlx5_qp_to_rts(qp, c->rank);
+    return rvx__mlx5_qp_to_rts(qp, rvx__mlx5_rank(c));
 }
 
 #if RVX_CAN_RECEIVE
 /* The receive side of a conn: the credit word (frames land in the iface's shared queue). */
 RVX_COLD rvx_status_t rvx__mlx5_rx_setup(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
-    c->credit_word = &ifc->ctrl[c->rank];
+    c->credit_word = &ifc->ctrl[rvx__mlx5_rank(c)];
     c->tx_limit = ifc->credits;
     return RVX_OK;
 }
@@ -401,7 +401,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     if (addr->magic != RVX__MLX5_MAGIC || addr->nranks != ifc->nranks ||
         addr->is_roce != ctx->is_roce) {
         rvx__log("rc_mlx5: rank %d's address does not match this job (another transport or "
-                 "link layer?)", c->rank);
+                 "link layer?)", rvx__mlx5_rank(c));
         return RVX_ERR_INVALID_PARAM;
     }
     /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
@@ -415,7 +415,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
     st = rvx__mlx5_qp_connect(c, c->qp, c->rqpn, RVX__MLX5_TO_RTS);
     if (st != RVX_OK) return st;
     c->connected = 1;
-    c->ka_time = rvx__now_s();
+    c->ka_ms = rvx__mlx5_now_ms();
     return RVX_OK;
 }
 
