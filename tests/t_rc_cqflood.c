@@ -121,11 +121,7 @@ int main(int argc, char **argv)
     }
     T_OK(rvx_barrier(ctx));
     if (me == 4) T_CHECK(region[1] == 0x5a, "rank 0's put after the flood did not arrive");
-    for (r = 0; r < NRANKS; r++) rvx_rkey_release(&rk[r]);
-    rvx_worker_destroy(w);
-    rvx_mem_dereg(mem);
-    rvx_finalize(ctx);
-    free(rm);
-    free(region);
-    return t_exit();
+    int rc = t_finish(ctx, w, mem, rk, NRANKS, rm);
+    free(region); /* registered memory goes after its registration */
+    return rc;
 }

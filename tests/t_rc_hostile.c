@@ -142,11 +142,7 @@ int main(int argc, char **argv)
         t_am_burst(w, ep[0], RVX_AM_PING, me, npings);
     }
     T_OK(rvx_barrier(ctx));
-    for (r = 0; r < 3; r++) rvx_rkey_release(&rk[r]);
-    rvx_worker_destroy(w);
-    rvx_mem_dereg(mem);
-    rvx_finalize(ctx);
-    free(rm);
-    free(region);
-    return t_exit();
+    int rc = t_finish(ctx, w, mem, rk, 3, rm);
+    free(region); /* registered memory goes after its registration */
+    return rc;
 }

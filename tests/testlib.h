@@ -157,6 +157,20 @@ static inline t_remote_t *t_exchange(rvx_context_t *ctx, rvx_mem_t *mem)
     return all;
 }
 
+/* The end of a test that exchanged keys: n keys released, the worker, region and context gone,
+ * the exchange's array freed; returns the test's exit status. */
+static inline int t_finish(rvx_context_t *ctx, rvx_worker_t *w, rvx_mem_t *mem, rvx_rkey_t *rk,
+                           int n, t_remote_t *rm)
+{
+    int r;
+    for (r = 0; r < n; r++) rvx_rkey_release(&rk[r]);
+    rvx_worker_destroy(w);
+    rvx_mem_dereg(mem);
+    rvx_finalize(ctx);
+    free(rm);
+    return t_exit();
+}
+
 #if RVX_AM
 /* n short messages (handler id, one argument: the sender's rank) to ep, retried while the peer
  * has no room; fails the test unless all went within 30 s. */
