@@ -6,7 +6,7 @@
 # queue, the kept address 40, the endpoint, the tag layer's peer, the QPN table, a BlueFlame
 # record; 493 before the conn and the kept address were cut); dc_mlx5: 160 bytes, on InfiniBand
 # and on RoCE (147 measured on both: an endpoint of 48 bytes whose addressing is av_lo, 8, and
-# the kept address, 24, no QP; 189 with the DC key in each endpoint and all 48 bytes of the
+# the kept address, 24, no QP; 171 with the DC key in each endpoint and all 48 bytes of the
 # address kept; the endpoint of 152 bytes with the GID, control region, keepalive and
 # credit-holder state copied in measured 264). On RoCE the GIDs of rvxsim's ranks share their
 # top 8 bytes (IPv4-mapped), so those are kept once.
