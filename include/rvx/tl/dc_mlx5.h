@@ -9,11 +9,11 @@
  *   ctx    one ibv_context and PD per process (tl/mlx5/setup.h, as rc_mlx5)
  *   iface  per worker: one CQ, one DCT (the target every peer writes to) on a small SRQ, a pool of
  *          RVX_DC_NUM_DCI initiators (DCIs) with one registered bounce ring each. The CQ takes
- *          every WQE the DCIs can hold, never a figure per rank. Its address is 32 bytes: DCT
- *          number, LID, GID.
- *   ep     per peer only the address segment's fields (built once when the endpoint is created,
- *          no verbs call), the DCI it holds (or the always-full no_dci), its status and, with
- *          messages, its credits.
+ *          every WQE the DCIs can hold, never a figure per rank. Its address: DCT number, LID
+ *          or GID, control region (48 bytes exchanged, 24 kept per rank after wire-up).
+ *   ep     per peer only the address segment's bytes 8-15 (built once when the endpoint is
+ *          created, no verbs call; the DC key is one constant), the DCI it holds (or the
+ *          always-full no_dci), its status and, with messages, its credits.
  *
  * Which DCI an endpoint uses. An endpoint takes a DCI on its first operation and holds it while it
  * has work outstanding: its WQEs go to one send queue, so they execute in the order posted, and
@@ -83,20 +83,29 @@
 /* ---- types ---------------------------------------------------------------------------------- */
 
 /* A worker's address: everything a peer needs to reach its DCT, and its control region (the
- * credit pool and the words where peers return credits). */
+ * credit pool and the words where peers return credits), 48 bytes as exchanged. The worker keeps
+ * only the first 24 after wire-up (RVX__TL_ADDR_KEPT): the control region, which the cold paths
+ * read, and what an endpoint's address segment is built from (the DCT number, the LID on IB, the
+ * GID's low 8 bytes on RoCE). The rest is read once, at wire-up: the magic and link layer are
+ * checked there, and the GID's top 8 bytes (the subnet prefix on IB, ::ffff:0:0/96's top on RoCE
+ * v2 with IPv4) are kept once when every rank has the same, per rank otherwise. */
 typedef struct rvx__tl_addr {
-    uint64_t magic;
-    uint32_t dctn;
-    uint16_t lid;
-    uint8_t  is_roce;
-    uint8_t  pad;
-    uint8_t  gid[16];
     uint64_t ctrl_addr;
     uint32_t ctrl_rkey;
-    uint32_t pad2;
+    uint32_t dctn;
+    union {
+        uint16_t lid;       /* IB */
+        uint8_t  gid_lo[8]; /* RoCE: GID bytes 8-15 */
+    } at;
+    uint8_t  gid_hi[8];     /* RoCE: GID bytes 0-7 (not kept per rank when shared) */
+    uint64_t magic;
+    uint8_t  is_roce;
+    uint8_t  pad[7];
 } rvx__tl_addr_t;
 #define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
-#define RVX__TL_ADDR_KEPT(n) sizeof(rvx__tl_addr_t) /* all of it: rvx__tl_iface_addrs learns where */
+#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, gid_hi) /* after wire-up, 24 bytes a rank */
+RVX_STATIC_ASSERT(offsetof(rvx__tl_addr_t, gid_hi) == 24 && sizeof(rvx__tl_addr_t) == 48,
+                  "dc_mlx5's address: 24 bytes kept per rank of the 48 exchanged");
 
 struct rvx__tl_iface;
 struct rvx__tl_ep;
@@ -132,18 +141,20 @@ typedef struct rvx__dc_dci {
 } rvx__dc_dci_t;
 
 /* Per peer, always: what a post needs to reach a DCI and name the target (the DCI held, the
- * iface, the address segment's base form: the DC key (big-endian), then av_lo), 32 bytes; with
+ * iface, the address segment's bytes 8-15, av_lo: the DC key in bytes 0-7 is the same for every
+ * rvx DCT, RVX__DC_KEY, and comes from the code), 24 bytes; with
  * messages, the send credits (frames that may go before looking further, frames sent in all once
  * they are spent, the peer's report of frames it took); the rank, the status, and when the last
  * keepalive went (milliseconds, wrapping). The rest of the address (GID, the control region) is
- * read from the worker's kept copy; what only an endpoint with credits or failed claims needs
- * lives in the iface's records (rvx__dc_hold_t, rvx__dc_backoff_t), what must outlive the
- * endpoint in rvx__dc_peer_t. 56 bytes with messages, 48 without (asserted below). */
+ * read from the worker's kept copy (24 bytes a rank); what only an endpoint with credits or failed
+ * claims needs lives in the iface's records (rvx__dc_hold_t, rvx__dc_backoff_t), what must
+ * outlive the endpoint in rvx__dc_peer_t. 48 bytes with messages, 40 without (asserted below).
+ * Addressing per peer: av_lo 8 + the kept address 24 = 32 bytes (40 on RoCE when the ranks' GIDs
+ * differ in their top 8 bytes). */
 typedef struct rvx__tl_ep {
     rvx__dc_dci_t        *dci;         /* &ifc->no_dci when it holds none */
     struct rvx__tl_iface *ifc;
-    uint64_t              av_key;      /* the address segment's base form, as the WQE holds it */
-    uint64_t              av_lo;
+    uint64_t              av_lo;       /* address segment bytes 8-15 as the WQE holds them */
 #if RVX_CAN_RECEIVE
     uint32_t              tx_left;     /* frames that may go before looking further */
     uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
@@ -159,8 +170,10 @@ typedef struct rvx__tl_ep {
 
 /* The per-peer part stays this small (what scale.sh measures per added rank). */
 #if defined(__x86_64__) || defined(__aarch64__)
-RVX_STATIC_ASSERT(sizeof(rvx__tl_ep_t) == (RVX_CAN_RECEIVE ? 56 : 48),
-                  "dc_mlx5's endpoint: the address segment, the DCI, credits, rank and status only");
+RVX_STATIC_ASSERT(sizeof(rvx__tl_ep_t) == (RVX_CAN_RECEIVE ? 48 : 40),
+                  "dc_mlx5's endpoint: av_lo, the DCI, credits, rank and status only");
+RVX_STATIC_ASSERT(sizeof(((rvx__tl_ep_t *)0)->av_lo) + RVX__TL_ADDR_KEPT(0) <= 32,
+                  "dc_mlx5's addressing per peer: at most 32 bytes");
 #endif
 
 /* An endpoint holding credits at its peer, as the sweep sees it: frames sent at the last sweep. */
@@ -228,8 +241,12 @@ typedef struct rvx__tl_iface {
     int             rank, nranks;
     rvx_request_t  *wflush;
     const uint8_t  *addrs;       /* every rank's address as the worker keeps it (addr_stride bytes
-                                  * apart): the GID and control region are read from there */
+                                  * apart): the GID's low half and control region are read there */
     size_t          addr_stride;
+    uint8_t         gid_hi[8];   /* RoCE: the GID's top 8 bytes every rank shares */
+    uint8_t        *gid_his;     /* RoCE: per rank, 8 bytes each, when they differ (else NULL) */
+    int            *refused;     /* ranks whose address is not one of this fabric (wire-up) */
+    unsigned        nrefused;
     /* messages: the control region (word 0 the credit pool, word 1 + r the frames of ours rank r
      * has taken, as it reported them; word 1 + nranks + r the frames of rank r's taken here),
      * endpoints by rank, counters by rank, frames set aside */
@@ -296,10 +313,19 @@ RVX_INLINE uint32_t rvx__dc_ms(void)
     return (uint32_t)(uint64_t)(rvx__now_s() * 1e3);
 }
 
-/* The peer's address as the worker keeps it (GID, control region). */
+/* The peer's address as the worker keeps it: its first RVX__TL_ADDR_KEPT bytes (control region,
+ * DCT number, LID or the GID's low half). */
 RVX_INLINE const rvx__tl_addr_t *rvx__dc_addr(const rvx__tl_ep_t *ep)
 {
     return (const rvx__tl_addr_t *)(const void *)(ep->ifc->addrs + (size_t)ep->rank * ep->ifc->addr_stride);
+}
+
+/* The peer's GID (RoCE): its top 8 bytes kept once or per rank, its low 8 in the kept address. */
+RVX_INLINE void rvx__dc_gid(const rvx__tl_ep_t *ep, uint8_t gid[16])
+{
+    const rvx__tl_iface_t *ifc = ep->ifc;
+    memcpy(gid, ifc->gid_his ? ifc->gid_his + 8 * (size_t)ep->rank : ifc->gid_hi, 8);
+    memcpy(gid + 8, rvx__dc_addr(ep)->at.gid_lo, 8);
 }
 
 /* The address segment after the ctrl segment: the base form is the access key and av_lo (DCT
@@ -309,13 +335,16 @@ RVX_INLINE const rvx__tl_addr_t *rvx__dc_addr(const rvx__tl_ep_t *ep)
 RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint8_t *wqe)
 {
     uint8_t *seg = wqe + sizeof(struct mlx5_wqe_ctrl_seg);
+    uint64_t key = rvx_htobe64(RVX__DC_KEY);
+    uint8_t gid[16];
     if (RVX_LIKELY(d->ifc->av_bytes == RVX__DC_AV_BASE)) {
-        memcpy(seg, &ep->av_key, 16);
+        memcpy(seg, &key, 8);
+        memcpy(seg + 8, &ep->av_lo, 8);
         return seg + RVX__DC_AV_BASE;
     }
+    rvx__dc_gid(ep, gid);
     rvx__mlx5_set_av(seg, RVX__DC_KEY, rvx__dc_addr(ep)->dctn, 1, 0, 0, 0xc000, NULL, 0,
-                     RVX__MLX5_HOP_LIMIT, 1u << 30 | (uint32_t)d->ifc->ctx->gid_index << 20,
-                     rvx__dc_addr(ep)->gid);
+                     RVX__MLX5_HOP_LIMIT, 1u << 30 | (uint32_t)d->ifc->ctx->gid_index << 20, gid);
     seg += RVX__DC_AV_EXT;
     return seg == rvx__mlx5_sq_end(&d->sq) ? d->sq.buf : seg;
 }
@@ -405,7 +434,7 @@ RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint6
         uint32_t pi = d->sq.pi;
         unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
         rvx__mlx5_bb_t bb;
-        rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr, rkey);
+        rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), &ep->av_lo, src, raddr, rkey);
         bb.q[0] = _mm_or_si128(bb.q[0], _mm_set_epi64x((long long)((uint64_t)flags << 24), 0));
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
         rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
@@ -425,7 +454,7 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
     pi = d->sq.pi;
     if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
     if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
-    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, &ep->av_key, src, raddr,
+    rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), &ep->av_lo, src, raddr,
                            rkey);
     rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
     return RVX_OK;
@@ -803,7 +832,7 @@ RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void
         unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
         rvx__mlx5_bb_t bb;
         rvx__mlx5_bb_dc_send(&bb, d->ctrl_send, pi, flags, rvx_htobe32(info | chan << 16),
-                             &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
+                             rvx_htobe64(RVX__DC_KEY), &ep->av_lo, (uint8_t *)body - RVX__DC_PREFIX,
                              (unsigned)len + RVX__DC_PREFIX);
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
         ep->tx_left--;
@@ -835,7 +864,7 @@ RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void
         if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0))
             return rvx__dc_publish_slow(ep, chan, body, len, info);
         rvx__mlx5_bb_dc_send(&bb, ctrl, pi, 0, rvx_htobe32(info | chan << 16),
-                             &ep->av_key, (uint8_t *)body - RVX__DC_PREFIX,
+                             rvx_htobe64(RVX__DC_KEY), &ep->av_lo, (uint8_t *)body - RVX__DC_PREFIX,
                              (unsigned)len + RVX__DC_PREFIX);
         ep->tx_left--;
         rvx__dc_commit(d, ep, pi, 1, NULL, &bb);

@@ -202,6 +202,8 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     free(ifc->dirty);
     free(ifc->holders);
     free(ifc->backoff);
+    free(ifc->gid_his);
+    free(ifc->refused);
 #if RVX_CAN_RECEIVE
     while (ifc->def_head) {
         rvx__dc_deferred_t *f = ifc->def_head;
@@ -271,47 +273,83 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     memset(addr, 0, sizeof(*addr));
     addr->magic = RVX__MLX5_MAGIC;
     addr->dctn = ifc->dct->qp_num;
-    addr->lid = ifc->ctx->lid;
     addr->is_roce = ifc->ctx->is_roce;
-    memcpy(addr->gid, ifc->ctx->gid.raw, 16);
+    if (ifc->ctx->is_roce) {
+        memcpy(addr->gid_hi, ifc->ctx->gid.raw, 8);
+        memcpy(addr->at.gid_lo, ifc->ctx->gid.raw + 8, 8);
+    } else {
+        addr->at.lid = ifc->ctx->lid;
+    }
     if (ifc->ctrl_mr) {
         addr->ctrl_addr = (uint64_t)(uintptr_t)ifc->ctrl;
         addr->ctrl_rkey = ifc->ctrl_mr->rkey;
     }
 }
 
-/* Where the worker keeps every rank's address after wire-up (all of it, RVX__TL_ADDR_KEPT):
- * endpoints read the GID and the control region from there instead of a copy each. */
+/* A rank's address is refused at connect when wire-up found it is not one of this fabric. */
+RVX_COLD int rvx__dc_refused(const rvx__tl_iface_t *ifc, int rank)
+{
+    unsigned i;
+    for (i = 0; i < ifc->nrefused; i++)
+        if (ifc->refused[i] == rank) return 1;
+    return 0;
+}
+
+/* The only look at whole addresses (the worker keeps their first 24 bytes): note the ranks whose
+ * address is not a dc_mlx5 address of this link layer, and on RoCE keep the GIDs' top 8 bytes
+ * once if every rank has the same (one subnet prefix, or IPv4-mapped), else per rank. */
+RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+{
+    const rvx__tl_addr_t *a;
+    int r, shared = 1;
+    for (r = 0; r < ifc->nranks; r++) {
+        a = (const rvx__tl_addr_t *)(const void *)(addrs + (size_t)r * size);
+        if (a->magic == RVX__MLX5_MAGIC && a->is_roce == ifc->ctx->is_roce) {
+            if (memcmp(a->gid_hi, ((const rvx__tl_addr_t *)(const void *)addrs)->gid_hi, 8)) shared = 0;
+            continue;
+        }
+        if (!ifc->refused) ifc->refused = (int *)calloc((size_t)ifc->nranks, sizeof(int));
+        if (!ifc->refused) return RVX_ERR_NO_MEMORY;
+        ifc->refused[ifc->nrefused++] = r;
+    }
+    if (!ifc->ctx->is_roce || ifc->nranks == 0) return RVX_OK;
+    if (shared) {
+        memcpy(ifc->gid_hi, ((const rvx__tl_addr_t *)(const void *)addrs)->gid_hi, 8);
+        return RVX_OK;
+    }
+    ifc->gid_his = (uint8_t *)malloc(8 * (size_t)ifc->nranks);
+    if (!ifc->gid_his) return RVX_ERR_NO_MEMORY;
+    for (r = 0; r < ifc->nranks; r++)
+        memcpy(ifc->gid_his + 8 * (size_t)r,
+               ((const rvx__tl_addr_t *)(const void *)(addrs + (size_t)r * size))->gid_hi, 8);
+    return RVX_OK;
+}
+
+/* Where the worker keeps every rank's address after wire-up (its first RVX__TL_ADDR_KEPT bytes):
+ * endpoints read the control region and the GID's low half from there, not from a copy each. */
 RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
 {
     ifc->addrs = addrs;
     ifc->addr_stride = stride;
 }
 
-/* Nothing to connect: a DCI reaches any DCT by its address. */
-RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
-{
-    (void)ifc; (void)addrs; (void)size;
-    return RVX_OK;
-}
-
 /* ---- endpoints ------------------------------------------------------------------------------ */
 
 /* The address segment's fields, built once: bytes 8-15 of the base form are dqp_dct (the DCT
- * number, no extended flag), stat_rate_sl 0, fl_mlid 0, rlid. */
+ * number, no extended flag), stat_rate_sl 0, fl_mlid 0, rlid (0 on RoCE, where the GRH form
+ * takes the DCT number and GID from the kept address). */
 RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
                                          const rvx__tl_addr_t *addr)
 {
     uint32_t dq;
     uint16_t lid;
     memset(ep, 0, sizeof(*ep));
-    if (addr->magic != RVX__MLX5_MAGIC || addr->is_roce != ifc->ctx->is_roce) {
+    if (rvx__dc_refused(ifc, rank) || addr->dctn > RVX__MLX5_QPN_MASK) {
         rvx__log("dc_mlx5: the address of rank %d is not a dc_mlx5 address of this fabric", rank);
         return RVX_ERR_INVALID_PARAM;
     }
-    dq = rvx_htobe32(addr->dctn & RVX__MLX5_QPN_MASK);
-    lid = rvx_htobe16(addr->lid);
-    ep->av_key = rvx_htobe64(RVX__DC_KEY);
+    dq = rvx_htobe32(addr->dctn);
+    lid = ifc->ctx->is_roce ? 0 : rvx_htobe16(addr->at.lid);
     memcpy((uint8_t *)&ep->av_lo, &dq, 4);
     memcpy((uint8_t *)&ep->av_lo + 6, &lid, 2);
     ep->ifc = ifc;

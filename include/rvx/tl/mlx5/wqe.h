@@ -335,12 +335,12 @@ RVX_INLINE void rvx__mlx5_bb_send8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint3
 /* RDMA WRITE of 8 bytes, inline, through a DC initiator with the 16-byte (base) address segment,
  * in one WQEBB (ctrl 16 + address 16 + raddr 16 + inline 4 + 8, padded):
  *   q[0] ctrl: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se, imm all 0
- *   q[1] address segment: dc_key (big-endian) | dqp_dct, stat_rate_sl, fl_mlid, rlid (av_lo,
- *        already in the segment's byte order)
+ *   q[1] address segment: dc_key (big-endian, a constant) | dqp_dct, stat_rate_sl, fl_mlid,
+ *        rlid (*av_lo, already in the segment's byte order)
  *   q[2] raddr segment: raddr | rkey, reserved 0 (rkey_word)
  *   q[3] inline segment: byte_count (8 | MLX5_INLINE_SEG), the 8 payload bytes, 4 bytes of 0 */
 RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
-                                       const uint64_t *av, const void *src,
+                                       uint64_t key_be, const uint64_t *av_lo, const void *src,
                                        uint64_t raddr, const rvx_rkey_t *rkey)
 {
     /* q[3], bytes 48-63: inline byte_count | the payload, shifted up 4 bytes | zeros */
@@ -349,8 +349,9 @@ RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, u
     /* q[2], bytes 32-47: raddr (big-endian) | rkey + reserved */
     bb->q[2] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
                                              (const double *)(const void *)&rkey->rkey_word));
-    /* q[1], bytes 16-31: the address segment, as stored (dc_key big-endian, av_lo) */
-    bb->q[1] = _mm_loadu_si128((const __m128i *)(const void *)av);
+    /* q[1], bytes 16-31: the address segment (the key, then av_lo as stored) */
+    bb->q[1] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)key_be)),
+                                             (const double *)(const void *)av_lo));
     /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | zeros (unsignaled, no fence) */
     bb->q[0] = _mm_cvtsi64_si128((long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
 }
@@ -359,11 +360,12 @@ RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, u
  * bytes inline from frame, in one WQEBB (ctrl 16 + address 16 + inline 4 + flen, padded):
  *   q[0] ctrl: opmod_idx_opcode, qpn_ds | signature 0, stream id 0, fm_ce_se (flags: 0 on the
  *        fast path), imm_be
- *   q[1] address segment: dc_key (big-endian) | av_lo, 16 bytes as stored at av
+ *   q[1] address segment: dc_key (big-endian, a constant) | *av_lo
  *   q[2] inline segment: byte_count (flen | MLX5_INLINE_SEG), frame bytes 0-11
  *   q[3] frame bytes 12 to flen - 1, then zeros (frame must be readable to byte 27) */
 RVX_INLINE void rvx__mlx5_bb_dc_send(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
-                                     unsigned flags, uint32_t imm_be, const uint64_t *av,
+                                     unsigned flags, uint32_t imm_be, uint64_t key_be,
+                                     const uint64_t *av_lo,
                                      const uint8_t *frame, unsigned flen)
 {
     static const uint8_t keep[32] __attribute__((aligned(32))) = {
@@ -381,8 +383,9 @@ RVX_INLINE void rvx__mlx5_bb_dc_send(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uin
     /* q[2], bytes 32-47: inline byte_count | frame bytes 0-11 */
     bb->q[2] = _mm_or_si128(_mm_slli_si128(_mm_loadu_si128((const __m128i *)(const void *)frame), 4),
                             _mm_cvtsi32_si128((int)rvx_htobe32(flen | MLX5_INLINE_SEG)));
-    /* q[1], bytes 16-31: the address segment, as stored (dc_key big-endian, av_lo) */
-    bb->q[1] = _mm_loadu_si128((const __m128i *)(const void *)av);
+    /* q[1], bytes 16-31: the address segment (the key, then av_lo as stored) */
+    bb->q[1] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)key_be)),
+                                             (const double *)(const void *)av_lo));
     /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | fm_ce_se in byte 11, imm (an OR with a
      * constant high half when flags and imm are known at compile time: one instruction) */
     bb->q[0] = _mm_or_si128(_mm_cvtsi64_si128((long long)rvx__mlx5_ctrl_lo(ctrl_word, pi)),
