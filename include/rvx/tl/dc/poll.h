@@ -397,6 +397,10 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
     return RVX_OK;
 }
 
+/* A reply waits here for a credit (from a handler: progress is refused there). The wait does
+ * what progress would for the credits: the drain takes frames off the SRQ (requests go aside,
+ * counted taken) and the tick reports what was taken and gives back idle credits, so a peer
+ * waiting in a handler of its own for this worker's reports or pool gets them (see below). */
 RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {
 #if RVX_CAN_RECEIVE
@@ -406,6 +410,7 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
         if (ep->failed) return NULL;
         if (rvx__dc_drain(ep->ifc)) spins = 0;
         else rvx__backoff(&spins);
+        rvx__dc_tick(ep->ifc);
         if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
     }
     return body;
@@ -754,6 +759,7 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     const uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
     uint32_t len = rvx_htobe32(cqe->byte_cnt), x = rvx_htobe32(cqe->imm_inval_pkey);
     unsigned chan = x >> 16, info = x & 0xffff;
+    uint32_t report;
     rvx__dc_prefix_t pre;
     rvx__tl_ep_t *ep;
     if (opcode != MLX5_CQE_RESP_SEND_IMM) {
@@ -768,6 +774,8 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
         goto release;
     }
     memcpy(&pre, buf, sizeof(pre));
+    report = pre.rank & RVX__DC_PRE_REPORT;
+    pre.rank &= ~RVX__DC_PRE_REPORT;
     if (pre.rank >= (uint32_t)ifc->nranks || chan >= RVX__TL_AM_CHANNELS) {
         rvx__log("dc_mlx5: a message naming rank %u, channel %u: dropped", pre.rank, chan);
         goto release;
@@ -775,7 +783,11 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     buf += RVX__DC_PREFIX;
     len -= RVX__DC_PREFIX;
     ep = ifc->eps[pre.rank];
-    if (ep && (int32_t)(pre.consumed - ep->piggy) > 0) ep->piggy = pre.consumed;
+    /* a report only grows, and never counts more frames than were sent (one that did would
+     * raise the send limit past the credits held and give back credits not held) */
+    if (ep && report && (int32_t)(pre.consumed - ep->piggy) > 0 &&
+        (int32_t)(rvx__dc_tx_sent(ep) - pre.consumed) >= 0)
+        ep->piggy = pre.consumed;
     if (!ep || (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head))) {
         /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
         rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, (int)pre.rank, chan, info, buf, len);
