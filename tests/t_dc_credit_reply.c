@@ -2,11 +2,13 @@
  * handler replies, through pools far smaller than the traffic (RVX_DC_RX_DEPTH 8, claimed 4 at a
  * time, four senders at each receiver). The DCIs fail on the first RNR NAK (retry count 0), so a
  * single overrun of a shared receive queue fails a sender. Two parts:
- *  1. A report of frames taken must name the frames its receiver sent. Rank 1 replies to rank 2's
- *     300 requests from the general path (which writes rank 1's count of rank 2's frames into the
- *     prefix), then to rank 0's requests from the one-WQEBB path. Checks: rank 0 never believes
- *     more of its frames taken than it sent, holds no more credits than a batch, and after an idle
- *     interval (its credits go back) can still send 200 requests to rank 1 in a bounded time.
+ *  1. A report of frames taken must count its receiver's frames. Rank 2 sends rank 1 300
+ *     requests; then rank 1 alternates requests to rank 2 from the general path (whose prefix
+ *     reports rank 1's count of rank 2's frames, 300) and to rank 0 from the one-WQEBB path.
+ *     Checks: rank 0 never believes more of its frames taken than it sent, holds no more credits
+ *     than a batch, and after an idle interval (its credits go back) can still send 200 requests
+ *     to rank 1 in a bounded time (before the fix: it believed 305 taken of 6 sent, its count of
+ *     credits held wrapped below zero, and it could never send to rank 1 again).
  *  2. All to all, short (one-WQEBB replies) and medium (bounce-ring replies) requests, with
  *     replies that wait for credits inside handlers while the peer does the same. Checks: every
  *     request and reply arrives once, in order, with its bytes, within a time limit (a wait that
@@ -74,18 +76,20 @@ static void on_done(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
     done++;
 }
 
-/* A request, retried while there is no credit, for at most LIMIT seconds from t0. */
+/* A request (med: 0 short, 1 medium, 2 short through the general path), retried while there is
+ * no credit, for at most LIMIT seconds from t0. */
 static rvx_status_t send_req(rvx_worker_t *w, rvx_ep_t *ep, int med, uint64_t seq, uint64_t mode,
                              const unsigned char *payload, size_t len, double t0)
 {
-    uint64_t a[2];
+    uint64_t a[RVX_AM_MAX_ARGS] = {0};
     rvx_status_t st;
     unsigned spins = 0;
     a[0] = seq;
     a[1] = mode;
     for (;;) {
-        st = med ? rvx_am_medium(ep, RVX_AM_REQ_MED, a, 2, payload, len)
-                 : rvx_am_short(ep, RVX_AM_REQ, a, 2);
+        st = med == 1 ? rvx_am_medium(ep, RVX_AM_REQ_MED, a, 2, payload, len)
+           : med == 2 ? rvx_am_short(ep, RVX_AM_REQ, a, runtime_two) /* the general path */
+                      : rvx_am_short(ep, RVX_AM_REQ, a, 2); /* one WQEBB once credits are held */
         if (st != RVX_ERR_NO_RESOURCE || t_now() - t0 > LIMIT) return st;
         if (!rvx_progress(w)) rvx__backoff(&spins);
     }
@@ -123,21 +127,31 @@ int main(int argc, char **argv)
     }
     T_OK(rvx_barrier(ctx));
 
-    /* ---- part 1: rank 1's reports to rank 2 must not reach rank 0 */
+    /* ---- part 1: rank 1's report to rank 2 must not reach rank 0. Rank 2's 300 requests make
+     * rank 1's count of rank 2's frames 300; then rank 1 alternates a request to rank 2 from the
+     * general path (its prefix reports that count) and one to rank 0 from the one-WQEBB path */
     t0 = t_now();
     if (me == 2) {
-        for (i = 0; i < 300 && !t_failures; i++, sent[1]++)
-            T_OK(send_req(w, eps[1], 0, (uint64_t)i, 0, NULL, 0, t0));
+        for (i = 0; i < 300 && !t_failures; i++) T_OK(send_req(w, eps[1], 2, (uint64_t)i, 0, NULL, 0, t0));
         T_CHECK(wait_acks(w, 1, 300, t0), "rank 2: %d of 300 replies from rank 1", acks[1]);
     } else if (me == 1) {
         T_CHECK(wait_got(w, 2, 300, t0), "rank 1: %d of 300 requests from rank 2", got[2]);
     }
     T_OK(rvx_barrier(ctx));
     t0 = t_now();
-    if (me == 0) {
+    if (me == 1) {
+        for (i = 0; i < 6 && !t_failures; i++) {
+            T_OK(send_req(w, eps[2], 2, (uint64_t)i, 0, NULL, 0, t0));
+            T_OK(send_req(w, eps[0], 0, (uint64_t)i, 1, NULL, 0, t0));
+        }
+        T_CHECK(wait_acks(w, 0, 6, t0) && wait_acks(w, 2, 6, t0), "rank 1: %d and %d of 6 "
+                "replies from ranks 0 and 2", acks[0], acks[2]);
+        T_CHECK(wait_got(w, 0, 200, t0), "rank 1: %d of 200 requests from rank 0", got[0]);
+    } else if (me == 2) {
+        T_CHECK(wait_got(w, 1, 6, t0), "rank 2: %d of 6 requests from rank 1", got[1]);
+    } else if (me == 0) {
         const rvx__tl_ep_t *tl = &eps[1]->tl[0];
-        for (i = 0; i < 3; i++, sent[1]++) T_OK(send_req(w, eps[1], 0, (uint64_t)i, 1, NULL, 0, t0));
-        T_CHECK(wait_acks(w, 1, 3, t0), "rank 0: %d of 3 replies from rank 1", acks[1]);
+        T_CHECK(wait_got(w, 1, 6, t0), "rank 0: %d of 6 requests from rank 1", got[1]);
         T_CHECK((int32_t)(rvx__dc_tx_sent(tl) - rvx__dc_consumed(tl)) >= 0,
                 "rank 0 believes %u of its frames taken by rank 1, having sent %u",
                 rvx__dc_consumed(tl), rvx__dc_tx_sent(tl));
@@ -146,16 +160,14 @@ int main(int argc, char **argv)
         T_CHECK(ifc->peers[1].claimed <= RVX_DC_AM_CREDITS, "rank 0 holds %u credits at rank 1",
                 ifc->peers[1].claimed);
         t0 = t_now();
-        for (i = 3; i < 203 && !t_failures; i++, sent[1]++) {
+        for (i = 0; i < 200 && !t_failures; i++) {
             st = send_req(w, eps[1], 0, (uint64_t)i, 1, NULL, 0, t0);
             T_CHECK(st == RVX_OK, "rank 0: request %d to rank 1 after idling: %s", i,
                     rvx_status_str(st));
         }
-        T_CHECK(wait_acks(w, 1, 203, t0), "rank 0: %d of 203 replies from rank 1", acks[1]);
+        T_CHECK(wait_acks(w, 1, 200, t0), "rank 0: %d of 200 replies from rank 1", acks[1]);
         T_CHECK(ifc->peers[1].claimed <= RVX_DC_AM_CREDITS, "rank 0 holds %u credits at rank 1",
                 ifc->peers[1].claimed);
-    } else if (me == 1) {
-        T_CHECK(wait_got(w, 0, 203, t0), "rank 1: %d of 203 requests from rank 0", got[0]);
     }
     /* every part-1 request has been answered: sequences start again at zero before the barrier,
      * so no part-2 frame finds the old counts */

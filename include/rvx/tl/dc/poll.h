@@ -428,7 +428,10 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   handled, before R counts the frame taken. Word 0 of R's control region, the pool P, starts at
  *   D and is changed only by senders' NIC atomics, which R's NIC applies one at a time.
  *   A sender s holds C_s credits (its own count), has sent S_s frames, R has taken T_s of them and
- *   s knows K_s <= T_s (reports only grow). s sends only while S_s < K_s + C_s, so its frames in
+ *   s knows K_s <= T_s (reports only grow, and a report is R's count of s's own frames: a
+ *   prefix carries one only with RVX__DC_PRE_REPORT, and s ignores one above S_s; a count for
+ *   another sender would break K_s <= T_s, and with it everything below). s sends only while
+ *   S_s < K_s + C_s, so its frames in
  *   R's SRQ, S_s - T_s <= S_s - K_s, never exceed C_s; and P + sum(C_s) <= D: every claim and
  *   give-back below keeps that sum from rising above D while an atomic is in flight.
  *   Claim: fetch-add of -n on P. If the old value was below n the sender keeps what was there
@@ -444,7 +447,24 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   sender gives back what it holds at a peer it sent nothing to for a sweep interval, or at once
  *   when one of its own claims finds a pool empty (the others' waits may be on it); credits that
  *   covered frames in flight go at a later sweep, once the reports show them taken. A sender that
- *   finds a pool empty retries after a growing wait (20 us, doubled up to 5 ms). */
+ *   finds a pool empty retries after a growing wait (20 us, doubled up to 5 ms).
+ * Why a sender waiting for credits at R gets them once R progresses (no deadlock). Every place a
+ *   worker waits for a peer (rvx_progress, and a reply's wait in rvx__tl_am_wait_room) polls its
+ *   CQ, which takes every frame that arrived off the SRQ and counts it taken, even when a handler
+ *   may not run (requests are copied aside), and ticks: within a sweep interval R reports every
+ *   count not yet reported (a WRITE, which needs no receive buffer) and gives back credits of its
+ *   own endpoints that sent nothing since the last sweep. So, for s waiting at R:
+ *   - if C_s covers frames not yet reported, R takes them and reports them: K_s reaches S_s and
+ *     s has C_s free credits;
+ *   - if C_s is 0 and P is empty, every credit of R's is held by a sender that either has unused
+ *     ones, given back at its next tick (a waiting sender sends nothing, so it is idle; a sender
+ *     whose own claim fails gives back at once), or ones covering frames R will report as above,
+ *     after which they are unused; s's next claim (within 5 ms) finds them. (A sender that
+ *     keeps sending to R keeps its credits: s waits until it pauses, the fairness the docs
+ *     state; its frames are taken all the while, so that is no deadlock.)
+ *   A reply from a handler waits like this and never needs a handler of R's to return: the
+ *   reports and give-backs it waits for are made by polls and ticks, which run inside R's
+ *   handlers' own waits too. What no scheme can cover is a peer that stops calling into rvx. */
 
 /* The peer's control region as a key (its word 0 is the pool, word 1 + r rank r's credits). */
 RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
