@@ -429,11 +429,10 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   D and is changed only by senders' NIC atomics, which R's NIC applies one at a time.
  *   A sender s holds C_s credits (its own count), has sent S_s frames, R has taken T_s of them and
  *   s knows K_s <= T_s (reports only grow, and a report is R's count of s's own frames: a
- *   prefix carries one only with RVX__DC_PRE_REPORT, and s ignores one above S_s; a count for
- *   another sender would break K_s <= T_s, and with it everything below). s sends only while
- *   S_s < K_s + C_s, so its frames in
- *   R's SRQ, S_s - T_s <= S_s - K_s, never exceed C_s; and P + sum(C_s) <= D: every claim and
- *   give-back below keeps that sum from rising above D while an atomic is in flight.
+ *   prefix carries one only with RVX__DC_PRE_REPORT; a count for another sender would break
+ *   K_s <= T_s, and with it everything below). s sends only while S_s < K_s + C_s, so its
+ *   frames in R's SRQ, S_s - T_s <= S_s - K_s, never exceed C_s; and P + sum(C_s) <= D: every
+ *   claim and give-back below keeps that sum from rising above D while an atomic is in flight.
  *   Claim: fetch-add of -n on P. If the old value was below n the sender keeps what was there
  *   (possibly nothing) and adds the rest back; meanwhile P reads low (even negative), so a
  *   concurrent claim gets less, never more. C_s grows only after the answer.
@@ -803,11 +802,8 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     buf += RVX__DC_PREFIX;
     len -= RVX__DC_PREFIX;
     ep = ifc->eps[pre.rank];
-    /* a report only grows, and never counts more frames than were sent (one that did would
-     * raise the send limit past the credits held and give back credits not held) */
-    if (ep && report && (int32_t)(pre.consumed - ep->piggy) > 0 &&
-        (int32_t)(rvx__dc_tx_sent(ep) - pre.consumed) >= 0)
-        ep->piggy = pre.consumed;
+    /* a report only grows; an unflagged prefix (the one-WQEBB path's) carries none */
+    if (ep && report && (int32_t)(pre.consumed - ep->piggy) > 0) ep->piggy = pre.consumed;
     if (!ep || (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head))) {
         /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
         rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, (int)pre.rank, chan, info, buf, len);
