@@ -24,7 +24,7 @@
 
 static uint8_t expb[MAXBB * 64], care[MAXBB * 64], src[8192];
 static uint8_t *sqb;
-static uint32_t cnt, dctn, my_rank;
+static uint32_t cnt, dctn, my_rank, rep_rank; /* rep_rank: a bounce frame's, with a report */
 static uint16_t lid;
 static uint8_t gid[16];
 static rvx__dc_dci_t *D;
@@ -151,6 +151,7 @@ int main(void)
     if (ifc->av_bytes != RVX__DC_AV_BASE) { fprintf(stderr, "t_dc_oracle: RoCE, not covered\n"); return 77; }
     blkey = ifc->bounce_mr->lkey;
     my_rank = 0;
+    rep_rank = my_rank | RVX__DC_PRE_REPORT;
     dctn = ifc->dct->qp_num;
     lid = ifc->ctx->lid;
     memcpy(gid, ifc->ctx->gid.raw, 16);
@@ -270,7 +271,7 @@ int main(void)
             {
                 uint32_t bc = htobe32(16u | MLX5_INLINE_SEG);
                 expect(32, &bc, 4);
-                expect(36, &my_rank, 4); /* bytes 40-43: the consumed count, any true figure */
+                expect(36, &my_rank, 4); /* the rank without RVX__DC_PRE_REPORT: bytes 40-43 unread */
                 expect(44, &arg, 8);
             }
             poison(pi, nbb);
@@ -303,7 +304,7 @@ int main(void)
             }
             T_OK(st);
             sent_am++;
-            T_CHECK(!memcmp(b, &my_rank, 4) && !memcmp(b + 8, &arg, 8) && !memcmp(b + 16, src + 4096, plen),
+            T_CHECK(!memcmp(b, &rep_rank, 4) && !memcmp(b + 8, &arg, 8) && !memcmp(b + 16, src + 4096, plen),
                     "am medium %zu: the frame in the bounce ring differs", plen);
             snprintf(what, sizeof(what), "am medium %zu", plen);
             break;

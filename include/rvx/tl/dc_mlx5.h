@@ -203,12 +203,16 @@ typedef struct rvx__dc_peer {
 } rvx__dc_peer_t;
 
 /* A message as the DCT receives it: a SEND with immediate (info | chan << 16) whose first 8 bytes
- * say who sent it and how many of the receiver's frames that sender has consumed, then the body. */
+ * say who sent it and, when rank has RVX__DC_PRE_REPORT set, how many of the receiver's frames
+ * that sender has consumed, then the body. The one-WQEBB fast path sends the worker's scratch
+ * prefix as it stands, so that prefix never carries a report: one for another peer would let the
+ * receiver send beyond its credits and give back credits it does not hold. */
 typedef struct rvx__dc_prefix {
     uint32_t rank;
     uint32_t consumed;
 } rvx__dc_prefix_t;
-#define RVX__DC_PREFIX   8u
+#define RVX__DC_PREFIX     8u
+#define RVX__DC_PRE_REPORT 0x80000000u /* in rank: consumed is a report for the receiver */
 /* Frames of up to this many bytes (prefix + body) go inline in the SEND. */
 #define RVX__DC_AM_INLINE RVX__TL_SHORT_MAX
 
@@ -795,7 +799,7 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
     rvx__dc_prefix_t pre;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
     if (RVX_UNLIKELY(!d)) return; /* failed: the frame is lost with the endpoint */
-    pre.rank = (uint32_t)ifc->rank;
+    pre.rank = (uint32_t)ifc->rank | RVX__DC_PRE_REPORT;
     pre.consumed = taken; /* credits back to the peer, for free */
     ifc->peers[ep->rank].rx_reported = taken;
     memcpy(frame, &pre, sizeof(pre));
@@ -805,6 +809,8 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
         unsigned units = rvx__mlx5_set_inline(&d->sq, seg, frame, flen);
         size_t used = sizeof(struct mlx5_wqe_inl_data_seg) + flen;
         rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
+        pre.rank = (uint32_t)ifc->rank; /* the scratch prefix (inline frames are built there) */
+        memcpy(frame, &pre.rank, sizeof(pre.rank)); /* goes back to reporting nothing */
     } else {
         rvx__mlx5_op_t o;
         rvx__mlx5_set_data(seg, (uint32_t)flen, ifc->bounce_lkey, frame);
@@ -853,8 +859,7 @@ RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void
         len >= 4 && len + RVX__DC_PREFIX <= 28) {
         /* a short frame of known size (an 8-byte message, a tag send of 8 bytes): as put8, one
          * WQEBB from SSE registers. Such a frame is in the scratch area, whose prefix always
-         * names this rank; the consumed count there is the last one the general path wrote, an
-         * older but true figure (the receiver keeps the largest it has seen) */
+         * names this rank and carries no report (the general path clears its flag) */
         rvx__dc_dci_t *d = ep->dci;
         rvx__mlx5_bb_t bb;
         uint64_t ctrl;

@@ -397,6 +397,10 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
     return RVX_OK;
 }
 
+/* A reply waits here for a credit (from a handler: progress is refused there). The wait does
+ * what progress would for the credits: the drain takes frames off the SRQ (requests go aside,
+ * counted taken) and the tick reports what was taken and gives back idle credits, so a peer
+ * waiting in a handler of its own for this worker's reports or pool gets them (see below). */
 RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {
 #if RVX_CAN_RECEIVE
@@ -406,6 +410,7 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
         if (ep->failed) return NULL;
         if (rvx__dc_drain(ep->ifc)) spins = 0;
         else rvx__backoff(&spins);
+        rvx__dc_tick(ep->ifc);
         if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
     }
     return body;
@@ -423,9 +428,11 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   handled, before R counts the frame taken. Word 0 of R's control region, the pool P, starts at
  *   D and is changed only by senders' NIC atomics, which R's NIC applies one at a time.
  *   A sender s holds C_s credits (its own count), has sent S_s frames, R has taken T_s of them and
- *   s knows K_s <= T_s (reports only grow). s sends only while S_s < K_s + C_s, so its frames in
- *   R's SRQ, S_s - T_s <= S_s - K_s, never exceed C_s; and P + sum(C_s) <= D: every claim and
- *   give-back below keeps that sum from rising above D while an atomic is in flight.
+ *   s knows K_s <= T_s (reports only grow, and a report is R's count of s's own frames: a
+ *   prefix carries one only with RVX__DC_PRE_REPORT; a count for another sender would break
+ *   K_s <= T_s, and with it everything below). s sends only while S_s < K_s + C_s, so its
+ *   frames in R's SRQ, S_s - T_s <= S_s - K_s, never exceed C_s; and P + sum(C_s) <= D: every
+ *   claim and give-back below keeps that sum from rising above D while an atomic is in flight.
  *   Claim: fetch-add of -n on P. If the old value was below n the sender keeps what was there
  *   (possibly nothing) and adds the rest back; meanwhile P reads low (even negative), so a
  *   concurrent claim gets less, never more. C_s grows only after the answer.
@@ -439,7 +446,24 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   sender gives back what it holds at a peer it sent nothing to for a sweep interval, or at once
  *   when one of its own claims finds a pool empty (the others' waits may be on it); credits that
  *   covered frames in flight go at a later sweep, once the reports show them taken. A sender that
- *   finds a pool empty retries after a growing wait (20 us, doubled up to 5 ms). */
+ *   finds a pool empty retries after a growing wait (20 us, doubled up to 5 ms).
+ * Why a sender waiting for credits at R gets them once R progresses (no deadlock). Every place a
+ *   worker waits for a peer (rvx_progress, and a reply's wait in rvx__tl_am_wait_room) polls its
+ *   CQ, which takes every frame that arrived off the SRQ and counts it taken, even when a handler
+ *   may not run (requests are copied aside), and ticks: within a sweep interval R reports every
+ *   count not yet reported (a WRITE, which needs no receive buffer) and gives back credits of its
+ *   own endpoints that sent nothing since the last sweep. So, for s waiting at R:
+ *   - if C_s covers frames not yet reported, R takes them and reports them: K_s reaches S_s and
+ *     s has C_s free credits;
+ *   - if C_s is 0 and P is empty, every credit of R's is held by a sender that either has unused
+ *     ones, given back at its next tick (a waiting sender sends nothing, so it is idle; a sender
+ *     whose own claim fails gives back at once), or ones covering frames R will report as above,
+ *     after which they are unused; s's next claim (within 5 ms) finds them. (A sender that
+ *     keeps sending to R keeps its credits: s waits until it pauses, the fairness the docs
+ *     state; its frames are taken all the while, so that is no deadlock.)
+ *   A reply from a handler waits like this and never needs a handler of R's to return: the
+ *   reports and give-backs it waits for are made by polls and ticks, which run inside R's
+ *   handlers' own waits too. What no scheme can cover is a peer that stops calling into rvx. */
 
 /* The peer's control region as a key (its word 0 is the pool, word 1 + r rank r's credits). */
 RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
@@ -754,6 +778,7 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     const uint8_t *buf = rvx__mlx5_srq_buf(&ifc->srq, idx);
     uint32_t len = rvx_htobe32(cqe->byte_cnt), x = rvx_htobe32(cqe->imm_inval_pkey);
     unsigned chan = x >> 16, info = x & 0xffff;
+    uint32_t report;
     rvx__dc_prefix_t pre;
     rvx__tl_ep_t *ep;
     if (opcode != MLX5_CQE_RESP_SEND_IMM) {
@@ -768,6 +793,8 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
         goto release;
     }
     memcpy(&pre, buf, sizeof(pre));
+    report = pre.rank & RVX__DC_PRE_REPORT;
+    pre.rank &= ~RVX__DC_PRE_REPORT;
     if (pre.rank >= (uint32_t)ifc->nranks || chan >= RVX__TL_AM_CHANNELS) {
         rvx__log("dc_mlx5: a message naming rank %u, channel %u: dropped", pre.rank, chan);
         goto release;
@@ -775,7 +802,8 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     buf += RVX__DC_PREFIX;
     len -= RVX__DC_PREFIX;
     ep = ifc->eps[pre.rank];
-    if (ep && (int32_t)(pre.consumed - ep->piggy) > 0) ep->piggy = pre.consumed;
+    /* a report only grows; an unflagged prefix (the one-WQEBB path's) carries none */
+    if (ep && report && (int32_t)(pre.consumed - ep->piggy) > 0) ep->piggy = pre.consumed;
     if (!ep || (chan == RVX__CHAN_REQUEST && (!deliver || ifc->def_head))) {
         /* no endpoint yet, or a handler may not run now, or earlier requests wait: in order */
         rvx__mlx5_defer(&ifc->def_head, &ifc->def_tail, (int)pre.rank, chan, info, buf, len);
