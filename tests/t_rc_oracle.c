@@ -112,7 +112,7 @@ static void m_read(model_t *m)
     m->pi = C->sq.pi;
     m->sig_left = C->sq.sig_left;
     m->fence = C->sq.fence;
-    m->b_head = C->b_head;
+    m->b_head = C->bs->head;
     nxq = 0;
     nbchk = 0;
 }
@@ -348,8 +348,8 @@ static void check(const model_t *m, const char *op)
     T_CHECK(C->sq.sig_left == m->sig_left, "%s: moderation counter %u, expected %u", op, C->sq.sig_left,
             m->sig_left);
     T_CHECK(C->sq.fence == m->fence, "%s: pending fence 0x%x, expected 0x%x", op, C->sq.fence, m->fence);
-    T_CHECK(C->b_head == m->b_head, "%s: bounce ring head %llu, expected %llu", op,
-            (unsigned long long)C->b_head, (unsigned long long)m->b_head);
+    T_CHECK(C->bs->head == m->b_head, "%s: bounce ring head %llu, expected %llu", op,
+            (unsigned long long)C->bs->head, (unsigned long long)m->b_head);
     T_CHECK(*(volatile uint32_t *)&dq.dbrec[MLX5_SND_DBR] == htobe32(m->pi & 0xffff),
             "%s: send doorbell record 0x%08x, expected htobe32(%u)", op,
             be32toh(dq.dbrec[MLX5_SND_DBR]), m->pi & 0xffff);
@@ -398,7 +398,7 @@ static void room(unsigned nbb, size_t blen)
     /* the queue's size, not sq.room: room is the conn's grant of the worker's send budget, which
      * grows inside the call without posting or polling */
     if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.mask + 1 - RVX__MLX5_SQ_RESERVE - RVX__MLX5_GRANT ||
-        C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
+        C->bs->head + RVX_MLX5_BOUNCE_SEG - C->bs->lim + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
         oracle_flush("room");
 }
 
@@ -927,9 +927,9 @@ int main(int argc, char **argv)
     llkey = lmem->tl[0].mr->lkey;
     /* the conn's bounce segment, taken from the worker's pool now (it keeps it: the only conn
      * that copies) */
-    T_CHECK(C->bounce || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
-    blkey = C->b_lkey;
-    bounce_base = C->bounce;
+    T_CHECK(C->bs != &w->iface[0].bnone || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
+    blkey = C->bs->lkey;
+    bounce_base = C->bs->buf;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;
     ctrl_rkey = w->iface[0].ctrl_mr->rkey;
     rq_quarter = w->iface[0].credit_q; /* credits go back every quarter of the peer's share */

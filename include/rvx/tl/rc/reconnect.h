@@ -326,7 +326,8 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
     c->rx_held = 0; /* frames kept for an endpoint that did not exist yet are copies already:
                      * delivered once it does; their credits went with the old QP */
     c->rqpn = rqpn;
-    if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
+    if (c->bs != &ifc->bnone) c->bs->lim = c->bs->head + RVX__MLX5_BOUNCE_SEG; /* what was in flight
+                                                                                * on the old QP is gone */
     c->ka_ms = rvx__mlx5_now_ms();
     ifc->ctrl[rvx__mlx5_rank(c)] = 0;
     c->tx_limit = 0;

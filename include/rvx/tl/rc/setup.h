@@ -187,6 +187,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     struct ibv_qp *qp = rvx__mlx5_qp_new(ifc);
     rvx_status_t st;
     c->ifc = ifc; /* the rank is read through it (rvx__mlx5_rank) */
+    c->bs = &ifc->bnone; /* no bounce segment until the first copy */
     if (!qp) return RVX_ERR_NO_RESOURCE;
     st = rvx__mlx5_adopt(ifc, c, qp);
     if (st != RVX_OK) {
@@ -214,6 +215,7 @@ RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
     if (ifc->bpool_mr) ibv_dereg_mr(ifc->bpool_mr);
     free(ifc->bpool);
     free(ifc->bfree);
+    free(ifc->bsegs);
     if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     free(ifc->ctrl);
@@ -404,9 +406,6 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
                  "link layer?)", rvx__mlx5_rank(c));
         return RVX_ERR_INVALID_PARAM;
     }
-    /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
-    c->b_head = 1;
-    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG;
     c->rqpn = RVX__MLX5_QPN(addr)[ifc->rank];
 #if RVX_CAN_RECEIVE
     st = rvx__mlx5_rx_setup(ifc, c);
