@@ -160,7 +160,6 @@ typedef struct rvx__mlx5_conn {
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
     uint64_t              rx_reported;
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
-    struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
 
 /* A segment of the worker's bounce pool (RVX__MLX5_BOUNCE_SEG bytes), the ring of the conn that
