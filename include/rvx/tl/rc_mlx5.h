@@ -91,6 +91,8 @@
 #error "RVX_MLX5_TX_BUDGET must be a multiple of 16 between 64 and 65536"
 #endif
 
+#define RVX__MLX5_WF_END 0xffffffffu /* the end of the iface's flush list */
+
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
 #define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
@@ -130,7 +132,7 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               in_wf;       /* in ifc->wf_conns (else sq.pi_limit is pi) */
+    uint8_t               in_wf;       /* in the iface's flush list (else sq.pi_limit is pi) */
     uint8_t               connected;   /* went to RTS */
     int8_t                err;         /* an rvx_status_t: RVX_OK, or why the conn failed */
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
@@ -158,7 +160,9 @@ typedef struct rvx__mlx5_conn {
     struct rvx__mlx5_bseg *bs;
     /* receive side: frames land in the iface's shared receive queue */
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
-    uint64_t              rx_reported;
+    uint32_t              rx_reported; /* rx_done when credits last went back (low 32 bits: only
+                                        * the difference, at most the credits, is read) */
+    uint32_t              wf_next;     /* the next conn (its rank) in the iface's flush list */
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
 } rvx__mlx5_conn_t;
 
@@ -196,8 +200,9 @@ typedef struct rvx__tl_iface {
     uint8_t           in_rx;       /* delivering: a handler may be running */
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
-    struct rvx__mlx5_conn **wf_conns; /* conns that posted since a flush found them idle (tl/rc/setup.h), nranks room */
-    unsigned          nwf;
+    uint32_t          wf_head;     /* the flush list (tl/rc/setup.h): conns that posted since a flush
+                                    * found them idle, by rank, linked by their wf_next */
+    unsigned          nwf;         /* how many */
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
     rvx__mlx5_txpool_t txrecs;     /* op records of every conn (tl/mlx5/sq.h) */
     rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */

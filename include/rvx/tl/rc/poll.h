@@ -157,12 +157,12 @@ RVX_COLD void rvx__mlx5_recv(rvx__tl_iface_t *ifc, int32_t who, const struct mlx
  * found idle are looked at (tl/rc/setup.h), never every peer; the idle ones leave the list. */
 RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
 {
-    unsigned i = 0;
-    while (i < ifc->nwf) {
-        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
-        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
+    uint32_t *at = &ifc->wf_head;
+    while (*at != RVX__MLX5_WF_END) {
+        rvx__mlx5_conn_t *c = &ifc->conns[*at];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, at); continue; }
         if (c->ep && (int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
-        i++;
+        at = &c->wf_next;
     }
     rvx__mlx5_wflush_done(&ifc->wflush);
 }
@@ -216,7 +216,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     unsigned flags;
     if (c->failed) return;
     rvx__mlx5_peer_ctrl(c, &k);
-    c->rx_reported = c->rx_done;
+    c->rx_reported = (uint32_t)c->rx_done;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
@@ -236,7 +236,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c)
 {
     c->rx_done++;
-    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
+    if ((uint32_t)c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
 /* A frame in a buffer of the shared queue: hand it to the protocol (or, for an endpoint that does
@@ -273,7 +273,7 @@ RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c)
 {
     c->rx_done += c->rx_held;
     c->rx_held = 0;
-    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
+    if ((uint32_t)c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
 RVX_COLD int rvx__mlx5_deliver_deferred(rvx__tl_iface_t *ifc)
@@ -568,13 +568,13 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 
 RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
 {
-    unsigned i = 0;
+    uint32_t *at = &ifc->wf_head;
     int busy = 0;
     rvx__mlx5_drain(ifc, 0);
-    while (i < ifc->nwf) { /* the conns that posted since a flush found them idle */
-        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
-        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
-        i++;
+    while (*at != RVX__MLX5_WF_END) { /* the conns that posted since a flush found them idle */
+        rvx__mlx5_conn_t *c = &ifc->conns[*at];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, at); continue; }
+        at = &c->wf_next;
         if (!c->ep) continue;
         if (c->failed) rvx__mlx5_hold(c);
         else rvx__mlx5_sig_tail(c);
