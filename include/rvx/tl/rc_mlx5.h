@@ -138,8 +138,9 @@ typedef struct rvx__mlx5_conn {
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
-    uint64_t              tx_sent;
-    uint64_t              tx_limit;    /* tx_sent may reach this without looking at credit_word */
+    uint32_t              tx_sent;     /* frames sent, low 32 bits (compared by difference: the */
+    uint32_t              tx_limit;    /* limit is at most the credits ahead); tx_sent may reach
+                                        * tx_limit without looking at credit_word */
     const volatile uint64_t *credit_word; /* frames the peer has consumed, written by the peer */
     /* warm */
     rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
@@ -632,13 +633,14 @@ RVX_INLINE void rvx__mlx5_send_inline(rvx__mlx5_sq_t *sq, uint8_t *wqe, uint32_t
 #if RVX_CAN_RECEIVE
 
 /* Room for one more frame at the peer: the cached limit, else the peer's credit word (how many
- * frames we may have sent in all). A failed conn has tx_limit 0 and gets none. */
+ * frames we may have sent in all, of which the low 32 bits are compared by difference). A failed
+ * conn has tx_limit = tx_sent and gets none. */
 RVX_INLINE int rvx__mlx5_credit(rvx__mlx5_conn_t *c)
 {
-    if (RVX_LIKELY(c->tx_sent < c->tx_limit)) return 1;
+    if (RVX_LIKELY((int32_t)(c->tx_sent - c->tx_limit) < 0)) return 1;
     if (c->failed) return 0;
-    c->tx_limit = *c->credit_word;
-    return c->tx_sent < c->tx_limit;
+    c->tx_limit = (uint32_t)*c->credit_word;
+    return (int32_t)(c->tx_sent - c->tx_limit) < 0;
 }
 
 /* Where to write a frame of len bytes: small frames go inline in the WQE (built in the conn's

@@ -41,7 +41,7 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
-        c->tx_limit = 0; /* sends take the slow path, which sees the failure */
+        c->tx_limit = c->tx_sent; /* sends take the slow path, which sees the failure */
         if (report) rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
                  "the endpoint is marked failed", rvx__mlx5_rank(c), rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);

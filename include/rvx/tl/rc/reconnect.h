@@ -285,7 +285,7 @@ RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
-        c->tx_limit = 0;
+        c->tx_limit = c->tx_sent;
     }
     rvx__mlx5_qp_to_err(c->qp, rvx__mlx5_rank(c));
     rvx__mlx5_hold(c);
@@ -361,7 +361,7 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
                                                                                 * on the old QP is gone */
     c->ka_ms = rvx__mlx5_now_ms();
     ifc->ctrl[rvx__mlx5_rank(c)] = 0;
-    c->tx_limit = 0;
+    c->tx_limit = 0; /* tx_sent is 0 again (rvx__mlx5_adopt) */
     st = rvx__mlx5_qp_connect(c, qp, rqpn, RVX__MLX5_TO_RTS);
     if (st != RVX_OK) return st;
     c->failed = 0;
@@ -571,7 +571,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
         if (rec->qp && !rec->taken) ibv_destroy_qp(rec->qp); /* never connected */
         if (rec->taken && !c->failed) { /* its REQ crossed ours, then it went quiet */
             c->failed = 1;
-            c->tx_limit = 0;
+            c->tx_limit = c->tx_sent;
         }
         c->err = RVX_ERR_PEER_FAILED;
         rvx__mlx5_rec_free(c);

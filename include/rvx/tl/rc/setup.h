@@ -181,6 +181,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     c->rx_done = c->rx_reported = 0;
     c->rx_held = 0;
     c->tx_sent = 0;
+    c->tx_limit = 0; /* no credit until the receive side is set up */
     return RVX_OK;
 }
 
