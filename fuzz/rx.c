@@ -221,8 +221,9 @@ static rvx__mlx5_conn_t conn_snap;
 static rvx__tl_iface_t ifc_snap;
 static uint8_t *srq_wq_snap;
 static uint32_t *bfree_snap;
+static rvx__mlx5_bseg_t *bsegs_snap; /* the pool's segment records: head, limit, holder */
 static uint8_t *cq_mem;
-static size_t cq_bytes, srq_bytes, bfree_bytes;
+static size_t cq_bytes, srq_bytes, bfree_bytes, bsegs_bytes;
 static uint16_t nic_srq_next;  /* the shared receive queue's WQE the adapter consumes next */
 static uint16_t nic_srq_taken; /* WQEs consumed, mod 2^16 (the doorbell record counts posts) */
 static uint32_t nic_sq;    /* next WQE the adapter looks at */
@@ -289,6 +290,9 @@ static void tl_setup(void)
     bfree_bytes = (RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG) * sizeof(*ifc->bfree);
     bfree_snap = (uint32_t *)malloc(bfree_bytes);
     memcpy(bfree_snap, ifc->bfree, bfree_bytes);
+    bsegs_bytes = (RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG) * sizeof(*ifc->bsegs);
+    bsegs_snap = (rvx__mlx5_bseg_t *)malloc(bsegs_bytes);
+    memcpy(bsegs_snap, ifc->bsegs, bsegs_bytes);
     cq_bytes = ((size_t)ifc->cq.cnt << ifc->cq.shift) + 64;
     cq_mem = (uint8_t *)aligned_alloc(4096, (cq_bytes + 4095) & ~(size_t)4095);
     ifc->cq.buf = cq_mem + (ifc->cq.shift == 7 ? 64 : 0);
@@ -500,6 +504,7 @@ static void tl_reset(void)
     nic_srq_next = 0;
     nic_srq_taken = 0;
     memcpy(ifc->bfree, bfree_snap, bfree_bytes);
+    memcpy(ifc->bsegs, bsegs_snap, bsegs_bytes);
     cq_fill(ifc->cq.ci, nic_cq_pi);
     nic_sq = c->sq.pi;
     nic_cq_pi = ifc->cq.ci;
@@ -515,7 +520,7 @@ static void tl_check(void)
     uint32_t i;
     if (memcmp(c, &conn_snap, sizeof(*c)) || memcmp(ifc, &ifc_snap, sizeof(*ifc)) ||
         memcmp(ifc->srq.wq, srq_wq_snap, srq_bytes) ||
-        memcmp(ifc->bfree, bfree_snap, bfree_bytes)) {
+        memcmp(ifc->bfree, bfree_snap, bfree_bytes) || memcmp(ifc->bsegs, bsegs_snap, bsegs_bytes)) {
         fprintf(stdout, "fuzz/rx: the reset left the queues unlike set-up\n");
         abort();
     }

@@ -13,11 +13,22 @@
 #define LEN   20011
 #define ROUND 12
 
+/* Segments lent to a conn; each holder's conn points to its segment, the others to the empty
+ * record. */
 static unsigned holders(const rvx__tl_iface_t *ifc)
 {
-    const rvx__mlx5_conn_t *c;
-    unsigned n = 0;
-    for (c = ifc->bholders; c; c = c->b_next) n++;
+    unsigned i, n = 0;
+    int r;
+    for (i = 0; ifc->bsegs && i < RVX_MLX5_BOUNCE_BYTES / RVX_MLX5_BOUNCE_SEG; i++)
+        if (ifc->bsegs[i].holder) {
+            T_CHECK(ifc->bsegs[i].holder->bs == &ifc->bsegs[i], "segment %u's holder points elsewhere", i);
+            n++;
+        }
+    for (r = 0; r < ifc->nranks; r++) {
+        const rvx__mlx5_bseg_t *s = ifc->conns[r].bs;
+        T_CHECK(s == &ifc->bnone || s->holder == &ifc->conns[r], "rank %d's conn has a segment it does not hold", r);
+    }
+    T_CHECK(ifc->bnone.head == 0 && ifc->bnone.lim == 0, "the empty record took a copy");
     return n;
 }
 

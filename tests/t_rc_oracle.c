@@ -105,6 +105,13 @@ static void kind_names(void)
     kind_name[K_KEEPALIVE] = "keepalive WRITE";
 }
 
+/* Frames consumed when credits last went back: the conn keeps the low 32 bits (the difference
+ * from rx_done is at most the credits). */
+static uint64_t reported64(void)
+{
+    return C->rx_done - (uint32_t)((uint32_t)C->rx_done - C->rx_reported);
+}
+
 /* ---- building the expected WQEs ------------------------------------------------------------- */
 
 static void m_read(model_t *m)
@@ -112,7 +119,7 @@ static void m_read(model_t *m)
     m->pi = C->sq.pi;
     m->sig_left = C->sq.sig_left;
     m->fence = C->sq.fence;
-    m->b_head = C->b_head;
+    m->b_head = C->bs->head;
     nxq = 0;
     nbchk = 0;
 }
@@ -348,8 +355,8 @@ static void check(const model_t *m, const char *op)
     T_CHECK(C->sq.sig_left == m->sig_left, "%s: moderation counter %u, expected %u", op, C->sq.sig_left,
             m->sig_left);
     T_CHECK(C->sq.fence == m->fence, "%s: pending fence 0x%x, expected 0x%x", op, C->sq.fence, m->fence);
-    T_CHECK(C->b_head == m->b_head, "%s: bounce ring head %llu, expected %llu", op,
-            (unsigned long long)C->b_head, (unsigned long long)m->b_head);
+    T_CHECK(C->bs->head == m->b_head, "%s: bounce ring head %llu, expected %llu", op,
+            (unsigned long long)C->bs->head, (unsigned long long)m->b_head);
     T_CHECK(*(volatile uint32_t *)&dq.dbrec[MLX5_SND_DBR] == htobe32(m->pi & 0xffff),
             "%s: send doorbell record 0x%08x, expected htobe32(%u)", op,
             be32toh(dq.dbrec[MLX5_SND_DBR]), m->pi & 0xffff);
@@ -398,7 +405,7 @@ static void room(unsigned nbb, size_t blen)
     /* the queue's size, not sq.room: room is the conn's grant of the worker's send budget, which
      * grows inside the call without posting or polling */
     if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.mask + 1 - RVX__MLX5_SQ_RESERVE - RVX__MLX5_GRANT ||
-        C->b_head - C->b_tail + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
+        C->bs->head + RVX_MLX5_BOUNCE_SEG - C->bs->lim + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
         oracle_flush("room");
 }
 
@@ -847,7 +854,7 @@ static void am_deliver(void)
     m_read(&m);
     p0 = m.pi;
     done = C->rx_done;
-    reported = C->rx_reported;
+    reported = reported64();
     {
         static uint64_t vals[MAXX];
         unsigned k, n = am_nsent - am_got, nv = 0;
@@ -867,8 +874,8 @@ static void am_deliver(void)
         while (am_got < am_nsent && t_now() - t0 < 20) rvx_progress(w);
         T_CHECK(am_got == am_nsent, "%u of %u active messages arrived", am_got, am_nsent);
         check(&m, "credit return during rvx_progress");
-        T_CHECK(C->rx_reported == reported, "credits reported %llu, expected %llu",
-                (unsigned long long)C->rx_reported, (unsigned long long)reported);
+        T_CHECK(reported64() == reported, "credits reported %llu, expected %llu",
+                (unsigned long long)reported64(), (unsigned long long)reported);
     }
     T_CHECK(am_bad == 0, "%u active messages arrived with wrong arguments or payload", am_bad);
     {
@@ -927,9 +934,9 @@ int main(int argc, char **argv)
     llkey = lmem->tl[0].mr->lkey;
     /* the conn's bounce segment, taken from the worker's pool now (it keeps it: the only conn
      * that copies) */
-    T_CHECK(C->bounce || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
-    blkey = C->b_lkey;
-    bounce_base = C->bounce;
+    T_CHECK(C->bs != &w->iface[0].bnone || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
+    blkey = C->bs->lkey;
+    bounce_base = C->bs->buf;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;
     ctrl_rkey = w->iface[0].ctrl_mr->rkey;
     rq_quarter = w->iface[0].credit_q; /* credits go back every quarter of the peer's share */
@@ -1053,9 +1060,9 @@ int main(int argc, char **argv)
     {
         uint64_t credit;
         memcpy(&credit, (const void *)(uintptr_t)ctrl_addr, 8);
-        T_CHECK(credit == C->rx_reported + w->iface[0].credits,
+        T_CHECK(credit == reported64() + w->iface[0].credits,
                 "the credit word holds %llu; %llu consumed were reported, with %u credits",
-                (unsigned long long)credit, (unsigned long long)C->rx_reported, w->iface[0].credits);
+                (unsigned long long)credit, (unsigned long long)reported64(), w->iface[0].credits);
     }
 
     /* keepalive: an idle endpoint's status check writes zero bytes to the peer's control region */

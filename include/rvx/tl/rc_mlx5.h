@@ -91,6 +91,8 @@
 #error "RVX_MLX5_TX_BUDGET must be a multiple of 16 between 64 and 65536"
 #endif
 
+#define RVX__MLX5_WF_END 0xffffffffu /* the end of the iface's flush list */
+
 /* Build-time sizes. */
 #define RVX__MLX5_FRAME        RVX_MLX5_FRAME
 #define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
@@ -130,41 +132,51 @@ typedef struct rvx__mlx5_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               in_wf;       /* in ifc->wf_conns (else sq.pi_limit is pi) */
+    uint8_t               in_wf;       /* in the iface's flush list (else sq.pi_limit is pi) */
     uint8_t               connected;   /* went to RTS */
+    int8_t                err;         /* an rvx_status_t: RVX_OK, or why the conn failed */
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
     struct rvx__tl_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
-    uint64_t              tx_sent;
-    uint64_t              tx_limit;    /* tx_sent may reach this without looking at credit_word */
+    uint32_t              tx_sent;     /* frames sent, low 32 bits (compared by difference: the */
+    uint32_t              tx_limit;    /* limit is at most the credits ahead); tx_sent may reach
+                                        * tx_limit without looking at credit_word */
     const volatile uint64_t *credit_word; /* frames the peer has consumed, written by the peer */
     /* warm */
     rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
-    rvx_status_t          err;
     uint32_t              qpn;
-    struct ibv_qp        *qp;
     uint32_t              rqpn;
-    uint32_t              b_lkey;      /* the bounce pool's (below) */
+    struct ibv_qp        *qp;
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
     /* liveness (the peer's address, its control region included, is the worker's copy:
      * rvx__mlx5_peer_addr) */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
-    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
-    /* bounce ring: a segment of the worker's registered pool for copies, given back in WQE
-     * order; held only while copies are in flight (NULL: none, and b_tail makes it look full) */
-    uint8_t              *bounce;
-    uint64_t              b_head, b_tail;
-    struct rvx__mlx5_conn *b_next;     /* the iface's list of conns that hold a segment */
-    /* receive side: frames land in the iface's shared receive queue */
-    uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
-    uint64_t              rx_reported;
-    uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
-                                        * their credits wait for the endpoint */
     uint32_t              ka_ms;       /* last keepalive, rvx__mlx5_now_ms (32 bits: compared by
                                         * difference, so the wrap after 49 days does no harm) */
+    uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
+                                        * their credits wait for the endpoint */
+    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
+    /* the bounce segment this conn copies into while copies to the peer are in flight; else the
+     * iface's empty record, on which nothing fits (so the copy paths test no NULL) */
+    struct rvx__mlx5_bseg *bs;
+    /* receive side: frames land in the iface's shared receive queue */
+    uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
+    uint32_t              rx_reported; /* rx_done when credits last went back (low 32 bits: only
+                                        * the difference, at most the credits, is read) */
+    uint32_t              wf_next;     /* the next conn (its rank) in the iface's flush list */
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
-    struct rvx__mlx5_rec *rec;         /* while a re-connection is under way (tl/rc/reconnect.h) */
 } rvx__mlx5_conn_t;
+
+/* A segment of the worker's bounce pool (RVX__MLX5_BOUNCE_SEG bytes), the ring of the conn that
+ * holds it: copies go at head, which may not pass lim (the position given back last, plus the
+ * segment's size). Positions run on across holders; 0 is never one an op records. */
+typedef struct rvx__mlx5_bseg {
+    uint64_t          head, lim;
+    uint8_t          *buf;
+    uint32_t          lkey;
+    uint32_t          rsvd;
+    rvx__mlx5_conn_t *holder;      /* NULL: free */
+} rvx__mlx5_bseg_t;
 
 typedef struct rvx__tl_ep {
     rvx__mlx5_conn_t *c;
@@ -189,8 +201,9 @@ typedef struct rvx__tl_iface {
     uint8_t           in_rx;       /* delivering: a handler may be running */
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
-    struct rvx__mlx5_conn **wf_conns; /* conns that posted since a flush found them idle (tl/rc/setup.h), nranks room */
-    unsigned          nwf;
+    uint32_t          wf_head;     /* the flush list (tl/rc/setup.h): conns that posted since a flush
+                                    * found them idle, by rank, linked by their wf_next */
+    unsigned          nwf;         /* how many */
     rvx__mlx5_bf_t   *bfs;         /* BlueFlame registers in use */
     rvx__mlx5_txpool_t txrecs;     /* op records of every conn (tl/mlx5/sq.h) */
     rvx__mlx5_srq_t   srq;         /* every QP's receives, frames and re-connection hellos */
@@ -205,7 +218,8 @@ typedef struct rvx__tl_iface {
     struct ibv_mr    *bpool_mr;
     uint32_t         *bfree;       /* free segments (a stack) */
     unsigned          nbfree;
-    rvx__mlx5_conn_t *bholders;    /* conns that hold a segment */
+    rvx__mlx5_bseg_t *bsegs;       /* one record per segment */
+    rvx__mlx5_bseg_t  bnone;       /* what a conn without a segment points to: head 0, lim 0 */
     /* the send budget: WQEBBs not lent, and the conns that hold a grant (each at least
      * RVX__MLX5_GRANT, so there are at most RVX__MLX5_HOLDERS, whatever the job's size) */
     uint32_t          tx_free;
@@ -339,16 +353,18 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
 }
 
 /* Room in the conn's bounce segment for len bytes (64-aligned), given back in WQE order. A conn
- * without a segment looks full and takes one from the worker's pool in the cold path. */
+ * without a segment points to the empty record, on which nothing fits, and takes one from the
+ * worker's pool in the cold path. */
 RVX_INLINE uint8_t *rvx__mlx5_bounce(rvx__mlx5_conn_t *c, size_t len)
 {
-    uint64_t pos = c->b_head, off;
+    rvx__mlx5_bseg_t *s = c->bs;
+    uint64_t pos = s->head, off;
     len = (len + 63) & ~(size_t)63;
     off = pos % RVX__MLX5_BOUNCE_SEG;
     if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
-    if (RVX_UNLIKELY(pos + len - c->b_tail > RVX__MLX5_BOUNCE_SEG)) return rvx__mlx5_bounce_wait(c, len);
-    c->b_head = pos + len;
-    return c->bounce + off;
+    if (RVX_UNLIKELY(pos + len > s->lim)) return rvx__mlx5_bounce_wait(c, len);
+    s->head = pos + len;
+    return s->buf + off;
 }
 
 /* One WQE with a raddr segment and a data segment: WRITE or READ (opcode), from/to local memory
@@ -397,8 +413,8 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         memcpy(b, (const uint8_t *)src + done, n);
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_NONE;
-        o.bounce = c->b_head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->b_lkey,
+        o.bounce = c->bs->head;
+        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bs->lkey,
                             raddr + done, rkey, &o, 0);
         done += n;
     }
@@ -462,8 +478,8 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         o.dst = (uint8_t *)dst + done;
         o.src = b;
         o.req = last ? req : NULL;
-        o.bounce = c->b_head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->b_lkey,
+        o.bounce = c->bs->head;
+        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bs->lkey,
                             raddr + done, rkey, &o, last);
         done += n;
     }
@@ -530,13 +546,13 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
     seg = rvx__mlx5_next_seg(&c->sq, (uint8_t *)(void *)&w->raddr);
     seg = rvx__mlx5_amo_segs(c, seg, size, ds, a, b, amask, bmask);
-    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->b_lkey, slot);
+    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bs->lkey, slot);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
     o.len = size;
     o.dst = fetch;
     o.src = slot;
     o.req = fetch ? req : NULL;
-    o.bounce = c->b_head;
+    o.bounce = c->bs->head;
     rvx__mlx5_on_retire(c, pi, &o);
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + nbb);
     rvx__mlx5_set_fence(&c->sq);
@@ -617,13 +633,14 @@ RVX_INLINE void rvx__mlx5_send_inline(rvx__mlx5_sq_t *sq, uint8_t *wqe, uint32_t
 #if RVX_CAN_RECEIVE
 
 /* Room for one more frame at the peer: the cached limit, else the peer's credit word (how many
- * frames we may have sent in all). A failed conn has tx_limit 0 and gets none. */
+ * frames we may have sent in all, of which the low 32 bits are compared by difference). A failed
+ * conn has tx_limit = tx_sent and gets none. */
 RVX_INLINE int rvx__mlx5_credit(rvx__mlx5_conn_t *c)
 {
-    if (RVX_LIKELY(c->tx_sent < c->tx_limit)) return 1;
+    if (RVX_LIKELY((int32_t)(c->tx_sent - c->tx_limit) < 0)) return 1;
     if (c->failed) return 0;
-    c->tx_limit = *c->credit_word;
-    return c->tx_sent < c->tx_limit;
+    c->tx_limit = (uint32_t)*c->credit_word;
+    return (int32_t)(c->tx_sent - c->tx_limit) < 0;
 }
 
 /* Where to write a frame of len bytes: small frames go inline in the WQE (built in the conn's
@@ -656,11 +673,11 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
         rvx__mlx5_op_t o;
         rvx__mlx5_wqe_send_t *w = (rvx__mlx5_wqe_send_t *)(void *)wqe;
         rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_SEND_IMM, c->sq.qpn8, 2, flags, imm);
-        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->b_lkey, body);
+        rvx__mlx5_set_data(&w->data, (uint32_t)len, c->bs->lkey, body);
         memset(w->unused, 0, sizeof(w->unused));
         memset(&o, 0, sizeof(o)); /* the bounce space goes back when this WQE retires */
         o.kind = RVX__MLX5_ON_NONE;
-        o.bounce = c->b_head;
+        o.bounce = c->bs->head;
         rvx__mlx5_on_retire(c, pi, &o);
     }
     if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);

@@ -17,12 +17,19 @@ RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c);
 
 /* ---- retiring WQEs -------------------------------------------------------------------------- */
 
+/* Bounce space up to position b is free again. A conn without a segment has nothing of one in
+ * flight: its empty record stays empty. */
+RVX_INLINE void rvx__mlx5_bounce_back(rvx__mlx5_conn_t *c, uint64_t b)
+{
+    if (RVX_LIKELY(c->bs != &c->ifc->bnone)) c->bs->lim = b + RVX__MLX5_BOUNCE_SEG;
+}
+
 /* Retire [ci, end) (tl/mlx5/sq.h), giving back bounce space; flushes complete with the conn's
  * status. */
 RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t st)
 {
     uint64_t b = rvx__mlx5_tx_retire(&c->sq, &c->tx, end, st, c->err);
-    if (b) c->b_tail = b;
+    if (b) rvx__mlx5_bounce_back(c, b);
 }
 
 /* The conn fails with st. Reported on stderr unless report is 0: a peer that has left makes the
@@ -34,7 +41,7 @@ RVX_COLD void rvx__mlx5_fail(rvx__mlx5_conn_t *c, rvx_status_t st, unsigned synd
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
-        c->tx_limit = 0; /* sends take the slow path, which sees the failure */
+        c->tx_limit = c->tx_sent; /* sends take the slow path, which sees the failure */
         if (report) rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
                  "the endpoint is marked failed", rvx__mlx5_rank(c), rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);
@@ -52,7 +59,7 @@ RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_req_ok(rvx__mlx5_conn_t *c, uint16_t idx)
 {
     uint64_t b = rvx__mlx5_tx_req_ok(&c->sq, &c->tx, idx, c->err);
-    if (b) c->b_tail = b;
+    if (b) rvx__mlx5_bounce_back(c, b);
 }
 
 /* A WQE failed (or was flushed after a failure): the conn fails, the WQEs before it completed,
@@ -71,7 +78,7 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
     else if (!c->failed)
         rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
     b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, c->err);
-    if (b) c->b_tail = b;
+    if (b) rvx__mlx5_bounce_back(c, b);
 }
 
 /* A receive completed with an error: it came back without data, and the conn fails (its buffer
@@ -150,12 +157,12 @@ RVX_COLD void rvx__mlx5_recv(rvx__tl_iface_t *ifc, int32_t who, const struct mlx
  * found idle are looked at (tl/rc/setup.h), never every peer; the idle ones leave the list. */
 RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc)
 {
-    unsigned i = 0;
-    while (i < ifc->nwf) {
-        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
-        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
+    uint32_t *at = &ifc->wf_head;
+    while (*at != RVX__MLX5_WF_END) {
+        rvx__mlx5_conn_t *c = &ifc->conns[*at];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, at); continue; }
         if (c->ep && (int32_t)(c->sq.ci - c->wflush_pi) < 0) return; /* still busy: wait */
-        i++;
+        at = &c->wf_next;
     }
     rvx__mlx5_wflush_done(&ifc->wflush);
 }
@@ -209,7 +216,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
     unsigned flags;
     if (c->failed) return;
     rvx__mlx5_peer_ctrl(c, &k);
-    c->rx_reported = c->rx_done;
+    c->rx_reported = (uint32_t)c->rx_done;
     RVX__MLX5_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
@@ -229,7 +236,7 @@ RVX_COLD void rvx__mlx5_credit_return(rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_rx_consumed(rvx__mlx5_conn_t *c)
 {
     c->rx_done++;
-    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
+    if ((uint32_t)c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
 /* A frame in a buffer of the shared queue: hand it to the protocol (or, for an endpoint that does
@@ -266,7 +273,7 @@ RVX_COLD void rvx__mlx5_release_held(rvx__mlx5_conn_t *c)
 {
     c->rx_done += c->rx_held;
     c->rx_held = 0;
-    if (c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
+    if ((uint32_t)c->rx_done - c->rx_reported >= c->ifc->credit_q) rvx__mlx5_credit_return(c);
 }
 
 RVX_COLD int rvx__mlx5_deliver_deferred(rvx__tl_iface_t *ifc)
@@ -443,41 +450,46 @@ RVX_COLD rvx_status_t rvx__mlx5_bpool_init(rvx__tl_iface_t *ifc)
     unsigned i, n = RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG;
     ifc->bpool = (uint8_t *)rvx__mlx5_alloc(ifc->ctx, RVX__MLX5_BOUNCE_BYTES);
     ifc->bfree = (uint32_t *)calloc(n, sizeof(*ifc->bfree));
-    if (!ifc->bpool || !ifc->bfree) return RVX_ERR_NO_MEMORY;
+    ifc->bsegs = (rvx__mlx5_bseg_t *)calloc(n, sizeof(*ifc->bsegs));
+    if (!ifc->bpool || !ifc->bfree || !ifc->bsegs) return RVX_ERR_NO_MEMORY;
     ifc->bpool_mr = rvx__mlx5_reg(ifc->ctx, ifc->bpool, RVX__MLX5_BOUNCE_BYTES, "the bounce pool");
     if (!ifc->bpool_mr) return RVX_ERR_NO_RESOURCE;
-    for (i = 0; i < n; i++) ifc->bfree[i] = n - 1 - i;
+    for (i = 0; i < n; i++) {
+        ifc->bfree[i] = n - 1 - i;
+        ifc->bsegs[i].buf = ifc->bpool + (size_t)i * RVX__MLX5_BOUNCE_SEG;
+        ifc->bsegs[i].lkey = ifc->bpool_mr->lkey;
+    }
     ifc->nbfree = n;
     return RVX_OK;
 }
 
-/* The conn's segment goes back to the pool (nothing of it is in flight). */
-RVX_COLD void rvx__mlx5_bounce_put(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+/* The segment s goes back to the pool (nothing of it is in flight); its holder points to the
+ * empty record again, so its next copy asks for one. */
+RVX_COLD void rvx__mlx5_bounce_put(rvx__tl_iface_t *ifc, rvx__mlx5_bseg_t *s)
 {
-    rvx__mlx5_conn_t **pp = &ifc->bholders;
-    while (*pp && *pp != c) pp = &(*pp)->b_next;
-    if (*pp) *pp = c->b_next;
-    ifc->bfree[ifc->nbfree++] = (uint32_t)((size_t)(c->bounce - ifc->bpool) / RVX__MLX5_BOUNCE_SEG);
-    c->bounce = NULL;
-    c->b_next = NULL;
-    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG; /* looks full: the next copy asks again */
+    s->holder->bs = &ifc->bnone;
+    s->holder = NULL;
+    ifc->bfree[ifc->nbfree++] = (uint32_t)(s - ifc->bsegs);
 }
 
-/* A segment for c: a free one, or one whose holder has nothing in flight in it. Only the holders
- * are looked at, never every peer. 1: c has one. */
+/* A segment for c: a free one, or one whose holder has nothing in flight in it. Only the pool's
+ * segments are looked at, never every peer. 1: c has one. */
 RVX_COLD int rvx__mlx5_bounce_take(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
 {
-    rvx__mlx5_conn_t *h;
+    unsigned i, n = RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG;
+    rvx__mlx5_bseg_t *s;
     if (!ifc->bpool && rvx__mlx5_bpool_init(ifc) != RVX_OK) return 0;
-    for (h = ifc->bholders; h && !ifc->nbfree; h = h->b_next)
-        if (h->b_tail == h->b_head) rvx__mlx5_bounce_put(ifc, h);
-        else rvx__mlx5_sig_tail(h); /* so that a CQE gives its segment back */
+    for (i = 0; i < n && !ifc->nbfree; i++) {
+        s = &ifc->bsegs[i];
+        if (!s->holder) continue;
+        if (s->lim - s->head == RVX__MLX5_BOUNCE_SEG) rvx__mlx5_bounce_put(ifc, s);
+        else rvx__mlx5_sig_tail(s->holder); /* so that a CQE gives its segment back */
+    }
     if (!ifc->nbfree) return 0;
-    c->bounce = ifc->bpool + (size_t)ifc->bfree[--ifc->nbfree] * RVX__MLX5_BOUNCE_SEG;
-    c->b_lkey = ifc->bpool_mr->lkey;
-    c->b_tail = c->b_head;
-    c->b_next = ifc->bholders;
-    ifc->bholders = c;
+    s = &ifc->bsegs[ifc->bfree[--ifc->nbfree]];
+    s->holder = c;
+    s->lim = s->head + RVX__MLX5_BOUNCE_SEG;
+    c->bs = s;
     return 1;
 }
 
@@ -485,19 +497,21 @@ RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len)
 {
     unsigned spins = 0;
     for (;;) {
-        uint64_t pos = c->b_head, off = pos % RVX__MLX5_BOUNCE_SEG;
+        rvx__mlx5_bseg_t *s = c->bs;
+        uint64_t pos = s->head, off = pos % RVX__MLX5_BOUNCE_SEG;
+        int none = s == &c->ifc->bnone;
         if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
-        if (c->bounce && pos + len - c->b_tail <= RVX__MLX5_BOUNCE_SEG) {
-            c->b_head = pos + len;
-            return c->bounce + off;
+        if (!none && pos + len <= s->lim) {
+            s->head = pos + len;
+            return s->buf + off;
         }
         if (c->failed && c->sq.ci == c->sq.pi) return NULL;
-        if (!c->bounce) {
+        if (none) {
             if (rvx__mlx5_bounce_take(c->ifc, c)) continue;
             if (!c->ifc->bpool_mr) return NULL;
         } else {
             rvx__mlx5_sig_tail(c);
-            if (c->sq.ci == c->sq.pi) { c->b_tail = c->b_head; continue; } /* all of it is free */
+            if (c->sq.ci == c->sq.pi) { s->lim = s->head + RVX__MLX5_BOUNCE_SEG; continue; } /* all of it is free */
         }
         if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
         else rvx__backoff(&spins);
@@ -554,13 +568,13 @@ RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *r
 
 RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
 {
-    unsigned i = 0;
+    uint32_t *at = &ifc->wf_head;
     int busy = 0;
     rvx__mlx5_drain(ifc, 0);
-    while (i < ifc->nwf) { /* the conns that posted since a flush found them idle */
-        rvx__mlx5_conn_t *c = ifc->wf_conns[i];
-        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, i); continue; }
-        i++;
+    while (*at != RVX__MLX5_WF_END) { /* the conns that posted since a flush found them idle */
+        rvx__mlx5_conn_t *c = &ifc->conns[*at];
+        if (c->sq.ci == c->sq.pi) { rvx__mlx5_idle(ifc, at); continue; }
+        at = &c->wf_next;
         if (!c->ep) continue;
         if (c->failed) rvx__mlx5_hold(c);
         else rvx__mlx5_sig_tail(c);

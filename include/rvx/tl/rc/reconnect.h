@@ -57,6 +57,8 @@ typedef struct rvx__mlx5_rec {
     uint8_t                taken;    /* initiator: the new QP is the conn's (connected) */
     uint8_t                acked;    /* initiator: the peer's answer came */
     struct rvx__mlx5_conn *next;     /* the iface's list of conns that follow */
+    struct rvx__mlx5_conn *conn;     /* whose re-connection this is */
+    struct rvx__mlx5_rec  *lnext;    /* the iface's list of re-connections under way */
 } rvx__mlx5_rec_t;
 
 /* The iface's side of re-connection. */
@@ -69,6 +71,8 @@ typedef struct rvx__mlx5_hello {
     unsigned           ndead, dead_cap;
     unsigned           warned;
     rvx__mlx5_conn_t  *follow;    /* conns waiting for their old QP to go quiet, then follow */
+    rvx__mlx5_rec_t   *recs;      /* the re-connections under way (a conn keeps no pointer: a
+                                   * few in a job at once, looked up in the cold path) */
 } rvx__mlx5_hello_t;
 
 /* ---- the hello QP --------------------------------------------------------------------------- */
@@ -127,6 +131,12 @@ RVX_COLD void rvx__mlx5_hello_fini(rvx__tl_iface_t *ifc)
     rvx__mlx5_hello_t *h = ifc->hello;
     unsigned i;
     if (!h) return;
+    while (h->recs) { /* the conns dropped theirs; none is left but on a failed set-up */
+        rvx__mlx5_rec_t *r = h->recs;
+        h->recs = r->lnext;
+        if (r->qp && !r->taken) ibv_destroy_qp(r->qp);
+        free(r);
+    }
     for (i = 0; i < h->ndead; i++) ibv_destroy_qp(h->dead[i]);
     if (h->qp) ibv_destroy_qp(h->qp);
     free(h->dead);
@@ -275,29 +285,50 @@ RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
-        c->tx_limit = 0;
+        c->tx_limit = c->tx_sent;
     }
     rvx__mlx5_qp_to_err(c->qp, rvx__mlx5_rank(c));
     rvx__mlx5_hold(c);
 }
 
+/* The conn's re-connection under way, or NULL. */
+RVX_COLD rvx__mlx5_rec_t *rvx__mlx5_rec_find(const rvx__mlx5_conn_t *c)
+{
+    rvx__mlx5_rec_t *r = c->ifc->hello ? c->ifc->hello->recs : NULL;
+    while (r && r->conn != c) r = r->lnext;
+    return r;
+}
+
+/* The conn's re-connection record, created if there is none (NULL: no memory). */
 RVX_COLD rvx__mlx5_rec_t *rvx__mlx5_rec_of(rvx__mlx5_conn_t *c)
 {
-    if (!c->rec) c->rec = (rvx__mlx5_rec_t *)calloc(1, sizeof(*c->rec));
-    return c->rec;
+    rvx__mlx5_hello_t *h = c->ifc->hello;
+    rvx__mlx5_rec_t *r = rvx__mlx5_rec_find(c);
+    if (r || !h) return r;
+    r = (rvx__mlx5_rec_t *)calloc(1, sizeof(*r));
+    if (!r) return NULL;
+    r->conn = c;
+    r->lnext = h->recs;
+    h->recs = r;
+    return r;
 }
 
 RVX_COLD void rvx__mlx5_rec_free(rvx__mlx5_conn_t *c)
 {
-    free(c->rec);
-    c->rec = NULL;
+    rvx__mlx5_rec_t **pp = c->ifc->hello ? &c->ifc->hello->recs : NULL, *r;
+    while (pp && *pp && (*pp)->conn != c) pp = &(*pp)->lnext;
+    if (!pp || !*pp) return;
+    r = *pp;
+    *pp = r->lnext;
+    free(r);
 }
 
 /* The conn goes: a re-connection under way ends, its new QP with it unless the conn has it. */
 RVX_COLD void rvx__mlx5_rec_drop(rvx__mlx5_conn_t *c)
 {
-    if (!c->rec) return;
-    if (c->rec->qp && !c->rec->taken) ibv_destroy_qp(c->rec->qp);
+    rvx__mlx5_rec_t *r = rvx__mlx5_rec_find(c);
+    if (!r) return;
+    if (r->qp && !r->taken) ibv_destroy_qp(r->qp);
     rvx__mlx5_rec_free(c);
 }
 
@@ -326,10 +357,11 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
     c->rx_held = 0; /* frames kept for an endpoint that did not exist yet are copies already:
                      * delivered once it does; their credits went with the old QP */
     c->rqpn = rqpn;
-    if (c->bounce) c->b_tail = c->b_head; /* what was in flight on the old QP is gone */
+    if (c->bs != &ifc->bnone) c->bs->lim = c->bs->head + RVX__MLX5_BOUNCE_SEG; /* what was in flight
+                                                                                * on the old QP is gone */
     c->ka_ms = rvx__mlx5_now_ms();
     ifc->ctrl[rvx__mlx5_rank(c)] = 0;
-    c->tx_limit = 0;
+    c->tx_limit = 0; /* tx_sent is 0 again (rvx__mlx5_adopt) */
     st = rvx__mlx5_qp_connect(c, qp, rqpn, RVX__MLX5_TO_RTS);
     if (st != RVX_OK) return st;
     c->failed = 0;
@@ -343,12 +375,12 @@ RVX_COLD rvx_status_t rvx__mlx5_follow(rvx__mlx5_conn_t *c)
 {
     rvx__tl_iface_t *ifc = c->ifc;
     rvx__mlx5_conn_t **pp = &ifc->hello->follow;
-    uint32_t peer_new = c->rec->peer_new;
+    uint32_t peer_new = rvx__mlx5_rec_find(c)->peer_new;
     struct ibv_qp *qp;
     rvx_status_t st;
-    while (*pp && *pp != c) pp = &(*pp)->rec->next;
+    while (*pp && *pp != c) pp = &rvx__mlx5_rec_find(*pp)->next;
     if (*pp) {
-        *pp = c->rec->next;
+        *pp = rvx__mlx5_rec_find(c)->next;
         ifc->nrec--;
         ifc->outstanding--;
     }
@@ -366,7 +398,7 @@ RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc)
 {
     rvx__mlx5_conn_t *c = ifc->hello->follow, *next;
     for (; c; c = next) {
-        next = c->rec->next;
+        next = rvx__mlx5_rec_find(c)->next;
         if (rvx__mlx5_quiet(c)) rvx__mlx5_follow(c);
     }
 }
@@ -384,7 +416,7 @@ RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg
         return;
     }
     c = &ifc->conns[m->rank];
-    rec = c->rec;
+    rec = rvx__mlx5_rec_find(c);
     if (!c->connected) return;
     if (m->kind == RVX__MLX5_HELLO_ACK) {
         if (!rec || !rec->qp || m->prev != rec->qpn || rec->acked) return; /* stale */
@@ -493,7 +525,7 @@ RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_
 /* Send REQ (again every 100 ms) until the peer answers, for at most RVX__MLX5_REC_WAIT_S. */
 RVX_COLD int rvx__mlx5_wait_ack(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t old_qpn)
 {
-    rvx__mlx5_rec_t *rec = c->rec;
+    rvx__mlx5_rec_t *rec = rvx__mlx5_rec_find(c);
     double t0 = rvx__now_s(), sent = -1, now = t0;
     unsigned spins = 0;
     while (rec->qp && !rec->acked && now - t0 < RVX__MLX5_REC_WAIT_S) {
@@ -518,11 +550,13 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
     uint32_t old_qpn = c->qpn;
     unsigned spins = 0;
     rvx_status_t st;
-    if (!(c->rec && c->rec->follow)) rvx__mlx5_to_err(c, c->err);
+    rec = rvx__mlx5_rec_find(c);
+    if (!(rec && rec->follow)) rvx__mlx5_to_err(c, c->err);
     st = rvx__mlx5_wait_quiet(ifc, c);
     if (st != RVX_OK) return st;
     if (!c->failed) return RVX_OK; /* followed the peer meanwhile */
-    if (c->rec && c->rec->follow) return rvx__mlx5_follow(c); /* the peer re-connected first */
+    rec = rvx__mlx5_rec_find(c);
+    if (rec && rec->follow) return rvx__mlx5_follow(c); /* the peer re-connected first */
     qp = rvx__mlx5_qp_new(ifc);
     rec = rvx__mlx5_rec_of(c);
     if (!qp || !rec) {
@@ -537,7 +571,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
         if (rec->qp && !rec->taken) ibv_destroy_qp(rec->qp); /* never connected */
         if (rec->taken && !c->failed) { /* its REQ crossed ours, then it went quiet */
             c->failed = 1;
-            c->tx_limit = 0;
+            c->tx_limit = c->tx_sent;
         }
         c->err = RVX_ERR_PEER_FAILED;
         rvx__mlx5_rec_free(c);

@@ -89,8 +89,8 @@ RVX_COLD void rvx__mlx5_qpt_set(rvx__tl_iface_t *ifc, uint32_t qpn, int32_t val)
 
 /* ---- the list of conns with work ------------------------------------------------------------ */
 
-/* A worker flush looks only at the conns in ifc->wf_conns: those that posted since a flush last
- * found them idle. A conn out of the list has its send queue's limit at pi, so that its next post
+/* A worker flush looks only at the conns in the iface's flush list (ifc->wf_head, linked by their
+ * wf_next): those that posted since a flush last found them idle. A conn out of the list has its send queue's limit at pi, so that its next post
  * of any kind takes the slow path (rvx__mlx5_wait_room), which puts it back: the list costs the
  * data path nothing. */
 RVX_COLD void rvx__mlx5_busy(rvx__mlx5_conn_t *c)
@@ -98,17 +98,20 @@ RVX_COLD void rvx__mlx5_busy(rvx__mlx5_conn_t *c)
     rvx__tl_iface_t *ifc = c->ifc;
     c->in_wf = 1;
     c->wflush_pi = c->sq.pi; /* flushes asked before this post do not wait for it */
-    ifc->wf_conns[ifc->nwf++] = c;
+    c->wf_next = ifc->wf_head;
+    ifc->wf_head = (uint32_t)rvx__mlx5_rank(c);
+    ifc->nwf++;
     c->sq.pi_limit = c->sq.ci + c->sq.room;
 }
 
-/* The i-th conn of the list is idle: out of it, its next post comes back. */
-RVX_COLD void rvx__mlx5_idle(rvx__tl_iface_t *ifc, unsigned i)
+/* The conn *at links to is idle: out of the list, its next post comes back. */
+RVX_COLD void rvx__mlx5_idle(rvx__tl_iface_t *ifc, uint32_t *at)
 {
-    rvx__mlx5_conn_t *c = ifc->wf_conns[i];
+    rvx__mlx5_conn_t *c = &ifc->conns[*at];
     c->in_wf = 0;
     c->sq.pi_limit = c->sq.pi;
-    ifc->wf_conns[i] = ifc->wf_conns[--ifc->nwf];
+    *at = c->wf_next;
+    ifc->nwf--;
 }
 
 /* ---- QPs and conns -------------------------------------------------------------------------- */
@@ -178,6 +181,7 @@ RVX_COLD rvx_status_t rvx__mlx5_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c,
     c->rx_done = c->rx_reported = 0;
     c->rx_held = 0;
     c->tx_sent = 0;
+    c->tx_limit = 0; /* no credit until the receive side is set up */
     return RVX_OK;
 }
 
@@ -187,6 +191,7 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_create(rvx__tl_iface_t *ifc, rvx__mlx5_conn
     struct ibv_qp *qp = rvx__mlx5_qp_new(ifc);
     rvx_status_t st;
     c->ifc = ifc; /* the rank is read through it (rvx__mlx5_rank) */
+    c->bs = &ifc->bnone; /* no bounce segment until the first copy */
     if (!qp) return RVX_ERR_NO_RESOURCE;
     st = rvx__mlx5_adopt(ifc, c, qp);
     if (st != RVX_OK) {
@@ -214,12 +219,12 @@ RVX_COLD void rvx__mlx5_iface_free(rvx__tl_iface_t *ifc)
     if (ifc->bpool_mr) ibv_dereg_mr(ifc->bpool_mr);
     free(ifc->bpool);
     free(ifc->bfree);
+    free(ifc->bsegs);
     if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     free(ifc->ctrl);
     rvx__mlx5_srq_destroy(&ifc->srq); /* after every QP on it */
     free(ifc->conns);
-    free(ifc->wf_conns);
     free(ifc->qpt_qpn);
     free(ifc->qpt_rank);
     rvx__mlx5_txpool_fini(&ifc->txrecs); /* after the conns have given their records back */
@@ -310,8 +315,8 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
     if (st != RVX_OK) { rvx__mlx5_iface_free(ifc); return st; }
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (size_t)nranks);
     ifc->conns = (rvx__mlx5_conn_t *)calloc((size_t)nranks, sizeof(*ifc->conns));
-    ifc->wf_conns = (rvx__mlx5_conn_t **)calloc((size_t)nranks, sizeof(*ifc->wf_conns));
-    if (!ifc->ctrl || !ifc->conns || !ifc->wf_conns) { st = RVX_ERR_NO_MEMORY; goto fail; }
+    ifc->wf_head = RVX__MLX5_WF_END;
+    if (!ifc->ctrl || !ifc->conns) { st = RVX_ERR_NO_MEMORY; goto fail; }
     /* a credit word holds how many frames the peer may have been sent in all: at first, its
      * share of the receive queue */
     for (i = 0; i < nranks; i++) ifc->ctrl[i] = ifc->credits;
@@ -404,9 +409,6 @@ RVX_COLD rvx_status_t rvx__mlx5_conn_up(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *
                  "link layer?)", rvx__mlx5_rank(c));
         return RVX_ERR_INVALID_PARAM;
     }
-    /* no bounce segment until the first copy (0 means "no bounce" in an ops entry) */
-    c->b_head = 1;
-    c->b_tail = c->b_head - RVX__MLX5_BOUNCE_SEG;
     c->rqpn = RVX__MLX5_QPN(addr)[ifc->rank];
 #if RVX_CAN_RECEIVE
     st = rvx__mlx5_rx_setup(ifc, c);
