@@ -284,7 +284,7 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  * body as net asks (RVX__TL_AM_ZCOPY is net's). */
 #define RVX__TL_AM_ZCOPY RVX__NET_AM_ZCOPY
 #define RVX__TL_AM_ZCOPY_HDR_MAX \
-    (RVX__SHM_ZCOPY_HDR < RVX__NET_ZCOPY_HDR ? RVX__SHM_ZCOPY_HDR : RVX__NET_ZCOPY_HDR)
+    ((int)RVX__SHM_ZCOPY_HDR < (int)RVX__NET_ZCOPY_HDR ? (int)RVX__SHM_ZCOPY_HDR : (int)RVX__NET_ZCOPY_HDR)
 RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,
                                          size_t hdrlen, const void *buf, size_t len,
                                          const rvx__tl_mem_t *lmem, unsigned info,
