@@ -86,12 +86,16 @@ enum { RVX__NET_ZCOPY_HDR = RVX__TL_AM_ZCOPY_HDR_MAX };
 #define RVX__NET_AM_ZCOPY 0
 #endif
 #endif
-RVX_INLINE size_t rvx__net_addr_size(size_t n) { return RVX__TL_ADDR_SIZE(n); }
+RVX_INLINE size_t rvx__net_addr_size(size_t n)
+{
+    (void)n; /* dc_mlx5's address does not grow with the job */
+    return RVX__TL_ADDR_SIZE(n);
+}
 #ifdef RVX__TL_ADDR_KEPT
 #define RVX__NET_ADDR_KEPT 1
 RVX_INLINE size_t rvx__net_addr_kept(size_t n)
 {
-    (void)n; /* rc_mlx5 keeps a fixed prefix */
+    (void)n; /* both mlx5 transports keep a fixed prefix */
     return RVX__TL_ADDR_KEPT(n);
 }
 #endif
