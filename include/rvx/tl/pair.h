@@ -158,7 +158,7 @@ struct rvx__tl_iface;
 /* intra first: the one word every operation branches on; net's endpoint (rc_mlx5: the conn
  * pointer) next to it, shm's rings after. */
 typedef struct rvx__tl_ep {
-    int                   intra;   /* the peer is on this node: shm; else net */
+    uint8_t               intra;   /* the peer is on this node: shm; else net */
     int                   rank;
     rvx__net_tl_ep_t      net;     /* connected on every endpoint (atomics go this way) */
     rvx__shm_tl_ep_t      shm;     /* connected on on-node endpoints */
@@ -326,14 +326,23 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
 /* Nothing without live endpoints; shm's rings (its loop over on-node endpoints: none, nothing);
  * net's CQ while off-node endpoints live or net work (on-node atomics) is outstanding. In an
  * RMA-only build only net has anything to complete, and its progress looks at outstanding. */
+#if RVX_CAN_RECEIVE
+/* Both transports live: each polled in turn. Out of line, so that the paths below keep each
+ * transport's tail calls and need no saved registers (no prologue before the idle return). */
+static RVX_NOINLINE RVX_UNUSED int rvx__pair_progress_both(rvx__tl_iface_t *ifc)
+{
+    int n = rvx__shm_tl_progress(&ifc->shm);
+    return n + rvx__net_tl_progress(&ifc->net);
+}
+#endif
+
 RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
-    int n;
     if (!ifc->nlive) return 0;
-    n = rvx__shm_tl_progress(&ifc->shm);
-    if (ifc->noff || ifc->net.outstanding) n += rvx__net_tl_progress(&ifc->net);
-    return n;
+    if (!ifc->noff && !ifc->net.outstanding) return rvx__shm_tl_progress(&ifc->shm);
+    if (!ifc->shm.nrx) return rvx__net_tl_progress(&ifc->net);
+    return rvx__pair_progress_both(ifc);
 #else
     return rvx__net_tl_progress(&ifc->net);
 #endif
