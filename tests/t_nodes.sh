@@ -2,7 +2,8 @@
 # Node numbers (rvx__boot_t.node), which a build pairing shared memory with the network uses to
 # tell on-node peers from the rest:
 #   rvxrun --nodes K   rank r is on node r*K/N (8 ranks as 1, 2, 3 and 8 nodes); K above N or
-#                      below 1 is a usage error; without --nodes every rank is on node 0
+#                      below 1 is a usage error; RVXRUN_NODES=K is its default; without
+#                      either every rank is on node 0
 #   RVX_NODE           outside 0..size-1 stops rvx_init with a message naming it
 #   mpirun (PMIx)      all ranks of this machine share a node; RVX_NODE set per rank overrides
 # tests/pair/t_node.c gathers the nodes and checks them on rank 0.
@@ -25,7 +26,14 @@ for k in 1 2 3 8; do
     bad "rvxrun -n 8 --nodes $k"; echo "$out" | tail -10 | sed 's/^/  | /'
   fi
 done
-out=$(env -u RVX_NODE "${run[@]}" -n 3 build/pair/t_node same 2>&1)
+# RVXRUN_NODES is --nodes' default: how run.sh makes tests that start themselves run as 2 nodes
+out=$(RVXRUN_NODES=2 "${run[@]}" -n 6 build/pair/t_node blocks 2 2>&1)
+if [ $? -eq 0 ] && grep -q "nodes ok: 6 ranks, blocks of 2 (local)" <<<"$out"; then
+  ok "RVXRUN_NODES=2 rvxrun -n 6"
+else
+  bad "RVXRUN_NODES=2 rvxrun -n 6"; echo "$out" | tail -10 | sed 's/^/  | /'
+fi
+out=$(env -u RVX_NODE -u RVXRUN_NODES "${run[@]}" -n 3 build/pair/t_node same 2>&1)
 if [ $? -eq 0 ] && grep -q "nodes ok: 3 ranks, all on node 0 (local)" <<<"$out"; then
   ok "without --nodes every rank is on node 0"
 else

@@ -5,8 +5,10 @@
  * Each process gets RVX_RANK, RVX_SIZE and RVX_BOOT_DIR (a fresh private directory, removed at the
  * end). --nodes K (1..N) runs the job as K emulated nodes of consecutive ranks: rank r gets
  * RVX_NODE = r * K / N and every rank RVX_NODES = K, so a build that pairs shared memory with the
- * network sends between "nodes" through the network (rvxsim here). Without it RVX_NODE and
- * RVX_NODES are passed on as the caller set them. rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
+ * network sends between "nodes" through the network (rvxsim here). RVXRUN_NODES=K in rvxrun's
+ * environment is a default for --nodes (so a test that starts itself under rvxrun can be run as
+ * K nodes from outside). Without either, RVX_NODE and RVX_NODES are passed on as the caller set
+ * them. rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
  * (non-zero exit or a signal), the others get -g seconds (default 10) to finish on their own, then
  * SIGTERM, then SIGKILL. -t bounds the whole job: after that many seconds everything is killed and
  * rvxrun exits with 124. SIGINT and SIGTERM are passed on to the ranks. */
@@ -93,9 +95,18 @@ int main(int argc, char **argv)
         }
     }
     if (!nranks || optind >= argc) usage();
+    if (!nodes && getenv("RVXRUN_NODES") && *getenv("RVXRUN_NODES")) {
+        char *end;
+        nodes = (int)strtol(getenv("RVXRUN_NODES"), &end, 10);
+        if (*end || nodes < 1) {
+            fprintf(stderr, "rvxrun: RVXRUN_NODES=%s is not a number of nodes, 1 to N\n",
+                    getenv("RVXRUN_NODES"));
+            usage();
+        }
+    }
     if (nodes > nranks) {
-        fprintf(stderr, "rvxrun: --nodes %d is more nodes than ranks (-n %d): each node runs at least one rank\n",
-                nodes, nranks);
+        fprintf(stderr, "rvxrun: --nodes (or RVXRUN_NODES) %d is more nodes than ranks (-n %d): "
+                "each node runs at least one rank\n", nodes, nranks);
         usage();
     }
 
