@@ -226,8 +226,8 @@ int main(int argc, char **argv)
         T_CHECK(*word == (uint64_t)(100 * ((me + 1) + (me + 2))), "rank %d's word %llu after 200 adds",
                 me, (unsigned long long)*word);
 
-    printf("rank %d node %d: wqes (bytes) on-node %llu (%llu), off-node %llu (%llu), on-node atomics %llu (%llu)\n",
-           me, me / 2, c1.wqes - c0.wqes, c1.bytes - c0.bytes, c2.wqes - c1.wqes, c2.bytes - c1.bytes,
+    printf("rank %d node %d: wqes (bytes) on-node %llu (%llu), off-node %llu (%llu), "
+           "on-node atomics %llu (%llu)\n", me, me / 2, c1.wqes - c0.wqes, c1.bytes - c0.bytes, c2.wqes - c1.wqes, c2.bytes - c1.bytes,
            c3.wqes - c2.wqes, c3.bytes - c2.bytes);
     if (PAIR_BUILD)
         T_CHECK(c1.wqes == c0.wqes, "on-node traffic took %llu WQEs (%llu bytes) through the NIC",
