@@ -69,17 +69,22 @@ if [ -d "$pair_tests" ]; then
     t=
     for n in $name; do [ -x "$pair_tests/$n" ] && { t=$pair_tests/$n; break; }; done
     n=${name%% *}
-    if [ -z "$t" ]; then run_one "pair/$n" bash -c "$(declare -f pair_skip); pair_skip $pair_tests/$n"; continue; fi
+    if [ -z "$t" ]; then
+      run_one "pair/$n" bash -c "$(declare -f pair_skip); pair_skip $pair_tests/$n"
+      continue
+    fi
     run_one "pair/$(basename "$t")" env RVXRUN_NODES=2 LD_LIBRARY_PATH=build/sim "$t"
-    case $n in t_rma|t_flush) run_one "pair1/$(basename "$t")" env RVXRUN_NODES=1 LD_LIBRARY_PATH=build/sim "$t" ;; esac
+    case $n in
+      t_rma|t_flush) run_one "pair1/$(basename "$t")" env RVXRUN_NODES=1 LD_LIBRARY_PATH=build/sim "$t" ;;
+    esac
   done
 else
   run_one "pair/tests" bash -c "$(declare -f pair_skip); pair_skip $pair_tests"
 fi
 for n in 4 8; do
   if [ -x "$pair_examples/ring" ]; then
-    run_one "pair/ring_${n}_on_2_nodes" env LD_LIBRARY_PATH=build/sim build/bin/rvxrun -t 120 -n $n --nodes 2 \
-      "$pair_examples/ring"
+    run_one "pair/ring_${n}_on_2_nodes" env LD_LIBRARY_PATH=build/sim \
+      build/bin/rvxrun -t 120 -n $n --nodes 2 "$pair_examples/ring"
   else
     run_one "pair/ring_${n}_on_2_nodes" bash -c "$(declare -f pair_skip); pair_skip $pair_examples/ring"
   fi

@@ -227,8 +227,8 @@ int main(int argc, char **argv)
                 me, (unsigned long long)*word);
 
     printf("rank %d node %d: wqes (bytes) on-node %llu (%llu), off-node %llu (%llu), "
-           "on-node atomics %llu (%llu)\n", me, me / 2, c1.wqes - c0.wqes, c1.bytes - c0.bytes, c2.wqes - c1.wqes, c2.bytes - c1.bytes,
-           c3.wqes - c2.wqes, c3.bytes - c2.bytes);
+           "on-node atomics %llu (%llu)\n", me, me / 2, c1.wqes - c0.wqes, c1.bytes - c0.bytes,
+           c2.wqes - c1.wqes, c2.bytes - c1.bytes, c3.wqes - c2.wqes, c3.bytes - c2.bytes);
     if (PAIR_BUILD)
         T_CHECK(c1.wqes == c0.wqes, "on-node traffic took %llu WQEs (%llu bytes) through the NIC",
                 c1.wqes - c0.wqes, c1.bytes - c0.bytes);
