@@ -27,7 +27,7 @@
 #include <dlfcn.h>
 #include "testlib.h"
 
-#ifdef RVX_PAIR
+#if defined(RVX_PAIR) && RVX_PAIR
 #define PAIR_BUILD 1
 #else
 #define PAIR_BUILD 0
