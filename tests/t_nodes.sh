@@ -5,7 +5,9 @@
 #                      below 1 is a usage error; RVXRUN_NODES=K is its default; without
 #                      either every rank is on node 0
 #   RVX_NODE           outside 0..size-1 stops rvx_init with a message naming it
-#   mpirun (PMIx)      all ranks of this machine share a node; RVX_NODE set per rank overrides
+#   mpirun (PMIx)      all ranks of this machine share a node; RVX_NODE set per rank overrides;
+#                      and, once the tree has the pair build, its ring example (PMIx) as one
+#                      node and as 2 emulated nodes over rvxsim
 # tests/pair/t_node.c gathers the nodes and checks them on rank 0.
 set -u
 cd "$(dirname "$0")/.."
@@ -69,6 +71,24 @@ if command -v mpirun.openmpi >/dev/null && pkg-config --exists pmix; then
     env -u RVX_NODE "${MPIRUN[@]}" -np 3 build/pair/t_node-pmix same
   mpirun_check "mpirun -np 4 with RVX_NODE per rank: 2 emulated nodes" "nodes ok: 4 ranks, blocks of 2 \(pmix\)" 1 \
     "${MPIRUN[@]}" -np 4 sh -c 'RVX_NODE=$((PMIX_RANK / 2)) exec build/pair/t_node-pmix blocks 2'
+  pair=(-DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM)
+  if printf '#include <rvx/rvx.h>\n#if !defined(RVX_PAIR) || !RVX_PAIR\n#error no pair\n#endif\n' |
+     cc -xc -E -Iinclude "${pair[@]}" - >/dev/null 2>&1 && [ -f build/sim/libibverbs.so.1 ]; then
+    cc -std=c11 -O2 -g -Wall -Wextra -Werror -Iinclude "${pair[@]}" -DRVX_BOOT=RVX_BOOT_PMIX \
+       -o build/pair/ring-pmix-pair examples/ring.c $(pkg-config --cflags --libs pmix) -libverbs -lmlx5 ||
+      { echo "FAIL: examples/ring.c does not build as a pair with PMIx"; exit 1; }
+    sim=(-x LD_LIBRARY_PATH="$PWD/build/sim" -x RVXSIM_FABRIC_DIR -x RVXSIM_STRICT)
+    export RVXSIM_FABRIC_DIR=${RVXSIM_FABRIC_DIR:-/dev/shm/rvxsim-$(id -u)} RVXSIM_STRICT=${RVXSIM_STRICT:-1}
+    MPIRUN_LIMIT=60
+    mpirun_check "pair ring (PMIx), mpirun -np 4 on one node" \
+      "ring: 4 ranks, .*every block correct on every rank" 1 \
+      env -u RVX_NODE "${MPIRUN[@]}" "${sim[@]}" -np 4 build/pair/ring-pmix-pair 4096 50
+    mpirun_check "pair ring (PMIx), mpirun -np 4 as 2 nodes (RVX_NODE per rank, rc_mlx5 on rvxsim between)" \
+      "ring: 4 ranks, .*every block correct on every rank" 1 \
+      "${MPIRUN[@]}" "${sim[@]}" -np 4 sh -c 'RVX_NODE=$((PMIX_RANK / 2)) exec build/pair/ring-pmix-pair 4096 50'
+  else
+    echo "note: the pair build under mpirun not run: the tree has no pair build yet"
+  fi
   fails=$((fails + mpirun_fails))
 else
   echo "note: PMIx part not run: needs Open MPI's mpirun and libpmix-dev (make deps)"
