@@ -3,7 +3,8 @@
  *   t_node blocks K   node of rank r is r*K/N (rvxrun --nodes K, or RVX_NODE set per rank)
  *   t_node same       every rank has the same node, whatever its value (one machine under mpirun)
  * Every rank prints "rank R node X"; rank 0 prints "nodes ok: ..." when all match. Built for the
- * local bootstrap (started by rvxrun) and for PMIx (started by mpirun), by tests/t_nodes.sh. */
+ * local bootstrap (started by rvxrun) and for PMIx (started by mpirun), by tests/t_nodes.sh; the
+ * PMIx build also checks the PMIX_LOCAL_PEERS fallback's parser (Open MPI gives PMIX_NODEID). */
 #include <rvx/rvx.h>
 #include "testlib.h"
 
@@ -14,6 +15,12 @@ int main(int argc, char **argv)
     int me, n, r, k = argc > 2 ? atoi(argv[2]) : 1, *all;
     int blocks = argc > 1 && !strcmp(argv[1], "blocks");
 
+#if RVX_BOOT == RVX_BOOT_PMIX
+    T_CHECK(rvx__pmix_lowest_local("3,1,2") == 1 && rvx__pmix_lowest_local("5") == 5 &&
+            rvx__pmix_lowest_local("0,1,") == 0, "PMIX_LOCAL_PEERS lists");
+    T_CHECK(rvx__pmix_lowest_local("") == -1 && rvx__pmix_lowest_local("1,x") == -1 &&
+            rvx__pmix_lowest_local("-2,3") == -1, "malformed PMIX_LOCAL_PEERS lists");
+#endif
     me = t_start(&ctx, &w);
     n = rvx_size(ctx);
     printf("rank %d node %d\n", me, ctx->boot.node);

@@ -8,8 +8,8 @@
  * waits for the others, default 60) applies as with the local bootstrap; RVX_RANK, RVX_SIZE and
  * RVX_BOOT_DIR are not read.
  *
- * Node: RVX_NODE when set (0 .. size-1: emulated nodes on one machine, e.g. `mpirun -x RVX_NODE`
- * from a wrapper), else the launcher's node id of this process (PMIX_NODEID), else the lowest rank
+ * Node: RVX_NODE when set (0 .. size-1, set per rank, e.g. by a wrapper script: emulated nodes
+ * under mpirun on one machine), else the launcher's node id of this process (PMIX_NODEID), else the lowest rank
  * among PMIX_LOCAL_PEERS (unique per node, not dense), else this rank's own number: a rank whose
  * node is unknown shares memory with nobody, which is slower but never wrong.
  *
@@ -111,7 +111,7 @@ RVX_COLD int rvx__pmix_lowest_local(const char *peers)
     while (peers && *peers) {
         char *end;
         long r = strtol(peers, &end, 10);
-        if (end == peers) return -1;
+        if (end == peers || r < 0) return -1;
         if (low < 0 || r < low) low = r;
         peers = *end == ',' ? end + 1 : end;
         if (*end && *end != ',') return -1;
