@@ -651,6 +651,7 @@ static int sq_start(struct sim_qp *qp, uint32_t db)
 		r->rdma_bytes = w.total;
 	qp->out_head++;
 	sc->wqes_executed++;
+	sim_count_wqe(w.total);
 	if (synd) {
 		if (why)
 			qp_fault(qp, qp->sq_pc, "%s", why);

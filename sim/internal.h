@@ -63,6 +63,9 @@ void sim_stats_rdma(int dev, bool read, uint64_t bytes);
 enum sim_obj { SIM_OBJ_QPS, SIM_OBJ_MR_BYTES, SIM_OBJ_CQES, SIM_OBJ_SRQ_WQES, SIM_OBJ_MODEL_BYTES,
 	       SIM_OBJ_N };
 void sim_count_verb(void);
+/* A send WQE the engine took from one of this process's queues, and its message length: traffic
+ * through the adapter, for a tool that checks what did (or did not) go through it. */
+void sim_count_wqe(uint64_t bytes);
 void sim_count_obj(enum sim_obj what, int64_t delta);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

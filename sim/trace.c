@@ -136,10 +136,17 @@ static void stats_write(void)
 /* ---- rvxsim_counters: control verbs and live objects of this process ---- */
 static _Atomic uint64_t cnt_verbs;
 static _Atomic int64_t cnt_obj[SIM_OBJ_N], cnt_peak[SIM_OBJ_N];
+static _Atomic uint64_t cnt_wqes, cnt_wqe_bytes;
 
 void sim_count_verb(void)
 {
 	atomic_fetch_add_explicit(&cnt_verbs, 1, memory_order_relaxed);
+}
+
+void sim_count_wqe(uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&cnt_wqes, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cnt_wqe_bytes, bytes, memory_order_relaxed);
 }
 
 void sim_count_obj(enum sim_obj what, int64_t delta)
@@ -165,6 +172,12 @@ SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
 		n = snprintf(buf + MIN(off, len), len - MIN(off, len), " %s=%lld %s_peak=%lld",
 			     names[i], (long long)atomic_load(&cnt_obj[i]), names[i],
 			     (long long)atomic_load(&cnt_peak[i]));
+	}
+	if (n >= 0) {
+		off += (size_t)n;
+		n = snprintf(buf + MIN(off, len), len - MIN(off, len), " wqes=%llu wqe_bytes=%llu",
+			     (unsigned long long)atomic_load(&cnt_wqes),
+			     (unsigned long long)atomic_load(&cnt_wqe_bytes));
 	}
 	return n < 0 ? n : (int)(off + (size_t)n);
 }

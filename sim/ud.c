@@ -250,6 +250,7 @@ int sim_ud_sq_work(struct sim_qp *qp)
 				break;   /* the peer's inbox is full: this WQE goes out on a later pass */
 		}
 		qp->sc->wqes_executed++;
+		sim_count_wqe(w.len);
 		qp->sq_pc += w.bbs;
 		if (w.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE)
 			ud_cqe_req(qp, &w, 0);

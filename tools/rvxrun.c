@@ -1,15 +1,21 @@
 /* rvxrun: start N processes of an rvx program on this machine.
  *
- *   rvxrun -n N [-t SECONDS] [-g SECONDS] [-q] [--] program [args...]
+ *   rvxrun -n N [--nodes K] [-t SECONDS] [-g SECONDS] [-q] [--] program [args...]
  *
  * Each process gets RVX_RANK, RVX_SIZE and RVX_BOOT_DIR (a fresh private directory, removed at the
- * end). rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
+ * end). --nodes K (1..N) runs the job as K emulated nodes of consecutive ranks: rank r gets
+ * RVX_NODE = r * K / N and every rank RVX_NODES = K, so a build that pairs shared memory with the
+ * network sends between "nodes" through the network (rvxsim here). RVXRUN_NODES=K in rvxrun's
+ * environment is a default for --nodes (so a test that starts itself under rvxrun can be run as
+ * K nodes from outside). Without either, RVX_NODE and RVX_NODES are passed on as the caller set
+ * them. rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
  * (non-zero exit or a signal), the others get -g seconds (default 10) to finish on their own, then
  * SIGTERM, then SIGKILL. -t bounds the whole job: after that many seconds everything is killed and
  * rvxrun exits with 124. SIGINT and SIGTERM are passed on to the ranks. */
 #define _GNU_SOURCE 1
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,23 +61,33 @@ static void remove_dir(const char *dir)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: rvxrun -n N [-t timeout_s] [-g grace_s] [-q] [--] program [args...]\n");
+    fprintf(stderr, "usage: rvxrun -n N [--nodes K] [-t timeout_s] [-g grace_s] [-q] [--] program [args...]\n"
+                    "  --nodes K  run the N ranks as K emulated nodes (1 <= K <= N): rank r gets\n"
+                    "             RVX_NODE=r*K/N, all get RVX_NODES=K\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     double timeout = 0, grace = 10, deadline = 0, fail_at = 0;
-    int opt, quiet = 0, status_out = 0, left, termed = 0;
+    int opt, quiet = 0, status_out = 0, left, termed = 0, nodes = 0;
+    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'}, {NULL, 0, NULL, 0}};
     char dir[] = "/tmp/rvx-boot-XXXXXX", num[32];
     const char *tmp = getenv("TMPDIR");
     char dirbuf[4096];
     struct sigaction sa;
 
-    while ((opt = getopt(argc, argv, "+n:t:g:qh")) != -1) {
+    while ((opt = getopt_long(argc, argv, "+n:t:g:qh", longopts, NULL)) != -1) {
         char *end;
         switch (opt) {
         case 'n': nranks = (int)strtol(optarg, &end, 10); if (*end || nranks < 1) usage(); break;
+        case 'N':
+            nodes = (int)strtol(optarg, &end, 10);
+            if (*end || !*optarg || nodes < 1) {
+                fprintf(stderr, "rvxrun: --nodes takes a number of nodes, 1 to N\n");
+                usage();
+            }
+            break;
         case 't': timeout = strtod(optarg, &end); if (*end || timeout < 0) usage(); break;
         case 'g': grace = strtod(optarg, &end); if (*end || grace < 0) usage(); break;
         case 'q': quiet = 1; break;
@@ -79,6 +95,20 @@ int main(int argc, char **argv)
         }
     }
     if (!nranks || optind >= argc) usage();
+    if (!nodes && getenv("RVXRUN_NODES") && *getenv("RVXRUN_NODES")) {
+        char *end;
+        nodes = (int)strtol(getenv("RVXRUN_NODES"), &end, 10);
+        if (*end || nodes < 1) {
+            fprintf(stderr, "rvxrun: RVXRUN_NODES=%s is not a number of nodes, 1 to N\n",
+                    getenv("RVXRUN_NODES"));
+            usage();
+        }
+    }
+    if (nodes > nranks) {
+        fprintf(stderr, "rvxrun: --nodes (or RVXRUN_NODES) %d is more nodes than ranks (-n %d): "
+                "each node runs at least one rank\n", nodes, nranks);
+        usage();
+    }
 
     if (tmp && *tmp && strlen(tmp) < 4000) snprintf(dirbuf, sizeof(dirbuf), "%s/rvx-boot-XXXXXX", tmp);
     else snprintf(dirbuf, sizeof(dirbuf), "%s", dir);
@@ -93,12 +123,20 @@ int main(int argc, char **argv)
     snprintf(num, sizeof(num), "%d", nranks);
     setenv("RVX_SIZE", num, 1);
     setenv("RVX_BOOT_DIR", dirbuf, 1);
+    if (nodes) {
+        snprintf(num, sizeof(num), "%d", nodes);
+        setenv("RVX_NODES", num, 1);
+    }
     for (int r = 0; r < nranks; r++) {
         pid_t pid = fork();
         if (pid < 0) { perror("rvxrun: fork"); kill_all(SIGKILL); return 1; }
         if (pid == 0) {
             snprintf(num, sizeof(num), "%d", r);
             setenv("RVX_RANK", num, 1);
+            if (nodes) { /* blocks of consecutive ranks, as a launcher fills one node, then the next */
+                snprintf(num, sizeof(num), "%d", (int)((long)r * nodes / nranks));
+                setenv("RVX_NODE", num, 1);
+            }
             execvp(argv[optind], argv + optind);
             fprintf(stderr, "rvxrun: cannot run %s: %s\n", argv[optind], strerror(errno));
             _exit(127);

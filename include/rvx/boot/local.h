@@ -4,7 +4,9 @@
  *   RVX_RANK      this process's rank, 0 .. RVX_SIZE-1
  *   RVX_SIZE      number of processes
  *   RVX_BOOT_DIR  a directory private to the job (0700) where ranks leave their addresses
- * and optionally RVX_BOOT_TIMEOUT (seconds a collective waits for the others, default 60).
+ * and optionally RVX_BOOT_TIMEOUT (seconds a collective waits for the others, default 60) and
+ *   RVX_NODE      this process's node number, 0 .. RVX_SIZE-1 (default 0): ranks with the same
+ *                 number share a machine (`rvxrun --nodes K` sets it to emulate K nodes)
  * Without RVX_SIZE the process is rank 0 of 1.
  *
  * The whole bootstrap interface is these calls; another bootstrap (PMIx) provides the same:
@@ -25,7 +27,7 @@
 typedef struct rvx__boot {
     int      rank;
     int      size;
-    int      node;         /* this rank's node, numbered from 0 (0 when not told) */
+    int      node;         /* ranks with the same node share memory (RVX_NODE) */
     unsigned round;        /* collectives started so far */
     int      timeout_s;
     unsigned cur_round;    /* the collective under way: its round, next rank to read, deadline */
@@ -42,6 +44,10 @@ RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
         rvx__env_int("RVX_RANK", 0, 0, b->size - 1, &b->rank) ||
         rvx__env_int("RVX_BOOT_TIMEOUT", 60, 1, 86400, &b->timeout_s))
         return RVX_ERR_INVALID_PARAM;
+    if (rvx__env_int("RVX_NODE", 0, 0, b->size - 1, &b->node)) {
+        rvx__log("RVX_NODE is this rank's node number: at least 0 and below RVX_SIZE (%d)", b->size);
+        return RVX_ERR_INVALID_PARAM;
+    }
     if (b->size > 1) {
         if (!dir || !*dir) {
             rvx__log("RVX_SIZE=%d but RVX_BOOT_DIR is not set: start the job with rvxrun -n %d",

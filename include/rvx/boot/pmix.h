@@ -8,6 +8,11 @@
  * waits for the others, default 60) applies as with the local bootstrap; RVX_RANK, RVX_SIZE and
  * RVX_BOOT_DIR are not read.
  *
+ * Node: RVX_NODE when set (0 .. size-1, set per rank, e.g. by a wrapper script: emulated nodes
+ * under mpirun on one machine), else the launcher's node id of this process (PMIX_NODEID), else the lowest rank
+ * among PMIX_LOCAL_PEERS (unique per node, not dense), else this rank's own number: a rank whose
+ * node is unknown shares memory with nobody, which is slower but never wrong.
+ *
  * The same interface as boot/local.h: rvx__boot_init, rvx__boot_gather_start,
  * rvx__boot_gather_test, rvx__boot_fini. Collective round k puts this rank's
  * bytes under the key "rvx.k" (PMIx_Put, PMIX_GLOBAL), commits them and starts a non-blocking fence
@@ -42,7 +47,7 @@ enum { RVX__PMIX_PENDING = 0, RVX__PMIX_DONE = 1, RVX__PMIX_ABANDONED = 2 };
 typedef struct rvx__boot {
     int              rank;
     int              size;
-    int              node;         /* this rank's node, numbered from 0 (0 when not told) */
+    int              node;         /* ranks with the same node share memory */
     unsigned         round;        /* collectives started so far */
     int              timeout_s;
     int              inited;       /* PMIx_Init succeeded: PMIx_Finalize at the end */
@@ -99,11 +104,58 @@ RVX_COLD void rvx__pmix_abandon(rvx__boot_t *b)
     b->cur_pending = 0;
 }
 
+/* PMIX_LOCAL_PEERS is a comma-separated list of the ranks on this process's node. */
+RVX_COLD int rvx__pmix_lowest_local(const char *peers)
+{
+    long low = -1;
+    while (peers && *peers) {
+        char *end;
+        long r = strtol(peers, &end, 10);
+        if (end == peers || r < 0) return -1;
+        if (low < 0 || r < low) low = r;
+        peers = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return -1;
+    }
+    return low >= 0 && low < (1L << 20) ? (int)low : -1;
+}
+
+/* This rank's node (see the head comment); only RVX_NODE is an error when wrong. */
+RVX_COLD rvx_status_t rvx__pmix_node(rvx__boot_t *b)
+{
+    pmix_proc_t job;
+    pmix_value_t *v = NULL;
+    pmix_info_t info;
+    bool optional = true;
+    if (getenv("RVX_NODE") && *getenv("RVX_NODE")) {
+        if (rvx__env_int("RVX_NODE", 0, 0, b->size - 1, &b->node)) {
+            rvx__log("RVX_NODE is this rank's node number: at least 0 and below the job's size (%d)",
+                     b->size);
+            return RVX_ERR_INVALID_PARAM;
+        }
+        return RVX_OK;
+    }
+    b->node = -1;
+    PMIx_Info_load(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
+    if (PMIx_Get(&b->me, PMIX_NODEID, &info, 1, &v) == PMIX_SUCCESS && v &&
+        v->type == PMIX_UINT32 && v->data.uint32 <= (uint32_t)INT32_MAX)
+        b->node = (int)v->data.uint32;
+    if (v) PMIX_VALUE_RELEASE(v);
+    v = NULL;
+    PMIX_LOAD_PROCID(&job, b->me.nspace, PMIX_RANK_WILDCARD);
+    if (b->node < 0 && PMIx_Get(&job, PMIX_LOCAL_PEERS, &info, 1, &v) == PMIX_SUCCESS && v &&
+        v->type == PMIX_STRING)
+        b->node = rvx__pmix_lowest_local(v->data.string);
+    if (v) PMIX_VALUE_RELEASE(v);
+    if (b->node < 0) b->node = b->rank;
+    return RVX_OK;
+}
+
 RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
 {
     pmix_proc_t job;
     pmix_value_t *v = NULL;
     pmix_status_t rc;
+    rvx_status_t st;
     memset(b, 0, sizeof(*b));
     if (rvx__env_int("RVX_BOOT_TIMEOUT", 60, 1, 86400, &b->timeout_s)) return RVX_ERR_INVALID_PARAM;
     rc = PMIx_Init(&b->me, NULL, 0);
@@ -126,12 +178,12 @@ RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
         rc = PMIX_ERROR;
     }
     if (v) PMIX_VALUE_RELEASE(v);
-    if (rc != PMIX_SUCCESS) {
+    st = rc == PMIX_SUCCESS ? rvx__pmix_node(b) : RVX_ERR_IO;
+    if (st != RVX_OK) {
         PMIx_Finalize(NULL, 0);
         b->inited = 0;
-        return RVX_ERR_IO;
     }
-    return RVX_OK;
+    return st;
 }
 
 RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, size_t len, void *all)
