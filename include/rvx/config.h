@@ -4,6 +4,9 @@
  *
  *   RVX_TL              transport: RVX_TL_SHM (default), RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5 (link with
  *                       -libverbs -lmlx5; RVX_MLX5_* options below)
+ *   RVX_TL_INTRA        RVX_TL_SHM beside an mlx5 RVX_TL: a pair build (RVX_PAIR is then 1), shared
+ *                       memory to peers on the node, RVX_TL to the others (tl/pair.h); the limits
+ *                       of both transports hold (the smaller of each); RVX_LANES must be 1
  *   RVX_RNDV            rendezvous protocol: RVX_RNDV_GET (default), RVX_RNDV_PUT, RVX_RNDV_AM,
  *                       RVX_RNDV_PIPELINE (used by tag matching)
  *   RVX_FABRIC          header with the fabric's cost parameters, e.g. <rvx/fabric/ib_hdr.h>;
@@ -52,14 +55,37 @@
 #define RVX_TL RVX_TL_SHM
 #endif
 
+/* A pair build (RVX_PAIR): RVX_TL_INTRA=RVX_TL_SHM beside an mlx5 RVX_TL. Peers on this rank's
+ * node are reached through shared memory, the others through RVX_TL; each endpoint picks its path
+ * once, at creation (tl/pair.h). */
+#ifdef RVX_TL_INTRA
+#if RVX_TL_INTRA != RVX_TL_SHM
+#error "RVX_TL_INTRA must be RVX_TL_SHM (the transport between ranks of one node)"
+#endif
+#if RVX_TL != RVX_TL_RC_MLX5 && RVX_TL != RVX_TL_DC_MLX5
+#error "RVX_TL_INTRA=RVX_TL_SHM needs RVX_TL=RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5 (the transport between nodes)"
+#endif
+#define RVX_PAIR 1
+#else
+#define RVX_PAIR 0
+#endif
+/* Which transports the build compiles in: their limits below all apply. */
+#define RVX__HAS_SHM  (RVX_TL == RVX_TL_SHM || RVX_PAIR)
+#define RVX__HAS_MLX5 (RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5)
+
 #if RVX_TL == RVX_TL_SHM
-#define RVX_TL_NAME "shm"
+#define RVX__TL_NET_NAME "shm"
 #elif RVX_TL == RVX_TL_RC_MLX5
-#define RVX_TL_NAME "rc_mlx5"
+#define RVX__TL_NET_NAME "rc_mlx5"
 #elif RVX_TL == RVX_TL_DC_MLX5
-#define RVX_TL_NAME "dc_mlx5"
+#define RVX__TL_NET_NAME "dc_mlx5"
 #else
 #error "RVX_TL has an unknown value: define it as RVX_TL_SHM, RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5"
+#endif
+#if RVX_PAIR
+#define RVX_TL_NAME "shm+" RVX__TL_NET_NAME
+#else
+#define RVX_TL_NAME RVX__TL_NET_NAME
 #endif
 
 /* ---- bootstrap ------------------------------------------------------------------------------ */
@@ -104,6 +130,9 @@
 #endif
 #if RVX_LANES < 1 || RVX_LANES > RVX_LANES_MAX
 #error "RVX_LANES must be between 1 and 8 (it defaults to the fabric header's RVX_FAB_LANES)"
+#endif
+#if RVX_LANES > 1 && RVX_PAIR
+#error "RVX_LANES > 1 is not supported yet in a pair build (RVX_TL_INTRA): define RVX_LANES=1"
 #endif
 #if RVX_LANES > 1 && RVX_TL != RVX_TL_RC_MLX5 && RVX_TL != RVX_TL_DC_MLX5
 #error "RVX_LANES > 1 needs RVX_TL=RVX_TL_RC_MLX5 or RVX_TL_DC_MLX5 (a lane is one more device); shared memory has one lane: define RVX_LANES=1"
@@ -254,7 +283,7 @@
 #endif
 
 /* ---- transport-specific limits -------------------------------------------------------------- */
-#if RVX_TL == RVX_TL_SHM
+#if RVX__HAS_SHM
 #ifndef RVX_SHM_RING_SLOTS
 #define RVX_SHM_RING_SLOTS 256
 #endif
@@ -266,7 +295,10 @@
 #if 8 + 8 * RVX_AM_MAX_ARGS + 16 + RVX_AM_MAX_MEDIUM > RVX_SHM_RING_SLOTS * 32
 #error "RVX_AM_MAX_MEDIUM does not fit the shared-memory ring: raise RVX_SHM_RING_SLOTS or lower RVX_AM_MAX_MEDIUM"
 #endif
-#define RVX__TL_SHORT_MAX 64
+#define RVX__SHM_SHORT_MAX 64
+#if !RVX__HAS_MLX5
+#define RVX__TL_SHORT_MAX RVX__SHM_SHORT_MAX
+#endif
 #endif
 
 #if RVX_TL == RVX_TL_DC_MLX5
@@ -296,7 +328,7 @@
 #endif
 #endif
 
-#if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
+#if RVX__HAS_MLX5
 /* rc_mlx5 (see tl/rc_mlx5.h):
  *   RVX_MLX5_DOORBELL   RVX_MLX5_DB_BF (default): BlueFlame 64-byte copies of one-WQEBB WQEs;
  *                       RVX_MLX5_DB_8B: the 8-byte doorbell only
@@ -374,8 +406,17 @@
 #define RVX__TL_SHORT_MAX RVX_MLX5_INLINE
 #endif
 
+/* RVX__TL_SHORT_MAX is the mlx5 inline size where the build has mlx5 (its QPs are made with it);
+ * a pair's put short path holds on both paths, so it takes the smaller of the two. */
 #ifndef RVX_PUT_SHORT_MAX
+#if RVX_PAIR && RVX__SHM_SHORT_MAX < RVX__TL_SHORT_MAX
+#define RVX_PUT_SHORT_MAX RVX__SHM_SHORT_MAX
+#else
 #define RVX_PUT_SHORT_MAX RVX__TL_SHORT_MAX
+#endif
+#endif
+#if RVX_PAIR && RVX_PUT_SHORT_MAX > RVX__SHM_SHORT_MAX
+#error "RVX_PUT_SHORT_MAX exceeds the shared-memory short path of a pair build (64 bytes)"
 #endif
 #ifndef RVX_PUT_BCOPY_MAX
 #define RVX_PUT_BCOPY_MAX RVX_FAB_PUT_BCOPY_MAX

@@ -5,6 +5,7 @@
  * declarations; or compile with -D_GNU_SOURCE):
  *
  *     #define RVX_TL RVX_TL_SHM                       // or RVX_TL_RC_MLX5 (-libverbs -lmlx5)
+ *     // a cluster: #define RVX_TL_INTRA RVX_TL_SHM beside RVX_TL_RC_MLX5 (shm on the node)
  *     #define RVX_AM_HANDLERS(X) X(PING, on_ping)     // only if you use active messages
  *     #include <rvx/rvx.h>
  *
@@ -201,7 +202,9 @@
 #include "boot/local.h"
 #endif
 
-#if RVX_TL == RVX_TL_SHM
+#if RVX_PAIR
+#include "tl/pair.h"         /* shm on the node, RVX_TL between nodes */
+#elif RVX_TL == RVX_TL_SHM
 #include "tl/shm.h"
 #elif RVX_TL == RVX_TL_RC_MLX5
 #include "tl/rc_mlx5.h"

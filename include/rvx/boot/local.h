@@ -25,6 +25,7 @@
 typedef struct rvx__boot {
     int      rank;
     int      size;
+    int      node;         /* this rank's node, numbered from 0 (0 when not told) */
     unsigned round;        /* collectives started so far */
     int      timeout_s;
     unsigned cur_round;    /* the collective under way: its round, next rank to read, deadline */

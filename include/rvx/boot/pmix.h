@@ -42,6 +42,7 @@ enum { RVX__PMIX_PENDING = 0, RVX__PMIX_DONE = 1, RVX__PMIX_ABANDONED = 2 };
 typedef struct rvx__boot {
     int              rank;
     int              size;
+    int              node;         /* this rank's node, numbered from 0 (0 when not told) */
     unsigned         round;        /* collectives started so far */
     int              timeout_s;
     int              inited;       /* PMIx_Init succeeded: PMIx_Finalize at the end */

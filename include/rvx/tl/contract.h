@@ -25,7 +25,9 @@
  *   rvx__tl_ctx_bw_mbs(ctx) -> uint32_t          the lane's bandwidth in MB/s (10^6 B/s), used to
  *                                                stripe rendezvous data across lanes (rc_mlx5: the
  *                                                port's active speed x width; shm: RVX_FAB_BW_MBS)
- *   rvx__tl_iface_init(ifc, ctx, rank, nranks) / rvx__tl_iface_fini(ifc)
+ *   rvx__tl_iface_init(ifc, ctx, rank, nranks, node) / rvx__tl_iface_fini(ifc)
+ *                                                node: this rank's node (the bootstrap's number);
+ *                                                a pair (tl/pair.h) compares it with each peer's
  *   rvx__tl_iface_address(ifc, addr)
  *   rvx__tl_iface_wireup(ifc, addrs, size)     after the address exchange of worker creation:
  *                                                every rank's address (size bytes each); rc_mlx5

@@ -276,8 +276,9 @@ RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
 }
 
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
-                                         int nranks)
+                                         int nranks, int node)
 {
+    (void)node; /* one transport for every peer: where a peer runs changes nothing */
     memset(ifc, 0, sizeof(*ifc));
     ifc->tctx = ctx;
     ifc->rank = rank;

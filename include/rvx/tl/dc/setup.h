@@ -220,11 +220,12 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 }
 
 RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
-                                         int nranks)
+                                         int nranks, int node)
 {
     size_t bytes = (size_t)RVX_DC_NUM_DCI * RVX_DC_BOUNCE_BYTES;
     unsigned i;
     rvx_status_t st;
+    (void)node; /* one transport for every peer: where a peer runs changes nothing */
     memset(ifc, 0, sizeof(*ifc));
     ifc->ctx = ctx;
     ifc->rank = rank;

@@ -1,0 +1,337 @@
+/* rvx/tl/pair.h: two transports in one build: shared memory (tl/shm.h) to the peers on this
+ * rank's node, the build's mlx5 transport (RVX_TL: tl/rc_mlx5.h or tl/dc_mlx5.h, "net" below) to
+ * the others. Built when RVX_TL_INTRA=RVX_TL_SHM is defined beside RVX_TL (config.h: RVX_PAIR).
+ *
+ * Both headers are compiled in with the contract's names renamed (tl/rename.h): shm's become
+ * rvx__shm_tl_*, net's rvx__net_tl_*, and each transport's upcall (rvx__rx_deliver) lands in a
+ * function here that finds the pair endpoint around the sub-endpoint and calls the protocols'.
+ * This file then defines the contract's names once more for the pair. Every operation is one
+ * branch on ep->intra, set when the endpoint is created, to the sub-transport's inline function:
+ * no pointer, both paths inlined.
+ *
+ * Where a peer runs: the bootstrap numbers this rank's node (rvx__boot_t.node), the core hands it
+ * to rvx__tl_iface_init, and it travels in the worker's address; an endpoint whose peer has the
+ * same number is on the node.
+ *
+ * Atomics always go through the NIC, also to on-node peers: then atomics on one word from ranks
+ * on the node and off it stay atomic (a NIC atomic is not atomic against a CPU's). So an on-node
+ * endpoint connects its net endpoint as well as its shm one (rc_mlx5 connects a QP to every rank
+ * at worker creation anyway; dc_mlx5 keeps no per-peer queue). The price: an on-node atomic costs
+ * a NIC round trip, and on an on-node endpoint an atomic is ordered with later puts and messages
+ * (which go through shared memory) only by rvx_ep_flush between them.
+ *
+ * Memory: rvx_mem_alloc memory is shm's (a memfd on-node peers map) and is registered with the
+ * NIC as well; rvx_mem_reg registers with both. A packed key is shm's key then net's; unpacking on
+ * an on-node endpoint resolves both (shm for puts and gets, net for atomics), on another only net.
+ *
+ * Progress: nothing without live endpoints (one load and a branch); shm's rings while on-node
+ * endpoints exist (shm's own loop over them), net's CQ while off-node endpoints exist or net work
+ * (on-node atomics) is outstanding. */
+#ifndef RVX_TL_PAIR_H
+#define RVX_TL_PAIR_H
+
+#include <stddef.h>
+
+#include "contract.h"
+
+#define RVX__TL_CAT(a, b)   a##b
+#define RVX__TL_SUB2(p, x)  RVX__TL_CAT(p, x)
+#define RVX__TL_SUB(x)      RVX__TL_SUB2(RVX__TL_PREFIX, x)
+
+/* ---- shm, renamed rvx__shm_tl_* --------------------------------------------------------------- */
+#define RVX__TL_PREFIX rvx__shm_
+#include "rename.h"
+#if RVX_CAN_RECEIVE
+struct rvx__tl_ep;
+RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
+#endif
+#include "shm.h"
+/* what shm's macros say, kept under names of the pair before they go */
+enum {
+    RVX__SHM_RKEY_PACKED = RVX__TL_RKEY_PACKED_SIZE,
+    RVX__SHM_ADDR_BYTES  = sizeof(rvx__tl_addr_t),
+    RVX__SHM_ZCOPY_HDR   = RVX__TL_AM_ZCOPY_HDR_MAX
+};
+#if RVX__TL_AM_ZCOPY
+#error "tl/pair.h: shm's messages are not expected to be zero-copy"
+#endif
+#undef RVX__TL_RKEY_PACKED_SIZE
+#undef RVX__TL_ADDR_SIZE
+#undef RVX__TL_AM_ZCOPY
+#undef RVX__TL_AM_ZCOPY_HDR_MAX
+#define RVX__TL_RENAME_UNDO
+#include "rename.h"
+#undef RVX__TL_PREFIX
+
+/* ---- the net transport, renamed rvx__net_tl_* -------------------------------------------------- */
+#define RVX__TL_PREFIX rvx__net_
+#include "rename.h"
+#if RVX_CAN_RECEIVE
+struct rvx__tl_ep;
+RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
+#endif
+#if RVX_TL == RVX_TL_RC_MLX5
+#include "rc_mlx5.h"
+#elif RVX_TL == RVX_TL_DC_MLX5
+#include "dc_mlx5.h"
+#endif
+enum { RVX__NET_RKEY_PACKED = RVX__TL_RKEY_PACKED_SIZE };
+#if RVX_CAN_RECEIVE /* mlx5 carries messages only in builds that receive */
+enum { RVX__NET_ZCOPY_HDR = RVX__TL_AM_ZCOPY_HDR_MAX };
+#if RVX__TL_AM_ZCOPY
+#define RVX__NET_AM_ZCOPY 1
+#else
+#define RVX__NET_AM_ZCOPY 0
+#endif
+#endif
+RVX_INLINE size_t rvx__net_addr_size(size_t n) { return RVX__TL_ADDR_SIZE(n); }
+#ifdef RVX__TL_ADDR_KEPT
+#define RVX__NET_ADDR_KEPT 1
+RVX_INLINE size_t rvx__net_addr_kept(size_t n)
+{
+    (void)n; /* rc_mlx5 keeps a fixed prefix */
+    return RVX__TL_ADDR_KEPT(n);
+}
+#endif
+#ifdef RVX__TL_AM_CLAIM_HOT
+#define RVX__NET_CLAIM_HOT 1
+RVX_INLINE void *rvx__net_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    return RVX__TL_AM_CLAIM_HOT(ep, chan, len);
+}
+#endif
+#undef RVX__TL_RKEY_PACKED_SIZE
+#undef RVX__TL_ADDR_SIZE
+#undef RVX__TL_ADDR_KEPT
+#undef RVX__TL_AM_ZCOPY
+#undef RVX__TL_AM_ZCOPY_HDR_MAX
+#undef RVX__TL_IN_HANDLER  /* the pair's handlers may run from either iface: the worker counts */
+#undef RVX__TL_AM_CLAIM_HOT
+#define RVX__TL_RENAME_UNDO
+#include "rename.h"
+#undef RVX__TL_PREFIX
+
+/* ---- types ---------------------------------------------------------------------------------- */
+
+typedef struct rvx__tl_ctx {
+    rvx__shm_tl_ctx_t shm;
+    rvx__net_tl_ctx_t net;
+} rvx__tl_ctx_t;
+
+/* addr and len first: the core reads them of every region */
+typedef struct rvx__tl_mem {
+    void             *addr;
+    size_t            len;
+    rvx__shm_tl_mem_t shm;
+    rvx__net_tl_mem_t net;
+} rvx__tl_mem_t;
+
+typedef struct rvx_rkey {
+    rvx__shm_rkey_t shm;   /* resolved on an on-node endpoint only: puts and gets */
+    rvx__net_rkey_t net;   /* always: every access off the node, atomics on it */
+} rvx_rkey_t;
+#define RVX__TL_RKEY_PACKED_SIZE ((size_t)RVX__SHM_RKEY_PACKED + RVX__NET_RKEY_PACKED)
+
+/* A worker's address: this header, then shm's address at RVX__PAIR_SHM_OFF and net's at
+ * RVX__PAIR_NET_OFF (8-byte aligned: both hold 64-bit fields). Net's comes last, so that the
+ * prefix net keeps after wire-up (RVX__TL_ADDR_KEPT) is a prefix of the pair's too. */
+typedef struct rvx__tl_addr {
+    int32_t node;
+    int32_t pad;
+} rvx__tl_addr_t;
+#define RVX__PAIR_SHM_OFF sizeof(rvx__tl_addr_t)
+#define RVX__PAIR_NET_OFF (RVX__PAIR_SHM_OFF + (((size_t)RVX__SHM_ADDR_BYTES + 7) & ~(size_t)7))
+#define RVX__TL_ADDR_SIZE(n) (RVX__PAIR_NET_OFF + rvx__net_addr_size((size_t)(n)))
+#ifdef RVX__NET_ADDR_KEPT
+#define RVX__TL_ADDR_KEPT(n) (RVX__PAIR_NET_OFF + rvx__net_addr_kept((size_t)(n)))
+#endif
+
+struct rvx__tl_iface;
+
+/* intra first: the one word every operation branches on; net's endpoint (rc_mlx5: the conn
+ * pointer) next to it, shm's rings after. */
+typedef struct rvx__tl_ep {
+    int                   intra;   /* the peer is on this node: shm; else net */
+    int                   rank;
+    rvx__net_tl_ep_t      net;     /* connected on every endpoint (atomics go this way) */
+    rvx__shm_tl_ep_t      shm;     /* connected on on-node endpoints */
+    struct rvx__tl_iface *ifc;
+} rvx__tl_ep_t;
+
+typedef struct rvx__tl_iface {
+    /* hot: progress reads these */
+    unsigned          nlive;       /* endpoints, both paths */
+    unsigned          outstanding; /* 0: net's own count is net.outstanding (the core reads this
+                                      field for lanes above 0 only, which a pair has not) */
+    unsigned          noff;        /* endpoints to other nodes: net's CQ is polled for them */
+    int               node;        /* this rank's node */
+    rvx__shm_tl_iface_t shm;
+    rvx__net_tl_iface_t net;
+    /* cold */
+    int32_t          *nodes;       /* every rank's node, from the wire-up */
+    int               nranks;
+} rvx__tl_iface_t;
+
+#define RVX__PAIR_SHM_ADDR(a) ((rvx__shm_tl_addr_t *)(void *)((uint8_t *)(a) + RVX__PAIR_SHM_OFF))
+#define RVX__PAIR_NET_ADDR(a) ((rvx__net_tl_addr_t *)(void *)((uint8_t *)(a) + RVX__PAIR_NET_OFF))
+
+/* ---- upcalls: a sub-endpoint's frame goes to the protocols with the pair endpoint ----------- */
+#if RVX_CAN_RECEIVE
+RVX_INLINE void rvx__shm_rx_deliver(struct rvx__shm_tl_ep *sep, unsigned chan, unsigned info,
+                                    void *body, size_t len)
+{
+    rvx__rx_deliver(RVX_CONTAINER_OF(sep, rvx__tl_ep_t, shm), chan, info, body, len);
+}
+
+RVX_INLINE void rvx__net_rx_deliver(struct rvx__net_tl_ep *nep, unsigned chan, unsigned info,
+                                    void *body, size_t len)
+{
+    rvx__rx_deliver(RVX_CONTAINER_OF(nep, rvx__tl_ep_t, net), chan, info, body, len);
+}
+#endif
+
+#include "pair/setup.h"
+
+/* ---- RMA: one branch on where the peer is --------------------------------------------------- */
+
+RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    if (ep->intra) return rvx__shm_tl_put_short(&ep->shm, src, len, raddr, &rkey->shm);
+    return rvx__net_tl_put_short(&ep->net, src, len, raddr, &rkey->net);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx_rkey_t *rkey)
+{
+    if (ep->intra) return rvx__shm_tl_put_bcopy(&ep->shm, src, len, raddr, &rkey->shm);
+    return rvx__net_tl_put_bcopy(&ep->net, src, len, raddr, &rkey->net);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    if (ep->intra) return rvx__shm_tl_put_zcopy(&ep->shm, src, len, &lmem->shm, raddr, &rkey->shm, req);
+    return rvx__net_tl_put_zcopy(&ep->net, src, len, &lmem->net, raddr, &rkey->net, req);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    if (ep->intra) return rvx__shm_tl_get_bcopy(&ep->shm, dst, len, raddr, &rkey->shm, req);
+    return rvx__net_tl_get_bcopy(&ep->net, dst, len, raddr, &rkey->net, req);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
+                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+{
+    if (ep->intra) return rvx__shm_tl_get_zcopy(&ep->shm, dst, len, &lmem->shm, raddr, &rkey->shm, req);
+    return rvx__net_tl_get_zcopy(&ep->net, dst, len, &lmem->net, raddr, &rkey->net, req);
+}
+
+/* Atomics: through the NIC whatever the peer (see the top of this file). */
+RVX_INLINE rvx_status_t rvx__tl_atomic64(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
+                                         uint64_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+                                         uint64_t *fetch, rvx_request_t *req)
+{
+    return rvx__net_tl_atomic64(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
+                                         uint32_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+                                         uint32_t *fetch, rvx_request_t *req)
+{
+    return rvx__net_tl_atomic32(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
+}
+
+/* ---- messages (builds that receive: the only ones where mlx5 carries them) ------------------ */
+#if RVX_CAN_RECEIVE
+
+RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    if (ep->intra) return rvx__shm_tl_am_claim(&ep->shm, chan, len);
+    return rvx__net_tl_am_claim(&ep->net, chan, len);
+}
+
+#ifdef RVX__NET_CLAIM_HOT
+/* net's claim that fails rather than call out; shm's claim never calls out */
+RVX_INLINE void *rvx__pair_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    if (ep->intra) return rvx__shm_tl_am_claim(&ep->shm, chan, len);
+    return rvx__net_am_claim_hot(&ep->net, chan, len);
+}
+#define RVX__TL_AM_CLAIM_HOT(tl, chan, len) rvx__pair_am_claim_hot((tl), (chan), (len))
+#endif
+
+RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+                                           unsigned info)
+{
+    if (ep->intra) return rvx__shm_tl_am_publish(&ep->shm, chan, body, len, info);
+    return rvx__net_tl_am_publish(&ep->net, chan, body, len, info);
+}
+
+RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+{
+    if (ep->intra) return rvx__shm_tl_am_wait_room(&ep->shm, chan, len);
+    return rvx__net_tl_am_wait_room(&ep->net, chan, len);
+}
+
+/* Zero-copy where net carries the message; shm copies (and ignores lmem). Callers register the
+ * body as net asks (RVX__TL_AM_ZCOPY is net's). */
+#define RVX__TL_AM_ZCOPY RVX__NET_AM_ZCOPY
+#define RVX__TL_AM_ZCOPY_HDR_MAX \
+    (RVX__SHM_ZCOPY_HDR < RVX__NET_ZCOPY_HDR ? RVX__SHM_ZCOPY_HDR : RVX__NET_ZCOPY_HDR)
+RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,
+                                         size_t hdrlen, const void *buf, size_t len,
+                                         const rvx__tl_mem_t *lmem, unsigned info,
+                                         rvx_request_t *req)
+{
+    if (ep->intra)
+        return rvx__shm_tl_am_zcopy(&ep->shm, chan, hdr, hdrlen, buf, len, lmem ? &lmem->shm : NULL,
+                                    info, req);
+    return rvx__net_tl_am_zcopy(&ep->net, chan, hdr, hdrlen, buf, len, lmem ? &lmem->net : NULL,
+                                info, req);
+}
+#endif /* RVX_CAN_RECEIVE */
+
+/* ---- progress and flush --------------------------------------------------------------------- */
+
+/* Nothing without live endpoints; shm's rings (its loop over on-node endpoints: none, nothing);
+ * net's CQ while off-node endpoints live or net work (on-node atomics) is outstanding. In an
+ * RMA-only build only net has anything to complete, and its progress looks at outstanding. */
+RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+{
+#if RVX_CAN_RECEIVE
+    int n;
+    if (!ifc->nlive) return 0;
+    n = rvx__shm_tl_progress(&ifc->shm);
+    if (ifc->noff || ifc->net.outstanding) n += rvx__net_tl_progress(&ifc->net);
+    return n;
+#else
+    return rvx__net_tl_progress(&ifc->net);
+#endif
+}
+
+/* The path's flush; on an on-node endpoint net's too, which returns at once unless atomics are
+ * outstanding on it. */
+RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+{
+    if (ep->intra) {
+        rvx_status_t st = rvx__shm_tl_ep_flush(&ep->shm, req);
+        if (st != RVX_OK) return st;
+    }
+    return rvx__net_tl_ep_flush(&ep->net, req);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
+{
+    rvx_status_t st = rvx__shm_tl_iface_flush(&ifc->shm, req);
+    if (st != RVX_OK) return st;
+    return rvx__net_tl_iface_flush(&ifc->net, req);
+}
+
+#endif /* RVX_TL_PAIR_H */

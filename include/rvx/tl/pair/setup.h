@@ -1,0 +1,201 @@
+/* rvx/tl/pair/setup.h: the pair's cold code (tl/pair.h): both transports' contexts, interfaces,
+ * endpoints, regions and keys, set up and torn down side by side. */
+#ifndef RVX_TL_PAIR_SETUP_H
+#define RVX_TL_PAIR_SETUP_H
+
+/* ---- context -------------------------------------------------------------------------------- */
+
+RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
+{
+    rvx_status_t st = rvx__shm_tl_ctx_init(&ctx->shm, lane);
+    if (st != RVX_OK) return st;
+    st = rvx__net_tl_ctx_init(&ctx->net, lane);
+    if (st != RVX_OK) rvx__shm_tl_ctx_fini(&ctx->shm);
+    return st;
+}
+
+RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx)
+{
+    rvx__net_tl_ctx_fini(&ctx->net);
+    rvx__shm_tl_ctx_fini(&ctx->shm);
+}
+
+/* Rendezvous striping weighs lanes by this: the network's port (a pair has one lane). */
+RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
+{
+    return rvx__net_tl_ctx_bw_mbs(&ctx->net);
+}
+
+/* ---- interface ------------------------------------------------------------------------------ */
+
+RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                         int nranks, int node)
+{
+    rvx_status_t st;
+    memset(ifc, 0, sizeof(*ifc));
+    ifc->node = node;
+    ifc->nranks = nranks;
+    ifc->nodes = (int32_t *)calloc((size_t)nranks, sizeof(*ifc->nodes));
+    if (!ifc->nodes) return RVX_ERR_NO_MEMORY;
+    st = rvx__shm_tl_iface_init(&ifc->shm, &ctx->shm, rank, nranks, node);
+    if (st != RVX_OK) goto fail;
+    st = rvx__net_tl_iface_init(&ifc->net, &ctx->net, rank, nranks, node);
+    if (st == RVX_OK) return RVX_OK;
+    rvx__shm_tl_iface_fini(&ifc->shm);
+fail:
+    free(ifc->nodes);
+    ifc->nodes = NULL;
+    return st;
+}
+
+RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
+{
+    rvx__net_tl_iface_fini(&ifc->net);
+    rvx__shm_tl_iface_fini(&ifc->shm);
+    free(ifc->nodes);
+    ifc->nodes = NULL;
+}
+
+RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
+{
+    memset(addr, 0, sizeof(*addr));
+    addr->node = ifc->node;
+    rvx__shm_tl_iface_address(&ifc->shm, RVX__PAIR_SHM_ADDR(addr));
+    rvx__net_tl_iface_address(&ifc->net, RVX__PAIR_NET_ADDR(addr));
+}
+
+/* Every rank's address: each transport reads its own part (with the pair's stride), and every
+ * rank's node is recorded. */
+RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+{
+    rvx_status_t st;
+    int r;
+    for (r = 0; r < ifc->nranks; r++)
+        ifc->nodes[r] = ((const rvx__tl_addr_t *)(const void *)(addrs + (size_t)r * size))->node;
+    st = rvx__shm_tl_iface_wireup(&ifc->shm, addrs + RVX__PAIR_SHM_OFF, size);
+    if (st != RVX_OK) return st;
+    return rvx__net_tl_iface_wireup(&ifc->net, addrs + RVX__PAIR_NET_OFF, size);
+}
+
+#ifdef RVX__NET_ADDR_KEPT
+/* The worker keeps each address's prefix: node, shm's address and net's kept part. */
+RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+{
+    rvx__net_tl_iface_addrs(&ifc->net, addrs + RVX__PAIR_NET_OFF, stride);
+}
+#endif
+
+/* ---- endpoints ------------------------------------------------------------------------------ */
+
+/* On the node: shm's endpoint for everything but atomics, and net's for those; off the node:
+ * net's alone. */
+RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
+                                         const rvx__tl_addr_t *addr)
+{
+    rvx_status_t st;
+    memset(ep, 0, sizeof(*ep));
+    ep->ifc = ifc;
+    ep->rank = rank;
+    ep->intra = addr->node == ifc->node;
+    if (ep->intra) {
+        st = rvx__shm_tl_ep_connect(&ifc->shm, &ep->shm, rank, RVX__PAIR_SHM_ADDR(addr));
+        if (st != RVX_OK) return st;
+    }
+    st = rvx__net_tl_ep_connect(&ifc->net, &ep->net, rank, RVX__PAIR_NET_ADDR(addr));
+    if (st != RVX_OK) {
+        if (ep->intra) rvx__shm_tl_ep_disconnect(&ep->shm);
+        return st;
+    }
+    ifc->nlive++;
+    if (!ep->intra) ifc->noff++;
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__net_tl_ep_disconnect(&ep->net);
+    if (ep->intra) rvx__shm_tl_ep_disconnect(&ep->shm);
+    else ifc->noff--;
+    ifc->nlive--;
+}
+
+/* The path's liveness: on the node shm's (the peer's process and mailbox), else net's. */
+RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
+{
+    if (ep->intra) return rvx__shm_tl_ep_alive(&ep->shm);
+    return rvx__net_tl_ep_alive(&ep->net);
+}
+
+/* ---- memory and keys ------------------------------------------------------------------------ */
+
+/* shm's memory (a memfd on-node peers map), registered with the NIC too. */
+RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_mem_t *mem)
+{
+    rvx_status_t st = rvx__shm_tl_mem_alloc(&ctx->shm, len, &mem->shm);
+    if (st != RVX_OK) return st;
+    st = rvx__net_tl_mem_reg(&ctx->net, mem->shm.addr, len, &mem->net);
+    if (st != RVX_OK) {
+        rvx__shm_tl_mem_dereg(&ctx->shm, &mem->shm);
+        return st;
+    }
+    mem->addr = mem->shm.addr;
+    mem->len = len;
+    return RVX_OK;
+}
+
+RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len, rvx__tl_mem_t *mem)
+{
+    rvx_status_t st = rvx__shm_tl_mem_reg(&ctx->shm, addr, len, &mem->shm);
+    if (st != RVX_OK) return st;
+    st = rvx__net_tl_mem_reg(&ctx->net, addr, len, &mem->net);
+    if (st != RVX_OK) {
+        rvx__shm_tl_mem_dereg(&ctx->shm, &mem->shm);
+        return st;
+    }
+    mem->addr = addr;
+    mem->len = len;
+    return RVX_OK;
+}
+
+RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
+{
+    rvx__net_tl_mem_dereg(&ctx->net, &mem->net); /* before shm unmaps the bytes */
+    rvx__shm_tl_mem_dereg(&ctx->shm, &mem->shm);
+}
+
+/* shm's key, then net's */
+RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
+{
+    rvx__shm_tl_rkey_pack(&mem->shm, buf);
+    rvx__net_tl_rkey_pack(&mem->net, (uint8_t *)buf + RVX__SHM_RKEY_PACKED);
+}
+
+RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank)
+{
+    rvx__shm_tl_rkey_stamp(buf, rank);
+    rvx__net_tl_rkey_stamp((uint8_t *)buf + RVX__SHM_RKEY_PACKED, rank);
+}
+
+/* On the node both keys (shm maps the region once, here); off it net's alone. */
+RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
+{
+    rvx_status_t st;
+    memset(rkey, 0, sizeof(*rkey));
+    if (ep->intra) {
+        st = rvx__shm_tl_rkey_unpack(&ep->shm, buf, &rkey->shm);
+        if (st != RVX_OK) return st;
+    }
+    st = rvx__net_tl_rkey_unpack(&ep->net, (const uint8_t *)buf + RVX__SHM_RKEY_PACKED, &rkey->net);
+    if (st != RVX_OK && ep->intra) rvx__shm_tl_rkey_release(&rkey->shm);
+    return st;
+}
+
+/* shm's release unmaps only what it mapped (a key unpacked off the node holds nothing of shm) */
+RVX_COLD void rvx__tl_rkey_release(rvx_rkey_t *rkey)
+{
+    rvx__shm_tl_rkey_release(&rkey->shm);
+    rvx__net_tl_rkey_release(&rkey->net);
+}
+
+#endif /* RVX_TL_PAIR_SETUP_H */
