@@ -184,6 +184,15 @@ int main(int argc, char **argv)
     }
     for (k = 0; k < 3; k++)
         if ((me == 0) != (k == 0) && (me == 0 || k == 0) && rvx_ep_create(e.w, k, &e.ep[k])) return 1;
+#if defined(RVX_PAIR) && RVX_PAIR
+    /* the rows measure the path they name only if the bootstrap placed the ranks as asked */
+    if (me == 0 && (!e.ep[1]->tl[0].intra || e.ep[2]->tl[0].intra)) {
+        fprintf(stderr, "icount_pair: rank 1 must be on this node and rank 2 off it (RVX_NODE=0, 0, 1): "
+                        "endpoint to 1 %s, to 2 %s\n", e.ep[1]->tl[0].intra ? "on-node" : "off-node",
+                e.ep[2]->tl[0].intra ? "on-node" : "off-node");
+        return 1;
+    }
+#endif
     if (rvx_mem_alloc(e.ctx, 4096, &e.mem)) return 1;
     rvx_rkey_pack(e.mem, packed);
     mine = (uint64_t)(uintptr_t)rvx_mem_addr(e.mem);
