@@ -52,6 +52,13 @@ DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5
 DC_SHARED_TESTS := $(RC_SHARED_TESTS)
 DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-dc/%,$(wildcard tests/t_dc_*.c))
+# pair builds (tl/pair.h): shared memory between ranks of one node, rc_mlx5 between nodes; the
+# examples and the tests rc_mlx5 shares with shm, from the same sources, run on rvxsim with ranks
+# placed on emulated nodes (RVX_NODE)
+PAIR_DEFS := -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
+EXAMPLE_PAIR_BINS := $(addprefix $(B)/examples-pair/,$(EXAMPLES))
+PAIR_SHARED_TESTS := $(RC_SHARED_TESTS)
+PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(PAIR_SHARED_TESTS))
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
 PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
@@ -61,7 +68,7 @@ LAUNCH_BINS := $(B)/launch/peer_kill
 .PHONY: all deps run test bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain scale
 .DEFAULT_GOAL := all
 
-all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
+all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(EXAMPLE_PAIR_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(PAIR_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
 
 # The rvxsim model (its own makefile fragment; it shares no code with include/).
 -include sim/sim.mk
@@ -92,6 +99,14 @@ $(B)/tests-rc/%: tests/%.c tests/testlib.h $(HEADERS)
 $(B)/tests-dc/%: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
+
+$(B)/examples-pair/%: examples/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -o $@ $< $(RC_LIBS)
+
+$(B)/tests-pair/%: tests/%.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -o $@ $< $(RC_LIBS)
 
 # ---- tag matching: the tag tests once per rendezvous protocol, from the same source
 TAG_RNDV := get put am pipeline
@@ -139,6 +154,20 @@ $(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_pe
 $(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+
+# the tag tests as pair builds, every rendezvous protocol
+TAG_PAIR_VARIANTS := $(addprefix $(B)/tests-pair/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-pair/t_tag_peer_death_,$(TAG_RNDV)) \
+                     $(addprefix $(B)/tests-pair/t_tag_ep_destroy_,$(TAG_RNDV))
+all tests: $(TAG_PAIR_VARIANTS)
+$(addprefix $(B)/tests-pair/t_tag_,$(TAG_RNDV)): $(B)/tests-pair/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-pair/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-pair/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/tests-pair/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-pair/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 
 # dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
 # tests again, as dc/<name>_fixed

@@ -42,17 +42,25 @@ int main(void)
         /* the signatures the core calls */
         rvx_status_t (*init)(rvx__tl_ctx_t *, unsigned) = rvx__tl_ctx_init;
         uint32_t (*bw)(const rvx__tl_ctx_t *) = rvx__tl_ctx_bw_mbs;
+        /* node: the bootstrap's number of this rank's node */
+        rvx_status_t (*iinit)(rvx__tl_iface_t *, rvx__tl_ctx_t *, int, int, int) = rvx__tl_iface_init;
         uint32_t mbs, want = RVX_FAB_BW_MBS;
+        (void)iinit;
         T_CHECK(init(&c, 0) == RVX_OK, "ctx_init(lane 0)");
         mbs = bw(&c);
 #if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
         {
+#if RVX_PAIR
+            const rvx__net_tl_ctx_t *nc = &c.net; /* the lane's port is the network's */
+#else
+            const rvx__tl_ctx_t *nc = &c;
+#endif
             /* the port's data rate, decoded here from rdma-core's codes (Gb/s of data per lane:
              * SDR 2, DDR 4, QDR 8, FDR10 10, FDR 13.64, EDR 25, HDR 50, NDR 100) */
             struct ibv_port_attr pa;
             double gbps = 0, lanes = 0;
             memset(&pa, 0, sizeof(pa));
-            T_CHECK(!ibv_query_port(c.ib, c.port, &pa), "ibv_query_port");
+            T_CHECK(!ibv_query_port(nc->ib, nc->port, &pa), "ibv_query_port");
             switch (pa.active_speed) {
             case 1: gbps = 2; break;
             case 2: gbps = 4; break;
@@ -78,6 +86,16 @@ int main(void)
         T_CHECK(mbs > 0 && (mbs > want ? mbs - want : want - mbs) <= want / 100, "lane bandwidth %u MB/s, expected %u", mbs, want);
         rvx__tl_ctx_fini(&c);
     }
+#if RVX_PAIR
+    /* a pair: both transports' keys in one packed key, the region's bounds where the core reads
+     * them, and an address that starts with the node */
+    T_CHECK(RVX__TL_RKEY_PACKED_SIZE == (size_t)RVX__SHM_RKEY_PACKED + RVX__NET_RKEY_PACKED,
+            "pair packed key: shm's then net's");
+    T_CHECK(offsetof(rvx__tl_mem_t, addr) == 0 && offsetof(rvx__tl_mem_t, len) == sizeof(void *),
+            "pair region: addr and len first");
+    T_CHECK(RVX__TL_ADDR_SIZE(4) >= sizeof(rvx__tl_addr_t) + RVX__SHM_ADDR_BYTES, "pair address size");
+    T_CHECK(strncmp(RVX_TL_NAME, "shm+", 4) == 0, "pair name %s", RVX_TL_NAME);
+#endif
     T_CHECK(RVX__TL_AM_ZCOPY == 0 || RVX__TL_AM_ZCOPY == 1, "RVX__TL_AM_ZCOPY is a flag");
     T_CHECK(RVX__TL_AM_ZCOPY_HDR_MAX >= 16, "a zero-copy message carries a 16-byte header");
     return t_exit();

@@ -86,12 +86,16 @@ enum { RVX__NET_ZCOPY_HDR = RVX__TL_AM_ZCOPY_HDR_MAX };
 #define RVX__NET_AM_ZCOPY 0
 #endif
 #endif
-RVX_INLINE size_t rvx__net_addr_size(size_t n) { return RVX__TL_ADDR_SIZE(n); }
+RVX_INLINE size_t rvx__net_addr_size(size_t n)
+{
+    (void)n; /* dc_mlx5's address does not grow with the job */
+    return RVX__TL_ADDR_SIZE(n);
+}
 #ifdef RVX__TL_ADDR_KEPT
 #define RVX__NET_ADDR_KEPT 1
 RVX_INLINE size_t rvx__net_addr_kept(size_t n)
 {
-    (void)n; /* rc_mlx5 keeps a fixed prefix */
+    (void)n; /* both mlx5 transports keep a fixed prefix */
     return RVX__TL_ADDR_KEPT(n);
 }
 #endif
@@ -284,7 +288,7 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  * body as net asks (RVX__TL_AM_ZCOPY is net's). */
 #define RVX__TL_AM_ZCOPY RVX__NET_AM_ZCOPY
 #define RVX__TL_AM_ZCOPY_HDR_MAX \
-    (RVX__SHM_ZCOPY_HDR < RVX__NET_ZCOPY_HDR ? RVX__SHM_ZCOPY_HDR : RVX__NET_ZCOPY_HDR)
+    ((int)RVX__SHM_ZCOPY_HDR < (int)RVX__NET_ZCOPY_HDR ? (int)RVX__SHM_ZCOPY_HDR : (int)RVX__NET_ZCOPY_HDR)
 RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,
                                          size_t hdrlen, const void *buf, size_t len,
                                          const rvx__tl_mem_t *lmem, unsigned info,
