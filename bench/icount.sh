@@ -102,7 +102,8 @@ want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc
 # the other two serve. Goal: each row at most 2 instructions above the single-transport build's
 # row (shm for _intra, rc_mlx5 for _inter, the larger of the two for progress_idle).
 bin=build/bench/icount_pair
-pair_count() { # op, wrapper function, iterations -> instructions inside rank 0's wrapper
+pair_count() { # op, wrapper function, iterations [, binary] -> instructions inside rank 0's wrapper
+  local bin=${4:-$bin}
   LD_LIBRARY_PATH=$simlib RVX_BOOT_TIMEOUT=300 build/bin/rvxrun -n 3 -t 900 -- sh -c '
     export RVX_NODE=$((RVX_RANK / 2))
     if [ "$RVX_RANK" = 0 ]; then
@@ -142,4 +143,17 @@ else
   goal am_short8_intra "shm am_short8"
   goal am_short8_inter "rc_mlx5 am_short8"
   goal progress_idle "shm progress_idle" "rc_mlx5 progress_idle"
+  # the tag build (RVX_TAG=1, build/bench/icount_tag_pair): 8-byte eager sends
+  tbin=build/bench/icount_tag_pair
+  if [ -x $tbin ]; then
+    for op in tag_send8_intra tag_send8_inter; do
+      a=$(pair_count "$op" bench_tag_send8 "$N" $tbin)
+      b=$(pair_count "$op" bench_tag_send8 $((2 * N)) $tbin)
+      row pair_rc_mlx5 "$op" "$a" "$b"
+    done
+    goal tag_send8_intra "shm tag_send8"
+    goal tag_send8_inter "rc_mlx5 tag_send8"
+  else
+    echo "icount: $tbin not built (make): pair tag rows skipped"
+  fi
 fi

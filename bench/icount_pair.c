@@ -9,7 +9,8 @@
  * (flushes, waiting for the receiver's ack of every 8 messages) runs between the counted calls.
  *
  *   rvxrun -n 3 sh -c 'RVX_NODE=$((RVX_RANK / 2)) exec icount_pair <op> <N>'
- *   op: put8_intra put8_inter am_short8_intra am_short8_inter progress_idle progress_live_empty */
+ *   op: put8_intra put8_inter am_short8_intra am_short8_inter progress_idle progress_live_empty
+ *       and, built with RVX_TAG=1 (icount_tag_pair): tag_send8_intra tag_send8_inter */
 #ifndef RVX_TL
 #define RVX_TL RVX_TL_RC_MLX5
 #endif
@@ -63,6 +64,13 @@ RVX_NOINLINE rvx_status_t bench_am_short8(rvx_ep_t *ep, uint64_t arg)
     return rvx_am_short(ep, RVX_AM_SINK, &arg, 1);
 }
 
+#if RVX_TAG
+RVX_NOINLINE rvx_status_t bench_tag_send8(rvx_ep_t *ep, const uint64_t *src, uint64_t tag)
+{
+    return rvx_tag_send(ep, src, 8, tag, NULL);
+}
+#endif
+
 typedef struct pair_env {
     rvx_context_t *ctx;
     rvx_worker_t  *w, *idle;   /* idle: a worker with no endpoint */
@@ -108,6 +116,45 @@ static long loop_am_short8(pair_env_t *e, int peer, long n)
     return errors;
 }
 
+#if RVX_TAG
+/* 8-byte eager tag sends (tag i): the receiver takes them in order and acks every ACK_EVERY */
+static long loop_tag_send8(pair_env_t *e, int peer, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        errors += bench_tag_send8(e->ep[peer], &e->src, (uint64_t)i) != RVX_OK;
+        if (i % ACK_EVERY == ACK_EVERY - 1) {
+            errors += rvx_ep_flush(e->ep[peer]) != RVX_OK;
+            while (acks != (uint64_t)(i + 1) / ACK_EVERY) rvx_progress(e->w);
+            while (rvx_progress(e->w)) {}
+        }
+    }
+    return errors;
+}
+
+/* The target of tag_send8: n receives of any tag, each checked (tag i, 42), an ack every
+ * ACK_EVERY. */
+static long recv_tags(pair_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        rvx_request_t req;
+        rvx_tag_info_t info;
+        uint64_t dst = 0;
+        rvx_status_t st = RVX_OK;
+        rvx_tag_recv(e->w, &dst, 8, 0, 0, &req, &info);
+        while (req.status == RVX_INPROGRESS) rvx_progress(e->w);
+        errors += req.status != RVX_OK || dst != 42 || info.tag != (uint64_t)i || info.length != 8;
+        if (i % ACK_EVERY == ACK_EVERY - 1) {
+            rvx_am_retry(e->w, st, rvx_am_short(e->ep[0], RVX_AM_ACK, NULL, 0));
+            errors += st != RVX_OK;
+        }
+    }
+    if (errors) fprintf(stderr, "icount_pair: %ld of %ld tag messages wrong\n", errors, n);
+    return errors;
+}
+#endif
+
 static long loop_progress_idle(pair_env_t *e, int peer, long n)
 {
     long i, errors = 0;
@@ -129,19 +176,28 @@ typedef struct pair_op {
     pair_loop_t loop;
     int         peer;  /* whose endpoint: 1 on the node, 2 on the other node */
     int         put;   /* the peer checks the put's word */
+    int         tag;   /* the peer receives the tag messages */
 } pair_op_t;
 
 static const pair_op_t ops[] = {
-    {"put8_intra", loop_put8, 1, 1}, {"put8_inter", loop_put8, 2, 1},
-    {"am_short8_intra", loop_am_short8, 1, 0}, {"am_short8_inter", loop_am_short8, 2, 0},
-    {"progress_idle", loop_progress_idle, 1, 0}, {"progress_live_empty", loop_progress_live_empty, 1, 0},
+    {"put8_intra", loop_put8, 1, 1, 0}, {"put8_inter", loop_put8, 2, 1, 0},
+    {"am_short8_intra", loop_am_short8, 1, 0, 0}, {"am_short8_inter", loop_am_short8, 2, 0, 0},
+    {"progress_idle", loop_progress_idle, 1, 0, 0}, {"progress_live_empty", loop_progress_live_empty, 1, 0, 0},
+#if RVX_TAG
+    {"tag_send8_intra", loop_tag_send8, 1, 0, 1}, {"tag_send8_inter", loop_tag_send8, 2, 0, 1},
+#endif
 };
 
 /* A serving rank: progress until STOP, sleeping a little when idle (the counted rank runs under
  * callgrind, far slower; spinning would only take its CPU). */
-static long serve(pair_env_t *e, const pair_op_t *op, int me)
+static long serve(pair_env_t *e, const pair_op_t *op, int me, long n)
 {
     long errors = 0;
+#if RVX_TAG
+    if (op->tag && op->peer == me) errors += recv_tags(e, n);
+#else
+    (void)n;
+#endif
     while (!stop)
         if (!rvx_progress(e->w)) usleep(20);
     while (rvx_progress(e->w)) {}
@@ -213,7 +269,7 @@ int main(int argc, char **argv)
         }
         if (e.retries) fprintf(stderr, "icount_pair: %ld am_short8 calls refused for credit (counted)\n", e.retries);
     } else {
-        errors = serve(&e, op, me);
+        errors = serve(&e, op, me, n);
     }
     rvx_barrier(e.ctx);
     if (errors) {
