@@ -16,9 +16,10 @@
  * Atomics always go through the NIC, also to on-node peers: then atomics on one word from ranks
  * on the node and off it stay atomic (a NIC atomic is not atomic against a CPU's). So an on-node
  * endpoint connects its net endpoint as well as its shm one (rc_mlx5 connects a QP to every rank
- * at worker creation anyway; dc_mlx5 keeps no per-peer queue). The price: an on-node atomic costs
- * a NIC round trip, and on an on-node endpoint an atomic is ordered with later puts and messages
- * (which go through shared memory) only by rvx_ep_flush between them.
+ * at worker creation anyway; dc_mlx5 keeps no per-peer queue). The price: an on-node atomic is a
+ * NIC round trip (loopback through the adapter), and it completes before the call returns, so
+ * that the endpoint's order holds against the puts and messages after it, which go through
+ * shared memory: on-node atomics are not pipelined.
  *
  * Memory: rvx_mem_alloc memory is shm's (a memfd on-node peers map) and is registered with the
  * NIC as well; rvx_mem_reg registers with both. A packed key is shm's key then net's; unpacking on
@@ -157,7 +158,7 @@ struct rvx__tl_iface;
 /* intra first: the one word every operation branches on; net's endpoint (rc_mlx5: the conn
  * pointer) next to it, shm's rings after. */
 typedef struct rvx__tl_ep {
-    int                   intra;   /* the peer is on this node: shm; else net */
+    uint8_t               intra;   /* the peer is on this node: shm; else net */
     int                   rank;
     rvx__net_tl_ep_t      net;     /* connected on every endpoint (atomics go this way) */
     rvx__shm_tl_ep_t      shm;     /* connected on on-node endpoints */
@@ -237,11 +238,28 @@ RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     return rvx__net_tl_get_zcopy(&ep->net, dst, len, &lmem->net, raddr, &rkey->net, req);
 }
 
-/* Atomics: through the NIC whatever the peer (see the top of this file). */
+/* Atomics: through the NIC whatever the peer (see the top of this file). On the node the atomic
+ * has completed when the call returns (a fetch into a local word where the caller wants none):
+ * the puts and messages issued after it go through shared memory and would otherwise overtake
+ * it, against the endpoint's order. A NIC round trip per on-node atomic, in a call. */
+RVX_COLD rvx_status_t rvx__pair_amo_intra(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
+                                          uint64_t v, uint64_t cmp, uint64_t raddr,
+                                          const rvx_rkey_t *rkey, void *fetch)
+{
+    uint64_t old64;
+    uint32_t old32;
+    if (size == 8)
+        return rvx__net_tl_atomic64(&ep->net, op, v, cmp, raddr, &rkey->net,
+                                    fetch ? (uint64_t *)fetch : &old64, NULL);
+    return rvx__net_tl_atomic32(&ep->net, op, (uint32_t)v, (uint32_t)cmp, raddr, &rkey->net,
+                                fetch ? (uint32_t *)fetch : &old32, NULL);
+}
+
 RVX_INLINE rvx_status_t rvx__tl_atomic64(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
                                          uint64_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
+    if (ep->intra) return rvx__pair_amo_intra(ep, op, 8, operand, compare, raddr, rkey, fetch);
     return rvx__net_tl_atomic64(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
@@ -249,6 +267,7 @@ RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint
                                          uint32_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
+    if (ep->intra) return rvx__pair_amo_intra(ep, op, 4, operand, compare, raddr, rkey, fetch);
     return rvx__net_tl_atomic32(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
@@ -307,14 +326,23 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
 /* Nothing without live endpoints; shm's rings (its loop over on-node endpoints: none, nothing);
  * net's CQ while off-node endpoints live or net work (on-node atomics) is outstanding. In an
  * RMA-only build only net has anything to complete, and its progress looks at outstanding. */
+#if RVX_CAN_RECEIVE
+/* Both transports live: each polled in turn. Out of line, so that the paths below keep each
+ * transport's tail calls and need no saved registers (no prologue before the idle return). */
+static RVX_NOINLINE RVX_UNUSED int rvx__pair_progress_both(rvx__tl_iface_t *ifc)
+{
+    int n = rvx__shm_tl_progress(&ifc->shm);
+    return n + rvx__net_tl_progress(&ifc->net);
+}
+#endif
+
 RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
-    int n;
     if (!ifc->nlive) return 0;
-    n = rvx__shm_tl_progress(&ifc->shm);
-    if (ifc->noff || ifc->net.outstanding) n += rvx__net_tl_progress(&ifc->net);
-    return n;
+    if (!ifc->noff && !ifc->net.outstanding) return rvx__shm_tl_progress(&ifc->shm);
+    if (!ifc->shm.nrx) return rvx__net_tl_progress(&ifc->net);
+    return rvx__pair_progress_both(ifc);
 #else
     return rvx__net_tl_progress(&ifc->net);
 #endif
