@@ -33,6 +33,11 @@ BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
               $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc \
               $(B)/bench/icount_tag_dc $(B)/bench/scale_rc $(B)/bench/scale_dc
+# Pair-build benchmarks (shm on the node, rc_mlx5 between nodes), once the pair transport exists:
+# make icount's pair rows and make compare's on-node AM latency against the shm-only build.
+PAIR_BENCH_DEFS := -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
+PAIR_BENCH_BINS := $(if $(wildcard include/rvx/tl/pair.h),$(B)/bench/icount_pair $(B)/bench/icount_tag_pair $(B)/bench/rvx_lat_pair)
+BENCH_BINS += $(PAIR_BENCH_BINS)
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
@@ -244,6 +249,19 @@ $(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B -o $@ $< $(RC_LIBS)
 
+$(B)/bench/icount_pair: bench/icount_pair.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -o $@ $< $(RC_LIBS)
+
+$(B)/bench/icount_tag_pair: bench/icount_pair.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -DRVX_TAG=1 -o $@ $< $(RC_LIBS)
+
+# rvx_lat as a pair build: its two ranks share a node, so the AM ping-pong takes the shm path
+$(B)/bench/rvx_lat_pair: bench/rvx_lat.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -o $@ $< $(RC_LIBS)
+
 $(B)/bench/%: bench/%.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
@@ -369,9 +387,11 @@ hwcheck: deps all
 	@tools/hwcheck.sh
 
 icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc $(B)/bench/icount_tag_dc sim
+icount: $(RVXRUN) $(filter %/icount_pair %/icount_tag_pair,$(PAIR_BENCH_BINS))
 	@bench/icount.sh
 
 compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat
+compare: $(filter %/rvx_lat_pair,$(PAIR_BENCH_BINS)) $(if $(PAIR_BENCH_BINS),sim)
 	@bench/compare.sh
 
 # rvx beside UCX's own rc_mlx5 on rvxsim, instructions per call (bench/compare_mlx5.sh)

@@ -24,6 +24,11 @@
 #   ratio tag_lat_ucx_vs_floor <x>      UCX UCP tag_lat / floor (informational)
 #   ratio am_lat_ucx_vs_floor <x>       UCX UCT am_lat / floor (informational)
 #   ratio am_lat_vs_floor_two_lines <x> rvx AM / one-line-per-direction floor
+#   ratio pair_am_lat_vs_shm <x>        the pair build's on-node AM one-way (rvx pair_am_lat_ns,
+#                                       build/bench/rvx_lat_pair: shm on the node + rc_mlx5, on
+#                                       rvxsim, both ranks on one node) / the shm-only build's
+#   goal pair_am_lat_vs_shm <= 1.05: <x>: met|NOT MET
+#   ratio pair_put_rate_vs_shm <x>      the same for the put rate (informational)
 # A ratio whose inputs are missing is printed as "ratio <name> n/a (...)".
 # "# warning: <key> varied a..b over the rounds" flags a machine-state change.
 # A tool that fails prints "round <r> <tool> error ..." and the rest goes on.
@@ -32,7 +37,10 @@
 #   bench/compare.sh
 # Environment: ROUNDS (3), RVX_LAT (path of the rvx binary, default
 #   build/bench/rvx_lat), RVX_LAT_ARGS and FLOOR_ARGS (extra arguments),
-#   UCX_LOG (raw ucx_perftest output, default build/bench/ucx_perftest.log).
+#   UCX_LOG (raw ucx_perftest output, default build/bench/ucx_perftest.log), RVX_LAT_PAIR (the pair
+#   build, default build/bench/rvx_lat_pair; skipped when absent), COMPARE_PARTS (default all:
+#   "floor rvx tag ucx pair"; e.g. COMPARE_PARTS="rvx pair" ROUNDS=9 for the pair ratio alone).
+# rvx_lat and rvx_lat_pair run back to back in every round, in alternating order.
 set -u
 
 cd "$(dirname "$0")/.." || exit 1   # repo root, so relative paths hold
@@ -51,12 +59,17 @@ if [ ! -x "$FLOOR_BIN" ]; then
     echo "# building $FLOOR_BIN"
     gcc -O2 -o "$FLOOR_BIN" bench/floor_pingpong.c || echo "# could not build $FLOOR_BIN"
 fi
-HAVE_FLOOR=0; [ -x "$FLOOR_BIN" ] && HAVE_FLOOR=1
-HAVE_RVX=0;   [ -x "$RVX_BIN" ] && HAVE_RVX=1
+want() { [[ " ${COMPARE_PARTS:-floor rvx tag ucx pair} " == *" $1 "* ]]; }
+HAVE_FLOOR=0; [ -x "$FLOOR_BIN" ] && want floor && HAVE_FLOOR=1
+HAVE_RVX=0;   [ -x "$RVX_BIN" ] && want rvx && HAVE_RVX=1
 TAG_BIN="${TAG_LAT:-build/bench/tag_lat}"
-HAVE_TAG=0;   [ -x "$TAG_BIN" ] && HAVE_TAG=1
-[ "$HAVE_TAG" = 1 ] || echo "# $TAG_BIN is missing (build it first): skipping the rvx tag lines"
-[ "$HAVE_RVX" = 1 ] || echo "# $RVX_BIN is missing (build it first): skipping the rvx lines"
+HAVE_TAG=0;   [ -x "$TAG_BIN" ] && want tag && HAVE_TAG=1
+PAIR_BIN="${RVX_LAT_PAIR:-build/bench/rvx_lat_pair}"
+HAVE_PAIR=0;  [ -x "$PAIR_BIN" ] && want pair && HAVE_PAIR=1
+[ "$HAVE_TAG" = 1 ] || ! want tag || echo "# $TAG_BIN is missing (build it first): skipping the rvx tag lines"
+[ "$HAVE_RVX" = 1 ] || ! want rvx || echo "# $RVX_BIN is missing (build it first): skipping the rvx lines"
+[ "$HAVE_PAIR" = 1 ] || ! want pair ||
+    echo "# pair build not present ($PAIR_BIN is missing: it needs include/rvx/tl/pair.h): skipping the pair lines"
 
 # value KEY... < text : print the field after the key words on the first
 # line that starts with them (e.g. `value floor oneway_ns`).
@@ -92,7 +105,18 @@ keep() {
     done
 }
 
-echo "# $ROUNDS rounds of floor_pingpong, rvx_lat, ucx_perftest.sh, back to back"
+# run_pair ROUND: the pair build of rvx_lat (both ranks on node 0, so the ping-pong takes the shm
+# path; its rc_mlx5 half runs on rvxsim), its keys renamed "rvx pair_<key>"
+run_pair() {
+    # shellcheck disable=SC2086
+    out="$(LD_LIBRARY_PATH="$PWD/build/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RVX_NODE=0 \
+           timeout -k 2 "$RUN_TIMEOUT" "$PAIR_BIN" ${RVX_LAT_ARGS:-})" ||
+        echo "round $1 rvx error rvx_lat_pair exit code $?"
+    [ "$1" = 1 ] && echo "$out" | grep -E '^# rvx ' | sed 's/^# /# rvx_lat_pair: /'
+    echo "$out" | sed -E 's/^rvx ([a-z_]+ )/rvx pair_\1/' | keep "$1"
+}
+
+echo "# $ROUNDS rounds of floor_pingpong, rvx_lat, rvx_lat_pair, tag_lat, ucx_perftest.sh, back to back"
 for r in $(seq 1 "$ROUNDS"); do
     if [ "$HAVE_FLOOR" = 1 ]; then
         # shellcheck disable=SC2086  # FLOOR_ARGS is a word list on purpose
@@ -102,18 +126,21 @@ for r in $(seq 1 "$ROUNDS"); do
         [ "$r" = 1 ] && echo "$out" | grep -E '^floor (pinning|warning|params|timer )' | sed 's/^/# /'
         echo "$out" | grep -vE '^floor (pinning|warning|params|timer )' | keep "$r"
     fi
+    # the shm-only and the pair build of rvx_lat back to back, the pair one first in even rounds
+    if [ "$HAVE_PAIR" = 1 ] && [ $((r % 2)) = 0 ]; then run_pair "$r"; fi
     if [ "$HAVE_RVX" = 1 ]; then
         # shellcheck disable=SC2086
         out="$(timeout -k 2 "$RUN_TIMEOUT" "$RVX_BIN" ${RVX_LAT_ARGS:-})" ||
             echo "round $r rvx error exit code $?"
         echo "$out" | keep "$r"
     fi
+    if [ "$HAVE_PAIR" = 1 ] && [ $((r % 2)) = 1 ]; then run_pair "$r"; fi
     if [ "$HAVE_TAG" = 1 ]; then
         out="$(timeout -k 2 "$RUN_TIMEOUT" "$TAG_BIN" --quick)" || echo "round $r rvx error tag_lat exit code $?"
         [ "$r" = 1 ] && echo "$out" | grep -E '^# eager/rendezvous' | sed 's/^/# tag_lat: /'
         echo "$out" | keep "$r"
     fi
-    UCX_LOG_APPEND=1 "$UCX_SH" | keep "$r"
+    want ucx && UCX_LOG_APPEND=1 "$UCX_SH" | keep "$r"
 done
 
 # Median per key ("key words" = all fields but the last, numeric one).
@@ -130,7 +157,7 @@ echo "$MEDIANS"
 # The host can move the two vCPUs/cores between "near" and "far" placements
 # within seconds (floor 25-30 ns vs ~160 ns seen on a 2-vCPU VM). Warn when
 # the rounds of a latency key disagree by more than 1.5x.
-for key in "floor oneway_ns" "rvx am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
+for key in "floor oneway_ns" "rvx am_lat_ns" "rvx pair_am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
     awk -v k="$key" 'index($0, k " ") == 1 && NF == split(k, w, " ") + 1 {
             v = $NF + 0; if (n == 0 || v < lo) lo = v; if (n == 0 || v > hi) hi = v; n++ }
          END { if (n > 1 && lo > 0 && hi > 1.5 * lo)
@@ -158,4 +185,15 @@ ratio tag_lat_vs_am_lat    "$TAG"  "$AM"
 ratio tag_lat_ucx_vs_floor "$UTAG" "$FLOOR" 1000
 ratio am_lat_ucx_vs_floor  "$UAM"  "$FLOOR" 1000
 ratio am_lat_vs_floor_two_lines "$AM" "$FLOOR2"
+
+# The pair build against the shm-only build, on one node: goal <= 1.05
+PAM="$(echo "$MEDIANS" | value rvx pair_am_lat_ns)"
+PPUT="$(echo "$MEDIANS" | value rvx pair_put_rate_mops)"
+if [ "$HAVE_PAIR" = 1 ]; then
+    line="$(ratio pair_am_lat_vs_shm "$PAM" "$AM")"
+    echo "$line"
+    echo "$line" | awk '$3 ~ /^[0-9.]+$/ { printf "goal pair_am_lat_vs_shm <= 1.05: %s: %s\n", $3, $3 <= 1.05 ? "met" : "NOT MET" }
+                        $3 !~ /^[0-9.]+$/ { print "goal pair_am_lat_vs_shm <= 1.05: n/a" }'
+    ratio pair_put_rate_vs_shm "$PPUT" "$PUT"
+fi
 exit 0

@@ -2,8 +2,11 @@
 # Instructions per operation, by callgrind: each operation's noinline wrapper is the only function
 # counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
 # cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
-# Usage: bench/icount.sh [N]     (binaries: build/bench/icount_shm, icount_tag, icount_rc(_db),
-#                                icount_tag_rc, icount_dc, icount_tag_dc)
+# Usage: [ICOUNT_PARTS="shm rc pair"] bench/icount.sh [N]
+#                                (binaries: build/bench/icount_shm, icount_tag, icount_rc(_db),
+#                                icount_tag_rc, icount_dc, icount_tag_dc, icount_pair)
+# The pair build's rows end with "goal" lines: each within 2 instructions of the same operation in
+# the single-transport build.
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-20000}
@@ -12,6 +15,16 @@ tl=shm
 command -v valgrind >/dev/null || { echo "icount: valgrind is not installed (make deps)"; exit 1; }
 [ -x $bin ] || { echo "icount: build $bin first (make)"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# ICOUNT_PARTS: which builds to count (default all: shm tag rc dc pair)
+want() { [[ " ${ICOUNT_PARTS:-shm tag rc dc pair} " == *" $1 "* ]]; }
+declare -A seen  # "tl op" -> instructions, for the pair rows' goals
+row() { # tl, printed name, count at N, count at 2N: prints "icount <tl> <op> <per call>"
+  local v
+  v=$(awk -v a="$3" -v b="$4" -v n="$N" 'BEGIN { printf "%.1f", (b - a) / n }')
+  seen["$1 $2"]=$v
+  echo "icount $1 $2 $v"
+}
 
 count() { # op, wrapper function, iterations -> instructions inside the wrapper
   # --fair-sched: over rvxsim the counted thread waits on the model's engine thread now and then,
@@ -24,27 +37,26 @@ count() { # op, wrapper function, iterations -> instructions inside the wrapper
 ops=(put8:bench_put8 ref_put8:ref_put8 get8:bench_get8 flush_idle:bench_flush_idle
      progress_idle:bench_progress_idle progress_live_empty:bench_progress_live_empty
      am_short8:bench_am_short8 amo_add8:bench_amo_add8)
-for entry in "${ops[@]}"; do
+want shm && for entry in "${ops[@]}"; do
   op=${entry%%:*}; fn=${entry#*:}
   a=$(count "$op" "$fn" "$N")
   b=$(count "$op" "$fn" $((2 * N)))
-  awk -v op="$op" -v a="$a" -v b="$b" -v n="$N" -v tl="$tl" \
-    'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+  row "$tl" "$op" "$a" "$b"
 done
 
 # Tag matching (RVX_TAG=1 build, build/bench/icount_tag): send, the tag layer's part of a matched
 # expected receive (post + the tl's upcall), the same through shm's ring (post + progress), and
 # progress with nothing to do in a tag build. Entries: printed name:op:wrapper.
 bin=build/bench/icount_tag
-if [ -x $bin ]; then
+if ! want tag; then :
+elif [ -x $bin ]; then
   for entry in tag_send8:tag_send8:bench_tag_send8 tag_recv8:tag_recv8:bench_tag_recv8 \
                tag_recv8_progress:tag_recv8_progress:bench_tag_recv8_progress \
                tag_progress_idle:progress_idle:bench_tag_progress_idle; do
     IFS=: read -r name op fn <<<"$entry"
     a=$(count "$op" "$fn" "$N")
     b=$(count "$op" "$fn" $((2 * N)))
-    awk -v op="$name" -v a="$a" -v b="$b" -v n="$N" -v tl="$tl" \
-      'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+    row "$tl" "$name" "$a" "$b"
   done
 else
   echo "icount: $bin not built (make): tag operations skipped"
@@ -62,11 +74,10 @@ mlx5_rows() { # tl, entries name:binary:op:wrapper...
     [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
     a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
     c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
-    awk -v op="$name" -v a="$a" -v b="$c" -v n="$N" -v tl="$tl" \
-      'BEGIN { printf "icount %s %s %.1f\n", tl, op, (b - a) / n }'
+    row "$tl" "$name" "$a" "$c"
   done
 }
-mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
+want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
              put8_db:icount_rc_db:put8:bench_put8 ref_put8_db:icount_rc_db:ref_put8:ref_put8 \
              get8:icount_rc:get8:bench_get8 flush_ready:icount_rc:flush_ready:bench_flush_ready \
              progress_idle:icount_rc:progress_idle:bench_progress_idle \
@@ -77,10 +88,77 @@ mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref
 
 # dc_mlx5 (build/bench/icount_dc, icount_tag_dc), on rvxsim likewise: an endpoint to the
 # process's own DCT. floor_put8 is the same put8 WQE posted by hand in the same binary.
-mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc:floor_put8:floor_put8 \
+want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc:floor_put8:floor_put8 \
              get8:icount_dc:get8:bench_get8 flush_ready:icount_dc:flush_ready:bench_flush_ready \
              progress_idle:icount_dc:progress_idle:bench_progress_idle \
              progress_live_empty:icount_dc:progress_live_empty:bench_progress_live_empty \
              am_short8:icount_dc:am_short8:bench_am_short8 amo_add8:icount_dc:amo_add8:bench_amo_add8 \
              tag_send8:icount_tag_dc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_dc:tag_recv8:bench_tag_recv8 \
              tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle
+
+# The pair build (shm on the node, rc_mlx5 between nodes: build/bench/icount_pair), 3 ranks: 0 and
+# 1 on node 0, 2 on node 1, on rvxsim. Rank 0 runs under callgrind and counts the same wrappers
+# through its endpoint to rank 1 (_intra, the shm path) and to rank 2 (_inter, the rc_mlx5 path);
+# the other two serve. Goal: each row at most 2 instructions above the single-transport build's
+# row (shm for _intra, rc_mlx5 for _inter, the larger of the two for progress_idle).
+bin=build/bench/icount_pair
+pair_count() { # op, wrapper function, iterations [, binary] -> instructions inside rank 0's wrapper
+  local bin=${4:-$bin}
+  LD_LIBRARY_PATH=$simlib RVX_BOOT_TIMEOUT=300 build/bin/rvxrun -n 3 -t 900 -- sh -c '
+    export RVX_NODE=$((RVX_RANK / 2))
+    if [ "$RVX_RANK" = 0 ]; then
+      exec valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$1" --toggle-collect="$2" "$3" "$4" "$5"
+    fi
+    exec "$3" "$4" "$5"' sh "$tmp/cg" "$2" "$bin" "$1" "$3" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; echo 0; return; }
+  awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg"
+}
+goal() { # pair op, reference rows ("tl op")...: the verdict against the largest reference
+  local op=$1 ref r v best=""; shift
+  v=${seen["pair_rc_mlx5 $op"]:-}
+  for r in "$@"; do
+    ref=${seen["$r"]:-}
+    [ -n "$ref" ] && { [ -z "$best" ] || awk -v a="$ref" -v b="$best" 'BEGIN { exit !(a > b) }'; } && best=$ref
+  done
+  if [ -z "$v" ] || [ -z "$best" ]; then echo "goal pair_rc_mlx5 $op <= reference + 2: n/a (a row is missing)"; return; fi
+  awk -v op="$op" -v v="$v" -v r="$best" -v refs="$*" 'BEGIN {
+    printf "goal pair_rc_mlx5 %s <= %.1f + 2 (%s): %.1f, %+.1f: %s\n", op, r, refs, v, v - r,
+           v <= r + 2 ? "met" : "NOT MET" }'
+}
+if ! want pair; then :
+elif [ ! -x $bin ]; then
+  echo "icount: pair build not present ($bin not built: it needs include/rvx/tl/pair.h): pair rows skipped"
+elif [ ! -x build/bin/rvxrun ]; then
+  echo "icount: build/bin/rvxrun not built (make): pair rows skipped"
+elif ! LD_LIBRARY_PATH=$simlib build/bin/rvxrun -n 3 -t 120 -- sh -c 'RVX_NODE=$((RVX_RANK / 2)) exec "$0" "$@"' \
+       $bin progress_idle 1 >/dev/null 2>"$tmp/err"; then
+  # e.g. a bootstrap that does not read RVX_NODE: every rank on one node, no off-node path
+  echo "icount: the pair program does not run as 3 ranks on 2 nodes: pair rows skipped:"
+  grep -v '^rvxrun: ' "$tmp/err" | head -3 | sed 's/^/icount:   /'
+else
+  for entry in put8_intra:bench_put8 put8_inter:bench_put8 am_short8_intra:bench_am_short8 \
+               am_short8_inter:bench_am_short8 progress_idle:bench_progress_idle \
+               progress_live_empty:bench_progress_live_empty; do
+    op=${entry%%:*}; fn=${entry#*:}
+    a=$(pair_count "$op" "$fn" "$N")
+    b=$(pair_count "$op" "$fn" $((2 * N)))
+    row pair_rc_mlx5 "$op" "$a" "$b"
+  done
+  goal put8_intra "shm put8"
+  goal put8_inter "rc_mlx5 put8"
+  goal am_short8_intra "shm am_short8"
+  goal am_short8_inter "rc_mlx5 am_short8"
+  goal progress_idle "shm progress_idle" "rc_mlx5 progress_idle"
+  # the tag build (RVX_TAG=1, build/bench/icount_tag_pair): 8-byte eager sends
+  tbin=build/bench/icount_tag_pair
+  if [ -x $tbin ]; then
+    for op in tag_send8_intra tag_send8_inter; do
+      a=$(pair_count "$op" bench_tag_send8 "$N" $tbin)
+      b=$(pair_count "$op" bench_tag_send8 $((2 * N)) $tbin)
+      row pair_rc_mlx5 "$op" "$a" "$b"
+    done
+    goal tag_send8_intra "shm tag_send8"
+    goal tag_send8_inter "rc_mlx5 tag_send8"
+  else
+    echo "icount: $tbin not built (make): pair tag rows skipped"
+  fi
+fi
