@@ -7,7 +7,9 @@
 #                   pair builds use): on-node puts, gets, AMs and tag messages leave that count
 #                   where it was; off-node traffic and on-node atomics (through the NIC by
 #                   design) move it
-# Skips (77) after the rc_mlx5 run when the tree has no pair build yet.
+# Then tests/pair/t_pair_order.c, built the same two ways: on an on-node endpoint an atomic (the
+# NIC's) and the put after it (shared memory in the pair) land in the order posted.
+# Skips (77) after the rc_mlx5 runs when the tree has no pair build yet.
 set -u
 cd "$(dirname "$0")/.."
 PAIR_DEFS=${PAIR_DEFS:--DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM}
@@ -23,6 +25,13 @@ echo "$out"
 if [ $rc -ne 0 ] || [ "$(grep -c 'on-node traffic seen on the NIC' <<<"$out")" -ne 4 ]; then
   echo "FAIL: rc_mlx5 build (exit $rc)"; exit 1
 fi
+order() { # build [defs...]: t_pair_order built with defs, run, must pass
+  local bin=build/pair/t_pair_order$1; shift
+  cc "${flags[@]}" "$@" -o "$bin" tests/pair/t_pair_order.c -libverbs -lmlx5 ||
+    { echo "FAIL: t_pair_order does not build ($*)"; return 1; }
+  "$bin" || { echo "FAIL: t_pair_order ($*): an atomic and the put after it out of order"; return 1; }
+}
+order _rc -DRVX_TL=RVX_TL_RC_MLX5 || exit 1
 if ! printf '#include <rvx/rvx.h>\n#if !defined(RVX_PAIR) || !RVX_PAIR\n#error no pair\n#endif\n' |
      cc -xc -E -Iinclude $PAIR_DEFS - >/dev/null 2>&1; then
   echo "SKIP: pair build not present (RVX_PAIR not defined by $PAIR_DEFS); the rc_mlx5 check passed"
@@ -36,3 +45,5 @@ echo "$out"
 if [ $rc -ne 0 ] || [ "$(grep -c 'on-node traffic stayed off the NIC' <<<"$out")" -ne 4 ]; then
   echo "FAIL: pair build (exit $rc)"; exit 1
 fi
+# shellcheck disable=SC2086
+order '' $PAIR_DEFS || exit 1

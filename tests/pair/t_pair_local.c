@@ -73,31 +73,6 @@ static counts_t counts(void)
     return c;
 }
 
-/* Under rvxrun as 4 ranks on 2 emulated nodes, with a time limit (testlib's t_spawn, plus --nodes). */
-static void spawn(int argc, char **argv)
-{
-    char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16];
-    char **args;
-    ssize_t len;
-    int i;
-    if (getenv("RVX_SIZE")) return;
-    len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0) { perror("readlink"); exit(1); }
-    exe[len] = 0;
-    strcpy(dir, exe);
-    snprintf(run, sizeof(run), "%s/../bin/rvxrun", dirname(dir));
-    args = (char **)calloc((size_t)argc + 10, sizeof(char *));
-    i = 0;
-    args[i++] = run; args[i++] = (char *)"-n"; args[i++] = (char *)"4";
-    args[i++] = (char *)"--nodes"; args[i++] = (char *)"2";
-    args[i++] = (char *)"-t"; args[i++] = (char *)"120"; args[i++] = (char *)"-g"; args[i++] = (char *)"5";
-    args[i++] = exe;
-    memcpy(args + i, argv + 1, (size_t)(argc - 1) * sizeof(char *));
-    execv(run, args);
-    fprintf(stderr, "cannot run %s: build it first (make)\n", run);
-    exit(1);
-}
-
 /* One peer's worth of traffic: puts then gets back, three AM kinds, two tag messages each way.
  * Both ranks of the pair run it at once, each on the other's region at its own slot. */
 static void traffic(rvx_worker_t *w, rvx_ep_t *ep, int peer, const rvx_rkey_t *rk, uint64_t rbase,
@@ -178,7 +153,8 @@ int main(int argc, char **argv)
     rvx_status_t st;
     int r, near, far, i;
 
-    spawn(argc, argv);
+    setenv("RVXRUN_NODES", "2", 1); /* rvxrun --nodes 2: the default it takes for --nodes */
+    t_spawn(argc, argv, 4, 120);
     counters_fn = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "rvxsim_counters");
     if (!counters_fn) {
         printf("SKIP: not on rvxsim (no rvxsim_counters): run with LD_LIBRARY_PATH=build/sim\n");
