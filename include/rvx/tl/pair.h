@@ -133,9 +133,10 @@ typedef struct rvx__tl_mem {
     rvx__net_tl_mem_t net;
 } rvx__tl_mem_t;
 
+/* net first: the off-node put then finds its key at the address it was given (no add) */
 typedef struct rvx_rkey {
-    rvx__shm_rkey_t shm;   /* resolved on an on-node endpoint only: puts and gets */
     rvx__net_rkey_t net;   /* always: every access off the node, atomics on it */
+    rvx__shm_rkey_t shm;   /* resolved on an on-node endpoint only: puts and gets */
 } rvx_rkey_t;
 #define RVX__TL_RKEY_PACKED_SIZE ((size_t)RVX__SHM_RKEY_PACKED + RVX__NET_RKEY_PACKED)
 
