@@ -127,47 +127,21 @@ $(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests/t_tag_ep_destr
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 
-# the tag tests over rc_mlx5 on rvxsim: the same sources, every rendezvous protocol
-TAG_RC_VARIANTS := $(addprefix $(B)/tests-rc/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV)) \
-                   $(addprefix $(B)/tests-rc/t_tag_ep_destroy_,$(TAG_RNDV))
-all tests: $(TAG_RC_VARIANTS)
-$(addprefix $(B)/tests-rc/t_tag_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(addprefix $(B)/tests-rc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(addprefix $(B)/tests-rc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-rc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-
-# the tag tests over dc_mlx5 on rvxsim: the same sources, every rendezvous protocol
-TAG_DC_VARIANTS := $(addprefix $(B)/tests-dc/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)) \
-                   $(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV))
-all tests: $(TAG_DC_VARIANTS)
-$(addprefix $(B)/tests-dc/t_tag_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(addprefix $(B)/tests-dc/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(addprefix $(B)/tests-dc/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-dc/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-
-# the tag tests as pair builds, every rendezvous protocol
-TAG_PAIR_VARIANTS := $(addprefix $(B)/tests-pair/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests-pair/t_tag_peer_death_,$(TAG_RNDV)) \
-                     $(addprefix $(B)/tests-pair/t_tag_ep_destroy_,$(TAG_RNDV))
-all tests: $(TAG_PAIR_VARIANTS)
-$(addprefix $(B)/tests-pair/t_tag_,$(TAG_RNDV)): $(B)/tests-pair/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(addprefix $(B)/tests-pair/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests-pair/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(addprefix $(B)/tests-pair/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests-pair/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+# the tag tests over an mlx5 build on rvxsim (rc_mlx5, dc_mlx5, the pair): the same sources, one
+# binary per rendezvous protocol. $(1): the build folder, $(2): its transport flags.
+TAG_SOURCES := t_tag t_tag_peer_death t_tag_ep_destroy
+define TAG_MLX5_VARIANTS
+all tests: $$(foreach s,$$(TAG_SOURCES),$$(addprefix $$(B)/$(1)/$$(s)_,$$(TAG_RNDV)))
+$$(foreach s,$$(TAG_SOURCES),$$(eval $$(call TAG_MLX5_RULE,$(1),$(2),$$(s))))
+endef
+define TAG_MLX5_RULE
+$$(addprefix $$(B)/$(1)/$(3)_,$$(TAG_RNDV)): $$(B)/$(1)/$(3)_%: tests/$(3).c tests/testlib.h $$(HEADERS)
+	@mkdir -p $$(@D)
+	$$(CC) -std=c11 $$(CFLAGS) $$(WARN) $$(CPPFLAGS_RVX) $(2) -DRVX_RNDV=RVX_RNDV_$$(RNDV_$$*) -o $$@ $$< $$(RC_LIBS)
+endef
+$(eval $(call TAG_MLX5_VARIANTS,tests-rc,$$(RC_DEFS)))
+$(eval $(call TAG_MLX5_VARIANTS,tests-dc,$$(DC_DEFS)))
+$(eval $(call TAG_MLX5_VARIANTS,tests-pair,$$(PAIR_DEFS)))
 
 # dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
 # tests again, as dc/<name>_fixed
