@@ -211,6 +211,7 @@
 #elif RVX_TL == RVX_TL_DC_MLX5
 #include "tl/dc_mlx5.h"
 #endif
+#include "tl/path.h"         /* one path per build of one transport: the protocols' hot sends */
 
 #include "core.h"
 #include "sys/rcache.h"

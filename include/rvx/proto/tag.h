@@ -275,27 +275,28 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
 #define RVX__CHECK_TAG(cond) (void)0
 #endif
 
-/* The tl's claim for hot paths where it names one (tl/contract.h): it fails rather than call out,
- * and rvx__tag_send_slow claims again. */
-#ifdef RVX__TL_AM_CLAIM_HOT
-#define RVX__TAG_CLAIM_HOT(tl, len) RVX__TL_AM_CLAIM_HOT(tl, RVX__CHAN_REQUEST, len)
-#else
-#define RVX__TAG_CLAIM_HOT(tl, len) rvx__tl_am_claim(tl, RVX__CHAN_REQUEST, len)
-#endif
+/* One path's short send, the path a constant (tl/path.h): a claim that fails rather than call
+ * out (rvx__tag_send_slow claims again, with the tl's cold work), a few stores and a publish. */
+RVX_INLINE rvx_status_t rvx__tag_send_short(rvx_ep_t *ep, unsigned path, const void *buf,
+                                            size_t len, uint64_t tag, rvx_request_t *req)
+{
+    uint8_t *b = (uint8_t *)rvx__tl_am_claim_on(&ep->tl[0], path, RVX__CHAN_REQUEST, 8 + len);
+    (void)path; /* a build of one transport has one path */
+    if (RVX_UNLIKELY(b == NULL)) return rvx__tag_send_slow(ep, buf, len, tag, req);
+    rvx__tag_st64(b, tag);
+    rvx__tag_copy_small(b + 8, (const uint8_t *)buf, len);
+    return rvx__tl_am_publish_on(&ep->tl[0], path, RVX__CHAN_REQUEST, b, 8 + len,
+                                 RVX__TAG_CLASS | RVX__TF_EAGER);
+}
 
-/* Send a tagged message to ep's peer. Short messages are a claim, a few stores and a publish. */
+/* Send a tagged message to ep's peer. Short messages take one branch on the endpoint's path. */
 RVX_INLINE rvx_status_t rvx_tag_send(rvx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                      rvx_request_t *req)
 {
     RVX__CHECK_TAG(!ep || (len && !buf));
     if (len <= RVX_TAG_SHORT_MAX && len < RVX__TAG_THRESH && RVX_LIKELY(!ep->worker->proto_queued)) {
-        uint8_t *b = (uint8_t *)RVX__TAG_CLAIM_HOT(&ep->tl[0], 8 + len);
-        if (RVX_LIKELY(b != NULL)) { /* else the slow path claims again, with the tl's cold work */
-            rvx__tag_st64(b, tag);
-            rvx__tag_copy_small(b + 8, (const uint8_t *)buf, len);
-            return rvx__tl_am_publish(&ep->tl[0], RVX__CHAN_REQUEST, b, 8 + len,
-                                      RVX__TAG_CLASS | RVX__TF_EAGER);
-        }
+        if (!RVX__TL_PATH(&ep->tl[0])) return rvx__tag_send_short(ep, 0, buf, len, tag, req);
+        return rvx__tag_send_short(ep, 1, buf, len, tag, req);
     }
     return rvx__tag_send_slow(ep, buf, len, tag, req);
 }

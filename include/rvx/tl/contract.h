@@ -56,6 +56,11 @@
  *       would first do cold work (a call); the protocols' hot paths use it and claim again from
  *       their cold paths. RVX__TL_IN_HANDLER(ep): nonzero while handlers run, read from a word
  *       the send path loads anyway.
+ *   Paths (tl/path.h): the protocols' hot sends call rvx__tl_am_claim_on(ep, path, chan, len),
+ *       rvx__tl_am_publish_on(ep, path, chan, body, len, info) and RVX__TL_IN_HANDLER_ON(ep,
+ *       path) with path = RVX__TL_PATH(ep), read once and passed as a constant. A tl of one
+ *       transport gets them from the hooks above; a pair (tl/pair.h) defines them, one path per
+ *       transport, so that a send branches once.
  *   rvx__tl_am_wait_room(ep, chan, len) -> body or NULL   (cold: used by replies, which may not fail)
  *   rvx__tl_am_zcopy(ep, chan, hdr, hdrlen, buf, len, lmem, info, req)
  *       a message of hdr (hdrlen <= RVX__TL_AM_ZCOPY_HDR_MAX, copied) followed by len bytes at

@@ -7,7 +7,8 @@
  * function here that finds the pair endpoint around the sub-endpoint and calls the protocols'.
  * This file then defines the contract's names once more for the pair. Every operation is one
  * branch on ep->intra, set when the endpoint is created, to the sub-transport's inline function:
- * no pointer, both paths inlined.
+ * no pointer, both paths inlined. The protocols' hot sends (a claim, a body, a publish) read the
+ * branch once as the endpoint's path (RVX__TL_PATH, tl/path.h) rather than once per call.
  *
  * Where a peer runs: the bootstrap numbers this rank's node (rvx__boot_t.node), the core hands it
  * to rvx__tl_iface_init, and it travels in the worker's address; an endpoint whose peer has the
@@ -100,11 +101,21 @@ RVX_INLINE size_t rvx__net_addr_kept(size_t n)
     return RVX__TL_ADDR_KEPT(n);
 }
 #endif
-#ifdef RVX__TL_AM_CLAIM_HOT
-#define RVX__NET_CLAIM_HOT 1
+#if RVX_CAN_RECEIVE
+/* net's claim of hot paths (one that fails rather than call out, where net names one) */
 RVX_INLINE void *rvx__net_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {
+#ifdef RVX__TL_AM_CLAIM_HOT
     return RVX__TL_AM_CLAIM_HOT(ep, chan, len);
+#else
+    return rvx__tl_am_claim(ep, chan, len);
+#endif
+}
+/* Both mlx5 transports name a word set while their deliveries run, in their iface's in_rx; the
+ * pair sets it around shm's deliveries too (rvx__shm_rx_deliver), so it stands for both paths. */
+RVX_INLINE unsigned rvx__net_in_handler(const rvx__tl_ep_t *ep)
+{
+    return RVX__TL_IN_HANDLER(ep);
 }
 #endif
 #undef RVX__TL_RKEY_PACKED_SIZE
@@ -112,7 +123,7 @@ RVX_INLINE void *rvx__net_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t l
 #undef RVX__TL_ADDR_KEPT
 #undef RVX__TL_AM_ZCOPY
 #undef RVX__TL_AM_ZCOPY_HDR_MAX
-#undef RVX__TL_IN_HANDLER  /* the pair's handlers may run from either iface: the worker counts */
+#undef RVX__TL_IN_HANDLER
 #undef RVX__TL_AM_CLAIM_HOT
 #define RVX__TL_RENAME_UNDO
 #include "rename.h"
@@ -185,10 +196,17 @@ typedef struct rvx__tl_iface {
 
 /* ---- upcalls: a sub-endpoint's frame goes to the protocols with the pair endpoint ----------- */
 #if RVX_CAN_RECEIVE
+/* shm's deliveries run with net's in_rx set, so that one word says "a handler runs" on both
+ * paths (RVX__TL_IN_HANDLER_ON); net's progress, which it also holds off, is not re-entered from
+ * a handler anyway (rvx_progress from a handler does nothing). */
 RVX_INLINE void rvx__shm_rx_deliver(struct rvx__shm_tl_ep *sep, unsigned chan, unsigned info,
                                     void *body, size_t len)
 {
-    rvx__rx_deliver(RVX_CONTAINER_OF(sep, rvx__tl_ep_t, shm), chan, info, body, len);
+    rvx__tl_ep_t *ep = RVX_CONTAINER_OF(sep, rvx__tl_ep_t, shm);
+    uint8_t was = ep->ifc->net.in_rx;
+    ep->ifc->net.in_rx = 1;
+    rvx__rx_deliver(ep, chan, info, body, len);
+    ep->ifc->net.in_rx = was;
 }
 
 RVX_INLINE void rvx__net_rx_deliver(struct rvx__net_tl_ep *nep, unsigned chan, unsigned info,
@@ -281,22 +299,34 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     return rvx__net_tl_am_claim(&ep->net, chan, len);
 }
 
-#ifdef RVX__NET_CLAIM_HOT
-/* net's claim that fails rather than call out; shm's claim never calls out */
-RVX_INLINE void *rvx__pair_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
-{
-    if (ep->intra) return rvx__shm_tl_am_claim(&ep->shm, chan, len);
-    return rvx__net_am_claim_hot(&ep->net, chan, len);
-}
-#define RVX__TL_AM_CLAIM_HOT(tl, chan, len) rvx__pair_am_claim_hot((tl), (chan), (len))
-#endif
-
 RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
     if (ep->intra) return rvx__shm_tl_am_publish(&ep->shm, chan, body, len, info);
     return rvx__net_tl_am_publish(&ep->net, chan, body, len, info);
 }
+
+/* The protocols' hot sends (tl/path.h): path 1 is shm, 0 net, read once per send, so that the
+ * claim, publish and handler test below each fold to one transport's. */
+#define RVX__TL_PATH(ep) ((unsigned)(ep)->intra)
+
+RVX_INLINE void *rvx__tl_am_claim_on(rvx__tl_ep_t *ep, unsigned path, unsigned chan, size_t len)
+{
+    if (path) return rvx__shm_tl_am_claim(&ep->shm, chan, len); /* never calls out */
+    return rvx__net_am_claim_hot(&ep->net, chan, len);
+}
+
+RVX_INLINE rvx_status_t rvx__tl_am_publish_on(rvx__tl_ep_t *ep, unsigned path, unsigned chan,
+                                              void *body, size_t len, unsigned info)
+{
+    if (path) return rvx__shm_tl_am_publish(&ep->shm, chan, body, len, info);
+    return rvx__net_tl_am_publish(&ep->net, chan, body, len, info);
+}
+
+/* net's in_rx on either path: net's own test where net sends (it loads the word's way anyway),
+ * the pair iface's copy of net's iface where shm sends */
+#define RVX__TL_IN_HANDLER_ON(ep, path) \
+    ((path) ? (unsigned)(ep)->ifc->net.in_rx : rvx__net_in_handler(&(ep)->net))
 
 RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 {

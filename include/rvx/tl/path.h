@@ -1,0 +1,23 @@
+/* rvx/tl/path.h: the paths of a build. A build of one transport has one; a pair (tl/pair.h) has
+ * two, and an endpoint's operations take the one RVX__TL_PATH(ep) names. The protocols' hot sends
+ * read the path once and call the _on forms with it as a constant, so each path inlines its own
+ * claim, publish and handler test: one branch per send, not one per call into the tl. A tl of one
+ * path gets the defaults below (tl/contract.h lists the hooks). */
+#ifndef RVX_TL_PATH_H
+#define RVX_TL_PATH_H
+
+#ifndef RVX__TL_PATH
+#define RVX__TL_PATH(ep) 0u
+#ifdef RVX__TL_AM_CLAIM_HOT /* the claim that fails rather than call out, where the tl names one */
+#define rvx__tl_am_claim_on(ep, path, chan, len) RVX__TL_AM_CLAIM_HOT(ep, chan, len)
+#else
+#define rvx__tl_am_claim_on(ep, path, chan, len) rvx__tl_am_claim(ep, chan, len)
+#endif
+#define rvx__tl_am_publish_on(ep, path, chan, body, len, info) \
+    rvx__tl_am_publish(ep, chan, body, len, info)
+#ifdef RVX__TL_IN_HANDLER
+#define RVX__TL_IN_HANDLER_ON(ep, path) RVX__TL_IN_HANDLER(ep)
+#endif
+#endif
+
+#endif /* RVX_TL_PATH_H */
