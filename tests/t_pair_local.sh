@@ -8,7 +8,9 @@
 #                   where it was; off-node traffic and on-node atomics (through the NIC by
 #                   design) move it
 # Then tests/pair/t_pair_order.c, built the same two ways: on an on-node endpoint an atomic (the
-# NIC's) and the put after it (shared memory in the pair) land in the order posted.
+# NIC's) and the put after it (shared memory in the pair) land in the order posted; and
+# tests/pair/t_pair_handler.c: a handler's requests are refused on both paths, whichever path
+# delivered its message.
 # Skips (77) after the rc_mlx5 runs when the tree has no pair build yet.
 set -u
 cd "$(dirname "$0")/.."
@@ -25,11 +27,13 @@ echo "$out"
 if [ $rc -ne 0 ] || [ "$(grep -c 'on-node traffic seen on the NIC' <<<"$out")" -ne 4 ]; then
   echo "FAIL: rc_mlx5 build (exit $rc)"; exit 1
 fi
-order() { # build [defs...]: t_pair_order built with defs, run, must pass
-  local bin=build/pair/t_pair_order$1; shift
-  cc "${flags[@]}" "$@" -o "$bin" tests/pair/t_pair_order.c -libverbs -lmlx5 ||
-    { echo "FAIL: t_pair_order does not build ($*)"; return 1; }
-  "$bin" || { echo "FAIL: t_pair_order ($*): an atomic and the put after it out of order"; return 1; }
+order() { # build [defs...]: t_pair_order and t_pair_handler built with defs, run, must pass
+  local sfx=$1 t; shift
+  for t in t_pair_order t_pair_handler; do
+    cc "${flags[@]}" "$@" -o "build/pair/$t$sfx" "tests/pair/$t.c" -libverbs -lmlx5 ||
+      { echo "FAIL: $t does not build ($*)"; return 1; }
+    "build/pair/$t$sfx" || { echo "FAIL: $t ($*)"; return 1; }
+  done
 }
 order _rc -DRVX_TL=RVX_TL_RC_MLX5 || exit 1
 if ! printf '#include <rvx/rvx.h>\n#if !defined(RVX_PAIR) || !RVX_PAIR\n#error no pair\n#endif\n' |
