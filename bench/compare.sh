@@ -195,5 +195,8 @@ if [ "$HAVE_PAIR" = 1 ]; then
     echo "$line" | awk '$3 ~ /^[0-9.]+$/ { printf "goal pair_am_lat_vs_shm <= 1.05: %s: %s\n", $3, $3 <= 1.05 ? "met" : "NOT MET" }
                         $3 !~ /^[0-9.]+$/ { print "goal pair_am_lat_vs_shm <= 1.05: n/a" }'
     ratio pair_put_rate_vs_shm "$PPUT" "$PUT"
+    # on-node atomics go through the NIC in the pair (atomic against off-node ones): their cost
+    ratio pair_amo_lat_vs_shm "$(echo "$MEDIANS" | value rvx pair_amo_lat_ns)" \
+          "$(echo "$MEDIANS" | value rvx amo_lat_ns)"
 fi
 exit 0

@@ -4,6 +4,9 @@
  *     blocks                                                   -> "rvx am_lat_ns <x>"
  *   - 8-byte put message rate: rank 0 puts to one location in rank 1's memory in a loop, with one
  *     flush at the end (as ucx_perftest's ucp_put_bw does)     -> "rvx put_rate_mops <x>"
+ *   - 8-byte fetching atomic add latency: rank 0 adds to a word of rank 1's memory, one at a time,
+ *     each waited for (shm: a CPU atomic; a pair build on one node: the NIC's, by design)
+ *                                                              -> "rvx amo_lat_ns <x>"
  * Run directly; it starts its two ranks itself through rvxrun (build/bin/rvxrun).
  *   rvx_lat [blocks] [round trips per block] [puts] */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong) X(STOP, on_stop)
@@ -60,7 +63,7 @@ int main(int argc, char **argv)
         rvx_status_t st = RVX_OK;
         double t0, best;
         uint64_t x = 0;
-        lat = (double *)malloc(sizeof(double) * (size_t)blocks);
+        lat = (double *)malloc(sizeof(double) * (size_t)(blocks > 9 ? blocks : 9));
         for (b = -1; b < blocks; b++) { /* block -1 warms up */
             t0 = bench_now_ns();
             for (i = 0; i < per; i++) {
@@ -85,6 +88,21 @@ int main(int argc, char **argv)
             if (t0 > best) best = t0;
         }
         printf("rvx put_rate_mops %.1f\n", best);
+        /* fetching atomic add, one at a time: median of 9 blocks of per / 8 + 1 */
+        for (b = 0; b < 9; b++) {
+            long n = per / 8 + 1;
+            uint64_t old = 0, sum = 0;
+            rvx_request_t req;
+            t0 = bench_now_ns();
+            for (i = 0; i < n && st >= 0; i++) {
+                st = rvx_complete(w, rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, addrs[1], &rk, &old, &req), &req);
+                sum += old;
+            }
+            lat[b] = (bench_now_ns() - t0) / (double)n;
+            if (st < 0 || sum == 0) fprintf(stderr, "rvx_lat: atomic add failed (status %d)\n", (int)st);
+        }
+        qsort(lat, 9, sizeof(double), bench_cmp_double);
+        printf("rvx amo_lat_ns %.1f\n", lat[4]);
         rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_STOP, NULL, 0));
         free(lat);
     } else {
