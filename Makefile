@@ -143,10 +143,10 @@ $(eval $(call TAG_MLX5_VARIANTS,tests-rc,$$(RC_DEFS)))
 $(eval $(call TAG_MLX5_VARIANTS,tests-dc,$$(DC_DEFS)))
 $(eval $(call TAG_MLX5_VARIANTS,tests-pair,$$(PAIR_DEFS)))
 
-# the pair with dc_mlx5 between nodes: the ring example and the shared tests that carry the most
-# traffic (RMA, atomics, AMs, tags with GET rendezvous), run by tests/run.sh as pair-dc/<name>
+# the pair with dc_mlx5 between nodes: the ring example and the shared tests that carry the data
+# (RMA, atomics, AMs, tags with GET rendezvous, flush), run by tests/run.sh as pair-dc/<name>
 PAIR_DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
-PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_atomics t_am t_tag_get)
+PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_atomics t_am t_tag_get t_flush)
 all tests: $(PAIR_DC_BINS)
 $(B)/examples-pair-dc/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
