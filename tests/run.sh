@@ -59,8 +59,8 @@ done
 # and on the other (through rvxsim); the failure tests (peer exit and close, tag peer death and
 # endpoint destroy) at their own counts of 2 or 3, so a 3-rank test has peers on both sides and a
 # 2-rank test one rank per node; the 2-rank RMA and flush tests run again as one node (pair1/),
-# every operation on the pair's shm path. About 2 min together on rvxsim with 2 cores (the 8-rank
-# t_atomics, 50 s, is the longest); their rc_mlx5 builds: make test's other suites run the rest.
+# every operation on the pair's shm path. About 2 min on rvxsim with 2 busy cores (the 8-rank
+# t_atomics, 50 s, is the longest), pair-dc/ 1.5 to 2.5 min; make test's other suites run the rest.
 # The dc_mlx5 pair (pair-dc/) runs the same 8-rank tests and the ring example. PAIR_TESTS_DIR,
 # PAIR_EXAMPLES_DIR, PAIR_DC_TESTS_DIR, PAIR_DC_EXAMPLES_DIR point the suites at other builds
 # (e.g. build/tests-rc, to check this wiring).
