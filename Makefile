@@ -143,6 +143,19 @@ $(eval $(call TAG_MLX5_VARIANTS,tests-rc,$$(RC_DEFS)))
 $(eval $(call TAG_MLX5_VARIANTS,tests-dc,$$(DC_DEFS)))
 $(eval $(call TAG_MLX5_VARIANTS,tests-pair,$$(PAIR_DEFS)))
 
+# the pair with dc_mlx5 between nodes: the ring example and the shared tests that carry the data
+# (RMA, atomics, AMs, tags with GET rendezvous, flush), run by tests/run.sh as pair-dc/<name>
+PAIR_DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
+PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_atomics t_am t_tag_get t_flush)
+all tests: $(PAIR_DC_BINS)
+$(B)/examples-pair-dc/%: examples/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) -o $@ $< $(RC_LIBS)
+$(B)/tests-pair-dc/%: tests/%.c tests/testlib.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) -o $@ $< $(RC_LIBS)
+$(eval $(call TAG_MLX5_RULE,tests-pair-dc,$$(PAIR_DC_DEFS),t_tag))
+
 # dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
 # tests again, as dc/<name>_fixed
 DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every rvx test: the C tests (build/tests/t_*), their rc_mlx5 and dc_mlx5 builds
 # (build/tests-rc/t_*, build/tests-dc/t_*, run on rvxsim), the pair builds (shm on the node +
-# rc_mlx5 between nodes: build/tests-pair/, build/examples-pair/, on rvxsim as 2 emulated nodes),
-# the script tests (tests/t_*.sh) and the rvxsim tests (build/sim/tests/t_*). One line per test,
+# rc_mlx5 or dc_mlx5 between nodes: build/tests-pair*/, build/examples-pair*/, on rvxsim as 2
+# emulated nodes), the script tests (tests/t_*.sh) and the rvxsim tests (build/sim/tests/t_*). One line per test,
 # the log of each failure, and a last line "N passed, N failed, N skipped". Exit status 1 if
 # anything failed.
 # A test exits 0 (pass), 77 (skip: it prints why) or anything else (fail).
@@ -53,42 +53,58 @@ for t in build/tests-dc/t_*; do
   [ -x "$t" ] && run_one "dc/$(basename "$t")" env LD_LIBRARY_PATH=build/sim "$t"
 done
 # Pair builds on 2 emulated nodes of consecutive ranks: RVXRUN_NODES=2 makes the rvxrun each test
-# starts itself under give rank r RVX_NODE = r*2/N, so a 3- or 4-rank test has peers on its node
-# (shm) and on the other (rc_mlx5 through rvxsim), a 2-rank test one rank per node; the 2-rank RMA
-# and flush tests run again as one node (pair1/), every operation on the pair's shm path. Chosen
-# for what the pair changes (RMA, atomics on one word from both paths, AMs, tags with the build's
-# rendezvous protocol, flush, peer failure), at about 75 s together on rvxsim (their rc_mlx5
-# builds: make test's other suites run the rest). PAIR_TESTS_DIR / PAIR_EXAMPLES_DIR point the
-# suite at other builds (e.g. build/tests-rc, to check this wiring).
-pair_tests=${PAIR_TESTS_DIR:-build/tests-pair}
-pair_examples=${PAIR_EXAMPLES_DIR:-build/examples-pair}
+# starts itself under give rank r RVX_NODE = r*2/N. The tests that carry the data (RMA, atomics
+# on one word from both paths, AMs, tags with the build's rendezvous protocol, flush) run on 8
+# ranks (RVX_TEST_RANKS=8), 2 nodes x 4, where each test gives every rank peers on its node (shm)
+# and on the other (through rvxsim); the failure tests (peer exit and close, tag peer death and
+# endpoint destroy) at their own counts of 2 or 3, so a 3-rank test has peers on both sides and a
+# 2-rank test one rank per node; the 2-rank RMA and flush tests run again as one node (pair1/),
+# every operation on the pair's shm path. About 2 min on rvxsim with 2 busy cores (the 8-rank
+# t_atomics, 50 s, is the longest), pair-dc/ 1.5 to 2.5 min; make test's other suites run the rest.
+# The dc_mlx5 pair (pair-dc/) runs the same 8-rank tests and the ring example. PAIR_TESTS_DIR,
+# PAIR_EXAMPLES_DIR, PAIR_DC_TESTS_DIR, PAIR_DC_EXAMPLES_DIR point the suites at other builds
+# (e.g. build/tests-rc, to check this wiring).
 pair_skip() { echo "SKIP: pair build not present ($1 is missing: make)"; exit 77; }
-if [ -d "$pair_tests" ]; then
-  for name in t_rma t_atomics t_am t_flush t_peer_exit t_peer_close "t_tag_get t_tag" \
-              "t_tag_peer_death_get t_tag_peer_death" "t_tag_ep_destroy_get t_tag_ep_destroy"; do
-    t=
-    for n in $name; do [ -x "$pair_tests/$n" ] && { t=$pair_tests/$n; break; }; done
-    n=${name%% *}
-    if [ -z "$t" ]; then
-      run_one "pair/$n" bash -c "$(declare -f pair_skip); pair_skip $pair_tests/$n"
-      continue
-    fi
-    run_one "pair/$(basename "$t")" env RVXRUN_NODES=2 LD_LIBRARY_PATH=build/sim "$t"
-    case $n in
-      t_rma|t_flush) run_one "pair1/$(basename "$t")" env RVXRUN_NODES=1 LD_LIBRARY_PATH=build/sim "$t" ;;
-    esac
-  done
-else
-  run_one "pair/tests" bash -c "$(declare -f pair_skip); pair_skip $pair_tests"
-fi
-for n in 4 8; do
-  if [ -x "$pair_examples/ring" ]; then
-    run_one "pair/ring_${n}_on_2_nodes" env LD_LIBRARY_PATH=build/sim \
-      build/bin/rvxrun -t 120 -n $n --nodes 2 "$pair_examples/ring"
+pair_suite() { # label, tests dir, examples dir, "names on 8 ranks", "names at their own count"
+  local label=$1 dir=$2 ex=$3 wide=$4 own=$5 name t n
+  if [ ! -d "$dir" ]; then
+    run_one "$label/tests" bash -c "$(declare -f pair_skip); pair_skip $dir"
   else
-    run_one "pair/ring_${n}_on_2_nodes" bash -c "$(declare -f pair_skip); pair_skip $pair_examples/ring"
+    for name in $wide $own; do
+      t=
+      for n in ${name//,/ }; do [ -x "$dir/$n" ] && { t=$dir/$n; break; }; done
+      n=${name%%,*}
+      if [ -z "$t" ]; then
+        run_one "$label/$n" bash -c "$(declare -f pair_skip); pair_skip $dir/$n"
+        continue
+      fi
+      if [[ " $wide " == *" $name "* ]]; then
+        run_one "$label/$(basename "$t")_8_on_2_nodes" \
+          env RVX_TEST_RANKS=8 RVXRUN_NODES=2 LD_LIBRARY_PATH=build/sim "$t"
+      else
+        run_one "$label/$(basename "$t")" env RVXRUN_NODES=2 LD_LIBRARY_PATH=build/sim "$t"
+      fi
+      case $label/$n in
+        pair/t_rma|pair/t_flush)
+          run_one "pair1/$(basename "$t")" env RVXRUN_NODES=1 LD_LIBRARY_PATH=build/sim "$t" ;;
+      esac
+    done
   fi
-done
+  for n in 4 8; do
+    if [ -x "$ex/ring" ]; then
+      run_one "$label/ring_${n}_on_2_nodes" env LD_LIBRARY_PATH=build/sim \
+        build/bin/rvxrun -t 120 -n $n --nodes 2 "$ex/ring"
+    else
+      run_one "$label/ring_${n}_on_2_nodes" bash -c "$(declare -f pair_skip); pair_skip $ex/ring"
+    fi
+  done
+}
+# a name a,b runs the first of a, b that is built (the tag tests' GET build, or the plain one)
+pair_suite pair "${PAIR_TESTS_DIR:-build/tests-pair}" "${PAIR_EXAMPLES_DIR:-build/examples-pair}" \
+  "t_rma t_atomics t_am t_tag_get,t_tag t_flush" \
+  "t_peer_exit t_peer_close t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy"
+pair_suite pair-dc "${PAIR_DC_TESTS_DIR:-build/tests-pair-dc}" "${PAIR_DC_EXAMPLES_DIR:-build/examples-pair-dc}" \
+  "t_rma t_atomics t_am t_tag_get,t_tag t_flush" ""
 if ls build/sim/tests/t_* >/dev/null 2>&1; then
   for t in build/sim/tests/t_*; do
     [ -x "$t" ] && run_one "sim/$(basename "$t")" env -u RVXSIM_STRICT LD_LIBRARY_PATH=build/sim "$t"

@@ -1,6 +1,8 @@
 /* t_am: three processes send each other short, medium and long active messages at the same time;
  * every request is answered by a reply carrying a checksum of what arrived. Checks arguments,
- * payload bytes, in-order delivery per pair, and full rings (many laps, rvx_am_retry). */
+ * payload bytes, in-order delivery per pair, and full rings (many laps, rvx_am_retry).
+ * On more ranks (RVX_TEST_RANKS) every rank still sends to every rank, N_MSG*NR/N messages
+ * to each (as many per sender as on NR ranks), long payloads into a slice of REGION/N per sender. */
 #define RVX_AM_HANDLERS(X) X(REQ_SHORT, on_short) X(REQ_MEDIUM, on_medium) X(REQ_LONG, on_long) \
                            X(ACK, on_ack) X(DONE, on_done)
 #include <rvx/rvx.h>
@@ -9,9 +11,11 @@
 #define NR     3
 #define N_MSG  6000
 #define REGION (64 * 1024)
+#define MAXR   32
 
-static int next_seq[NR], bad[NR], acks, acks_bad, done;
-static uint64_t long_base[NR]; /* where each sender's long payloads land in our region */
+static int nr, n_msg; /* ranks, messages to each */
+static int next_seq[MAXR], bad[MAXR], acks, acks_bad, done;
+static uint64_t long_base[MAXR]; /* where each sender's long payloads land in our region */
 
 static uint64_t checksum(const void *p, size_t len)
 {
@@ -26,7 +30,7 @@ static uint64_t checksum(const void *p, size_t len)
 static int args_ok(const uint64_t *a, unsigned n)
 {
     unsigned k;
-    if (n < 2 || a[1] >= NR || a[0] != (uint64_t)next_seq[a[1]]) return 0;
+    if (n < 2 || a[1] >= (uint64_t)nr || a[0] != (uint64_t)next_seq[a[1]]) return 0;
     for (k = 2; k < n; k++)
         if (a[k] != a[0] * k) return 0;
     return 1;
@@ -71,14 +75,14 @@ static void on_long(rvx_am_token_t *t, const uint64_t *args, unsigned nargs, voi
     }
 }
 
-static uint64_t expect_sum[NR][N_MSG];
-static int ack_from[NR];
+static uint64_t *expect_sum; /* [peer * n_msg + seq] */
+static int ack_from[MAXR];
 
 static void on_ack(rvx_am_token_t *t, const uint64_t *args, unsigned nargs, void *p, size_t len)
 {
     int src = rvx_ep_rank(t->ep);
     if (t->is_request || nargs != 2 || args[0] != (uint64_t)ack_from[src] ||
-        args[1] != expect_sum[src][args[0] % N_MSG] ||
+        args[1] != expect_sum[src * n_msg + (int)(args[0] % (uint64_t)n_msg)] ||
         (len && (len != 8 || memcmp(p, &args[1], 8))))
         acks_bad++;
     ack_from[src]++;
@@ -95,44 +99,47 @@ int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
     rvx_worker_t *w;
-    rvx_ep_t *eps[NR];
-    rvx_rkey_t rks[NR];
+    rvx_ep_t *eps[MAXR];
+    rvx_rkey_t rks[MAXR];
     rvx_mem_t *mem;
     t_remote_t *rm;
     static unsigned char payload[REGION];
-    int me, r, i, sent[NR];
+    int me, r, i, sent[MAXR];
     rvx_status_t st;
 
-    t_spawn(argc, argv, NR, 300);
+    t_spawn_upto(argc, argv, NR, MAXR, 300);
     me = t_start(&ctx, &w);
+    nr = rvx_size(ctx);
+    n_msg = nr > NR ? N_MSG * NR / nr : N_MSG;
+    expect_sum = (uint64_t *)calloc((size_t)nr * (size_t)n_msg, sizeof(*expect_sum));
     T_OK(rvx_mem_alloc(ctx, REGION, &mem));
     rm = t_exchange(ctx, mem);
-    for (r = 0; r < NR; r++) {
+    for (r = 0; r < nr; r++) {
         T_OK(rvx_ep_create(w, r, &eps[r]));
         T_OK(rvx_rkey_unpack(eps[r], rm[r].packed, &rks[r]));
         /* sender r's long payloads land in the r-th slice of the target's region */
-        long_base[r] = (uint64_t)(uintptr_t)rvx_mem_addr(mem) + (uint64_t)r * (REGION / NR);
+        long_base[r] = (uint64_t)(uintptr_t)rvx_mem_addr(mem) + (uint64_t)r * (REGION / nr);
         sent[r] = 0;
     }
     T_OK(rvx_barrier(ctx));
 
     /* Round-robin over peers (ourselves included): kind and size vary with the sequence. */
-    for (i = 0; i < N_MSG; i++) {
-        for (r = 0; r < NR; r++) {
+    for (i = 0; i < n_msg; i++) {
+        for (r = 0; r < nr; r++) {
             uint64_t a[RVX_AM_MAX_ARGS];
             unsigned nargs = 2 + (unsigned)(i % (RVX_AM_MAX_ARGS - 1)), k;
             int kind = i % 3;
             size_t len = kind == 1 ? (size_t)(i * 131) % (RVX_AM_MAX_MEDIUM + 1)
-                                   : (size_t)(i * 61) % (REGION / NR);
+                                   : (size_t)(i * 61) % (REGION / nr);
             a[0] = (uint64_t)i;
             a[1] = (uint64_t)me;
             for (k = 2; k < nargs; k++) a[k] = (uint64_t)i * k;
             if (kind == 0) {
-                expect_sum[r][i % N_MSG] = 0;
+                expect_sum[r * n_msg + i] = 0;
                 rvx_am_retry(w, st, rvx_am_short(eps[r], RVX_AM_REQ_SHORT, a, nargs));
             } else {
                 t_fill(payload, len, (uint64_t)i * 7 + (uint64_t)me);
-                expect_sum[r][i % N_MSG] = checksum(payload, len);
+                expect_sum[r * n_msg + i] = checksum(payload, len);
                 if (kind == 1) {
                     rvx_am_retry(w, st, rvx_am_medium(eps[r], RVX_AM_REQ_MEDIUM, a, nargs, payload, len));
                 } else {
@@ -145,7 +152,7 @@ int main(int argc, char **argv)
                         rvx__backoff(&idle);
                     }
                     rvx_am_retry(w, st, rvx_am_long(eps[r], RVX_AM_REQ_LONG, a, nargs, payload, len,
-                                                    rm[r].addr + (uint64_t)me * (REGION / NR), &rks[r]));
+                                                    rm[r].addr + (uint64_t)me * (REGION / nr), &rks[r]));
                 }
             }
             T_CHECK(st == RVX_OK, "send %d to %d: %s", i, r, rvx_status_str(st));
@@ -156,13 +163,13 @@ int main(int argc, char **argv)
     /* all acks back, then tell everyone we are done and wait for their word */
     {
         unsigned idle = 0;
-        while (acks < NR * N_MSG)
+        while (acks < nr * n_msg)
             if (!rvx_progress(w)) rvx__backoff(&idle);
     }
-    for (r = 0; r < NR; r++) rvx_am_retry(w, st, rvx_am_short(eps[r], RVX_AM_DONE, NULL, 0));
-    while (done < NR) rvx_progress(w);
-    for (r = 0; r < NR; r++) {
-        T_CHECK(next_seq[r] == N_MSG && bad[r] == 0, "from rank %d: %d delivered, %d wrong", r,
+    for (r = 0; r < nr; r++) rvx_am_retry(w, st, rvx_am_short(eps[r], RVX_AM_DONE, NULL, 0));
+    while (done < nr) rvx_progress(w);
+    for (r = 0; r < nr; r++) {
+        T_CHECK(next_seq[r] == n_msg && bad[r] == 0, "from rank %d: %d delivered, %d wrong", r,
                 next_seq[r], bad[r]);
     }
     T_CHECK(acks_bad == 0, "%d replies wrong", acks_bad);
@@ -172,11 +179,12 @@ int main(int argc, char **argv)
         T_CHECK(!s.am_unknown_id && !s.am_bad_frame && !s.am_bad_long_target, "bad input counted");
     }
     T_OK(rvx_barrier(ctx));
-    for (r = 0; r < NR; r++) rvx_rkey_release(&rks[r]);
+    for (r = 0; r < nr; r++) rvx_rkey_release(&rks[r]);
     rvx_worker_destroy(w);
     rvx_mem_dereg(mem);
     rvx_finalize(ctx);
     free(rm);
-    printf("rank %d: %d messages to each of %d ranks, all answered\n", me, N_MSG, NR);
+    printf("rank %d: %d messages to each of %d ranks, all answered\n", me, n_msg, nr);
+    free(expect_sum);
     return t_exit();
 }

@@ -12,7 +12,10 @@
  *  G  the same buffer sent again (PIPELINE: the second time skips the pipeline, left pinned)
  *  H  the lone receive (the only one posted, completed in line): every short size, wildcards,
  *     short buffers, a second receive posted behind it (order), cancel, rendezvous into it
- * Each wait has a deadline: a lost message fails the test instead of hanging it. */
+ * Each wait has a deadline: a lost message fails the test instead of hanging it.
+ * On more ranks (RVX_TEST_RANKS, an even count) the ranks are two blocks of N/2 (the nodes rvxrun
+ * makes with --nodes 2) and "the next rank" is, section by section, the next in our block's ring
+ * or the next in the other block's ring (ring()); D's senders are ranks 0 and N-1. */
 #ifndef RVX_TAG
 #define RVX_TAG 1
 #endif
@@ -23,12 +26,28 @@
 #include "testlib.h"
 
 #define NR    3
+#define MAXR  64
 #define GUARD 64
 
 static rvx_worker_t *w;
 static rvx_context_t *ctx;
-static rvx_ep_t *eps[NR];
-static int me;
+static rvx_ep_t *eps[MAXR];
+static int me, nr, prv, nxt;
+
+/* Who we send to (nxt) and receive from (prv) in the sections that follow: on NR ranks the ring
+ * of all ranks; on more, the ring of our block (across = 0) or a ring through the other block. */
+static void ring(int across)
+{
+    int b = nr / 2, blk = me / b, pos = me % b;
+    if (nr <= NR) {
+        nxt = (me + 1) % nr;
+        prv = (me + nr - 1) % nr;
+        return;
+    }
+    if (across) blk = 1 - blk;
+    nxt = blk * b + (pos + 1) % b;
+    prv = blk * b + (pos + b - 1) % b;
+}
 
 #define TAG(sec, rank, seq) ((uint64_t)(sec) << 56 | (uint64_t)(rank) << 48 | (uint64_t)(seq))
 
@@ -174,12 +193,13 @@ static int targets[2];
 /* A: every size, to the next rank and to ourselves; expected (posted first) or unexpected. */
 static void section_sizes(int sec, int expected)
 {
-    int prev = (me + NR - 1) % NR, i, k;
+    int prev = prv, i, k;
     int from[2];
     msg_t *snd = (msg_t *)calloc((size_t)nsizes * 2, sizeof(msg_t));
     msg_t *rcv = (msg_t *)calloc((size_t)nsizes * 2, sizeof(msg_t));
     from[0] = prev;
     from[1] = me;
+    targets[0] = nxt;
     if (expected) {
         for (k = 0; k < 2; k++)
             for (i = 0; i < nsizes; i++)
@@ -218,7 +238,7 @@ static size_t size_b(int i)
 
 static void section_many(void)
 {
-    int prev = (me + NR - 1) % NR, next = (me + 1) % NR, i;
+    int prev = prv, next = nxt, i;
     msg_t *snd = (msg_t *)calloc(NB, sizeof(msg_t)), *rcv = (msg_t *)calloc(NB, sizeof(msg_t));
     for (i = 0; i < NB; i += 2)
         post_recv(&rcv[i], size_b(i), size_b(i), TAG(2, prev, i), ~0ull, seed_of(2, prev, me, i));
@@ -246,7 +266,7 @@ static size_t size_c(int i)
 
 static void section_order(int unexpected_first)
 {
-    int prev = (me + NR - 1) % NR, next = (me + 1) % NR, i;
+    int prev = prv, next = nxt, i;
     msg_t *snd = (msg_t *)calloc(NC, sizeof(msg_t)), *rcv = (msg_t *)calloc(NC, sizeof(msg_t));
     size_t maxlen = RVX_RNDV_THRESH_BYTES + NC * 13 + RVX_AM_MAX_MEDIUM;
     int npre = unexpected_first ? 0 : NC / 2;
@@ -267,13 +287,15 @@ static void section_order(int unexpected_first)
     T_OK(rvx_barrier(ctx));
 }
 
-/* D: ranks 0 and 2 send to rank 1 on tags (4, sender, seq); rank 1 receives with a mask that
- * ignores sender and sequence: each sender's messages must come in its order. */
+/* D: ranks 0 and N-1 (2 on NR ranks) send to rank 1 on tags (4, sender, seq); rank 1 receives
+ * with a mask that ignores sender and sequence: each sender's messages must come in its order. */
 #define ND 200
 static void section_any_source(void)
 {
-    int i;
-    if (me != 1) {
+    int i, last = nr - 1;
+    if (me != 0 && me != 1 && me != last) {
+        T_OK(rvx_barrier(ctx)); /* not in this section */
+    } else if (me != 1) {
         msg_t *snd = (msg_t *)calloc(ND, sizeof(msg_t));
         T_OK(rvx_barrier(ctx));
         for (i = 0; i < ND; i++) post_send(&snd[i], 1, (size_t)(i * 37) % (RVX_RNDV_THRESH_BYTES + 5000), TAG(4, me, i),
@@ -282,7 +304,7 @@ static void section_any_source(void)
         free(snd);
     } else {
         msg_t *rcv = (msg_t *)calloc(2 * ND, sizeof(msg_t));
-        int next_seq[NR] = {0, 0, 0};
+        int next_seq[MAXR] = {0};
         size_t cap = RVX_RNDV_THRESH_BYTES + 5000;
         for (i = 0; i < ND; i++) post_recv(&rcv[i], cap, 0, TAG(4, 0, 0), 0xffull << 56, 0);
         T_OK(rvx_barrier(ctx));
@@ -292,9 +314,9 @@ static void section_any_source(void)
             rvx_status_t st = m->st == RVX_INPROGRESS ? t_wait(&m->req, "any-source receive", i) : m->st;
             int from = m->info.sender, seq = (int)(m->info.tag & 0xffffffffffffull);
             T_CHECK(st == RVX_OK, "any-source receive %d: %s", i, rvx_status_str(st));
-            T_CHECK((from == 0 || from == 2) && (m->info.tag >> 48) == ((uint64_t)4 << 8 | (uint64_t)from),
+            T_CHECK((from == 0 || from == last) && (m->info.tag >> 48) == ((uint64_t)4 << 8 | (uint64_t)from),
                     "receive %d: sender %d tag %llx", i, from, (unsigned long long)m->info.tag);
-            if (from != 0 && from != 2) continue;
+            if (from != 0 && from != last) continue;
             T_CHECK(seq == next_seq[from], "from rank %d: message %d matched where %d was due", from, seq, next_seq[from]);
             T_CHECK(m->info.length == (size_t)(seq * 37) % cap &&
                         t_verify(m->buf, m->info.length, seed_of(4, from, 1, seq)) < 0,
@@ -302,7 +324,7 @@ static void section_any_source(void)
             next_seq[from] = seq + 1;
             free(m->buf);
         }
-        T_CHECK(next_seq[0] == ND && next_seq[2] == ND, "got %d and %d messages", next_seq[0], next_seq[2]);
+        T_CHECK(next_seq[0] == ND && next_seq[last] == ND, "got %d and %d messages", next_seq[0], next_seq[last]);
         free(rcv);
     }
     T_OK(rvx_barrier(ctx));
@@ -314,7 +336,7 @@ static void section_truncate(int unexpected)
     static const size_t sent[] = {10, 100, RVX_AM_MAX_MEDIUM - 3, RVX_AM_MAX_MEDIUM * 3,
                                   RVX_RNDV_THRESH_BYTES + 10, 300000};
     enum { NE = (int)(sizeof(sent) / sizeof(sent[0])) };
-    int prev = (me + NR - 1) % NR, next = (me + 1) % NR, i;
+    int prev = prv, next = nxt, i;
     msg_t snd[2 * NE], rcv[2 * NE];
     memset(snd, 0, sizeof(snd));
     memset(rcv, 0, sizeof(rcv));
@@ -338,7 +360,7 @@ static void section_truncate(int unexpected)
 /* F: probe sees what arrived (and only that); cancel withdraws a receive nothing matched. */
 static void section_probe_cancel(void)
 {
-    int prev = (me + NR - 1) % NR, next = (me + 1) % NR;
+    int prev = prv, next = nxt;
     msg_t s1, s2, r1, r2;
     rvx_tag_info_t info;
     rvx_request_t req;
@@ -382,7 +404,7 @@ static void section_probe_cancel(void)
  * buffer skips the pipeline (no bounce buffers); the data must be right either way. */
 static void section_reuse(void)
 {
-    int prev = (me + NR - 1) % NR, next = (me + 1) % NR, round;
+    int prev = prv, next = nxt, round;
     size_t len = RVX_RNDV_THRESH_BYTES + RVX_PIPE_BOUNCE + 2 * RVX_PIPE_CHUNK + 3;
     unsigned char *sbuf = (unsigned char *)malloc(len), *rbuf = (unsigned char *)malloc(len);
     struct rvx__tag_state *t = rvx__tag_of(w);
@@ -498,10 +520,14 @@ int main(int argc, char **argv)
     rvx_worker_stats_t s;
     int r;
     double t0;
-    t_spawn(argc, argv, NR, 600);
+    t_spawn_upto(argc, argv, NR, MAXR, 600);
     me = t_start(&ctx, &w);
-    for (r = 0; r < NR; r++) T_OK(rvx_ep_create(w, r, &eps[r]));
-    targets[0] = (me + 1) % NR;
+    nr = rvx_size(ctx);
+    if (nr > NR && nr % 2) {
+        fprintf(stderr, "FAIL: t_tag runs on %d ranks or an even number above, not %d\n", NR, nr);
+        return 1;
+    }
+    for (r = 0; r < nr; r++) T_OK(rvx_ep_create(w, r, &eps[r]));
     targets[1] = me;
     make_sizes();
     if (me == 0)
@@ -509,15 +535,23 @@ int main(int argc, char **argv)
                sizes[nsizes - 1], (size_t)RVX_RNDV_THRESH_BYTES);
     T_OK(rvx_barrier(ctx));
     t0 = rvx__now_s();
+    ring(0);
     section_sizes(1, 1);
+    ring(1);
     section_sizes(7, 0);
+    ring(0);
     section_many();
     section_order(0);
+    ring(1);
     section_order(1);
     section_any_source();
+    ring(0);
     section_truncate(0);
+    ring(1);
     section_truncate(1);
+    ring(0);
     section_probe_cancel();
+    ring(1);
     section_reuse();
     section_lone();
 #if RVX_RNDV == RVX_RNDV_PIPELINE

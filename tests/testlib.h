@@ -2,7 +2,9 @@
  *
  * A test exits 0 (pass), 1 (fail) or 77 (skip, with a reason on stdout). Multi-process tests call
  * t_spawn(argc, argv, n): run directly, the test re-starts itself under rvxrun with n ranks and a
- * time limit, so it never hangs; under rvxrun it returns and the ranks run the body. */
+ * time limit, so it never hangs; under rvxrun it returns and the ranks run the body. A test that
+ * also runs on more ranks calls t_spawn_upto(argc, argv, n, max, ...): RVX_TEST_RANKS=k in the
+ * environment picks k ranks (n <= k <= max) instead of n. */
 #ifndef RVX_TESTLIB_H
 #define RVX_TESTLIB_H
 
@@ -53,14 +55,30 @@ static inline int t_exit(void)
     return t_failures ? 1 : 0;
 }
 
-/* Re-run this program as n ranks under rvxrun (found beside the test: ../bin/rvxrun). */
-static inline void t_spawn(int argc, char **argv, int n, int timeout_s)
+/* Re-run this program as n..max ranks under rvxrun (found beside the test: ../bin/rvxrun): n, or
+ * RVX_TEST_RANKS when set; a count outside n..max is an error, never silently n. The time limit
+ * grows with the count (the ranks share the machine's cores). */
+static inline void t_spawn_upto(int argc, char **argv, int n, int max, int timeout_s)
 {
     char exe[PATH_MAX], dir[PATH_MAX], run[PATH_MAX + 16], nbuf[16], tbuf[16];
+    const char *want = getenv("RVX_TEST_RANKS");
     char **args;
     ssize_t len;
     int i;
     if (getenv("RVX_SIZE")) return;
+    if (want && *want) {
+        char *end;
+        long k = strtol(want, &end, 10);
+        if (*end || k < n || k > max) {
+            if (n == max)
+                fprintf(stderr, "FAIL: RVX_TEST_RANKS=%s: %s runs on %d ranks only\n", want, argv[0], n);
+            else
+                fprintf(stderr, "FAIL: RVX_TEST_RANKS=%s: %s runs on %d to %d ranks\n", want, argv[0], n, max);
+            exit(1);
+        }
+        timeout_s = (int)(timeout_s * k / n);
+        n = (int)k;
+    }
     len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (len <= 0) { perror("readlink"); exit(1); }
     exe[len] = 0;
@@ -81,6 +99,12 @@ static inline void t_spawn(int argc, char **argv, int n, int timeout_s)
     execv(run, args);
     fprintf(stderr, "cannot run %s: build it first (make)\n", run);
     exit(1);
+}
+
+/* A test that runs on exactly n ranks. */
+static inline void t_spawn(int argc, char **argv, int n, int timeout_s)
+{
+    t_spawn_upto(argc, argv, n, n, timeout_s);
 }
 
 /* Context and worker of a multi-process test; returns this rank (also kept in t_rank). */
