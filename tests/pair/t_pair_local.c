@@ -15,7 +15,10 @@
  *      that on-node and off-node atomics on one word stay atomic; wqes move, the sum is exact.
  * Built without RVX_PAIR (rc_mlx5 alone: tests/t_pair_local.sh builds both), phase 1 goes
  * through the NIC like everything else and the test checks that its count moved: the counter
- * catches on-node traffic that does reach the adapter. Public API only (rvx.h). */
+ * catches on-node traffic that does reach the adapter. Before phase 1, a tag message in the eager
+ * zero-copy range to the on-node peer and back: in the pair it registers nothing with the NIC
+ * (rvxsim's mr_bytes= stays), as shared memory copies it; with rc_mlx5 alone the registration
+ * cache registers the buffer (mr_bytes= grows). Public API only (rvx.h). */
 #ifndef RVX_TAG
 #define RVX_TAG 1
 #endif
@@ -55,6 +58,40 @@ static void on_hit(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, si
 typedef struct { unsigned long long wqes, bytes; } counts_t;
 
 static int (*counters_fn)(char *, size_t);
+
+/* the bytes this process has registered with the model's adapter (rvxsim_counters: mr_bytes=) */
+static long long mr_bytes(void)
+{
+    char line[1024];
+    const char *m;
+    counters_fn(line, sizeof(line));
+    m = strstr(line, " mr_bytes=");
+    if (!m) {
+        fprintf(stderr, "FAIL: rvxsim_counters has no mr_bytes=: %s\n", line);
+        exit(1);
+    }
+    return strtoll(m + 10, NULL, 10);
+}
+
+/* One tag message of EZC bytes each way with the peer (the eager zero-copy range), checked. */
+#define EZC 3000
+static void eager_zcopy(rvx_worker_t *w, rvx_ep_t *ep, int peer)
+{
+    unsigned char *src = (unsigned char *)malloc(EZC), *back = (unsigned char *)calloc(1, EZC);
+    rvx_request_t req, rreq;
+    rvx_status_t st, rst;
+    t_fill(src, EZC, 500 + (uint64_t)me);
+    rst = rvx_tag_recv_from(w, peer, back, EZC, 77, ~0ull, &rreq, NULL);
+    st = rvx_tag_send(ep, src, EZC, 77, &req);
+    if (st == RVX_INPROGRESS) st = t_wait_req(w, &req, "tag send", EZC);
+    T_OK(st);
+    st = rst == RVX_INPROGRESS ? t_wait_req(w, &rreq, "tag recv", EZC) : rst;
+    T_CHECK(st == RVX_OK && t_verify(back, EZC, 500 + (uint64_t)peer) < 0,
+            "eager zero-copy range: tag message of %d bytes from rank %d: %s", EZC, peer,
+            rvx_status_str(st));
+    free(src);
+    free(back);
+}
 
 static counts_t counts(void)
 {
@@ -148,6 +185,7 @@ int main(int argc, char **argv)
     rvx_mem_t *mem;
     t_remote_t *rm;
     counts_t c0, c1, c2, c3;
+    long long mr0, mr1;
     uint64_t *word, fetched;
     rvx_request_t req;
     rvx_status_t st;
@@ -177,6 +215,17 @@ int main(int argc, char **argv)
     }
     T_OK(rvx_barrier(ctx));
     if (me == 0) printf("build: %s (%s)\n", rvx_config_string(), PAIR_BUILD ? "pair" : "one transport");
+
+    mr0 = mr_bytes();
+    eager_zcopy(w, eps[near], near);
+    mr1 = mr_bytes();
+    if (PAIR_BUILD)
+        T_CHECK(mr1 == mr0, "an on-node eager message of %d bytes registered %lld bytes with the NIC",
+                EZC, mr1 - mr0);
+    else
+        T_CHECK(mr1 > mr0, "one-transport build: the eager zero-copy message registered nothing "
+                "(mr_bytes %lld -> %lld): the check cannot fail", mr0, mr1);
+    T_OK(rvx_barrier(ctx));
 
     c0 = counts();
     traffic(w, eps[near], near, &rk[near], rm[near].addr, (unsigned char *)rvx_mem_addr(mem), 1);

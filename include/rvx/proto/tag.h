@@ -118,7 +118,7 @@ RVX_COLD int rvx__tag_emit_eager(rvx__tag_op_t *op)
 
 /* A one-frame eager message from RVX_EAGER_ZCOPY_MIN bytes on: the tag as the frame's header and
  * the data straight from buf (rvx__tl_am_zcopy), buf registered through the cache where the
- * transport really reads it in place. RVX_INPROGRESS: req completes when the transport lets go of
+ * endpoint's path really reads it in place (RVX__TL_AM_ZCOPY_ON: not a pair's shared memory). RVX_INPROGRESS: req completes when the transport lets go of
  * buf (an op in SS_ZCOPY holds the registration until then); RVX_ERR_NO_RESOURCE: not sent (no
  * room, credit, registration or op), the caller copies instead. */
 RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
@@ -126,8 +126,7 @@ RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep
 {
     uint8_t hdr[8];
     rvx__tag_st64(hdr, tag);
-#if RVX__TL_AM_ZCOPY
-    {
+    if (RVX__TL_AM_ZCOPY_ON(&ep->tl[0])) {
         rvx__tag_op_t *op;
         rvx_mem_t *mem;
         rvx_status_t st;
@@ -150,16 +149,12 @@ RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep
         }
         rvx__tag_done(t, op, RVX_OK); /* no request: nothing to tell */
         return st;
-    }
-#else
-    {
+    } else { /* the path copies: nothing to register */
         rvx_status_t st = rvx__tl_am_zcopy(&ep->tl[0], RVX__CHAN_REQUEST, hdr, 8, buf, len, NULL,
                                            RVX__TAG_CLASS | RVX__TF_EAGER, NULL);
-        (void)req;
         if (st == RVX_OK) t->n_zcopy++;
         return st;
     }
-#endif
 }
 
 /* A zero-copy eager send, polled from the ready list: done when the transport is. */

@@ -60,7 +60,8 @@
  *       rvx__tl_am_publish_on(ep, path, chan, body, len, info) and RVX__TL_IN_HANDLER_ON(ep,
  *       path) with path = RVX__TL_PATH(ep), read once and passed as a constant. A tl of one
  *       transport gets them from the hooks above; a pair (tl/pair.h) defines them, one path per
- *       transport, so that a send branches once.
+ *       transport, so that a send branches once. RVX__TL_AM_ZCOPY_ON(ep): RVX__TL_AM_ZCOPY for
+ *       ep's path (a pair's shared memory copies, so its callers register nothing).
  *   rvx__tl_am_wait_room(ep, chan, len) -> body or NULL   (cold: used by replies, which may not fail)
  *   rvx__tl_am_zcopy(ep, chan, hdr, hdrlen, buf, len, lmem, info, req)
  *       a message of hdr (hdrlen <= RVX__TL_AM_ZCOPY_HDR_MAX, copied) followed by len bytes at

@@ -334,9 +334,10 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     return rvx__net_tl_am_wait_room(&ep->net, chan, len);
 }
 
-/* Zero-copy where net carries the message; shm copies (and ignores lmem). Callers register the
- * body as net asks (RVX__TL_AM_ZCOPY is net's). */
+/* Zero-copy where net carries the message; shm copies (and ignores lmem). RVX__TL_AM_ZCOPY is
+ * net's; RVX__TL_AM_ZCOPY_ON tells callers that an on-node body needs no registration. */
 #define RVX__TL_AM_ZCOPY RVX__NET_AM_ZCOPY
+#define RVX__TL_AM_ZCOPY_ON(ep) (!(ep)->intra && RVX__NET_AM_ZCOPY)
 #define RVX__TL_AM_ZCOPY_HDR_MAX \
     ((int)RVX__SHM_ZCOPY_HDR < (int)RVX__NET_ZCOPY_HDR ? (int)RVX__SHM_ZCOPY_HDR : (int)RVX__NET_ZCOPY_HDR)
 RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,

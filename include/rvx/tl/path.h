@@ -18,6 +18,8 @@
 #ifdef RVX__TL_IN_HANDLER
 #define RVX__TL_IN_HANDLER_ON(ep, path) RVX__TL_IN_HANDLER(ep)
 #endif
+/* whether ep's path sends a zero-copy message body in place (else it copies: register nothing) */
+#define RVX__TL_AM_ZCOPY_ON(ep) RVX__TL_AM_ZCOPY
 #endif
 
 #endif /* RVX_TL_PATH_H */
