@@ -10,7 +10,8 @@
 # Then tests/pair/t_pair_order.c, built the same two ways: on an on-node endpoint an atomic (the
 # NIC's) and the put after it (shared memory in the pair) land in the order posted; and
 # tests/pair/t_pair_handler.c: a handler's requests are refused on both paths, whichever path
-# delivered its message.
+# delivered its message; and tests/pair/t_pair_reg.c: rvx_mem_reg memory reached from on and off
+# the node (atomics on one word from both exact), on-node endpoints destroyed and created again.
 # Skips (77) after the rc_mlx5 runs when the tree has no pair build yet.
 set -u
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ if [ $rc -ne 0 ] || [ "$(grep -c 'on-node traffic seen on the NIC' <<<"$out")" -
 fi
 order() { # build [defs...]: t_pair_order and t_pair_handler built with defs, run, must pass
   local sfx=$1 t; shift
-  for t in t_pair_order t_pair_handler; do
+  for t in t_pair_order t_pair_handler t_pair_reg; do
     cc "${flags[@]}" "$@" -o "build/pair/$t$sfx" "tests/pair/$t.c" -libverbs -lmlx5 ||
       { echo "FAIL: $t does not build ($*)"; return 1; }
     "build/pair/$t$sfx" || { echo "FAIL: $t ($*)"; return 1; }
