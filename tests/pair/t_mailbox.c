@@ -8,7 +8,8 @@
  *                      of its node (its own and its on-node peers', from /proc/self/maps), each
  *                      that long; then short AMs to every rank and back, counted per sender, so
  *                      the rings at node-local slots carry traffic. Prints "mailbox: ..." with
- *                      the bytes (and VmRSS) for the measurement in docs/transports.md.
+ *                      the bytes (and VmRSS, before and after the traffic) for the measurement
+ *                      in docs/transports.md.
  *   t_mailbox liar     rank N/2+1 (node 1) says it is on node 0 (RVX_NODE=0) but keeps its local
  *                      rank 1 of node 1: two senders would share rank 1's rings on node 0. Every
  *                      rank that says node 0 must be refused at worker creation; node 1's ranks
@@ -133,6 +134,7 @@ static int size_test(int k)
     }
     for (r = 0; r < n; r++)
         T_CHECK(got[r] == BURST, "%d messages from rank %d, expected %d", got[r], r, BURST);
+    printf("mailbox: rank %d after %d AMs to every rank: rss %ld kB\n", me, BURST, rss_kb());
     T_OK(rvx_worker_flush(w));
     T_OK(rvx_barrier(ctx));
     for (r = 0; r < n; r++) rvx_ep_destroy(eps[r]);
