@@ -372,10 +372,11 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
                  ifc->nslots);
         return RVX_ERR_INVALID_PARAM;
     }
-    if (addr->slot < 0 || addr->slot >= ifc->nslots || (!ifc->by_node && addr->slot != rank) ||
-        (addr->slot == ifc->slot && addr->pid != getpid())) {
-        rvx__log("rank %d says its rings are at slot %d of %d, which is not its own (this "
-                 "rank's is %d)", rank, (int)addr->slot, ifc->nslots, ifc->slot);
+    /* a slot out of range would put a ring outside the mailbox; two ranks of one node with one
+     * slot are refused at wire-up, by the caller that knows the nodes (by_node) */
+    if (addr->slot < 0 || addr->slot >= ifc->nslots || (!ifc->by_node && addr->slot != rank)) {
+        rvx__log("rank %d names slot %d of %d for its rings: out of range%s", rank,
+                 (int)addr->slot, ifc->nslots, ifc->by_node ? "" : " or not its rank");
         return RVX_ERR_INVALID_PARAM;
     }
     ep->ifc = ifc;
