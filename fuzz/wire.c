@@ -45,7 +45,7 @@ static void start_peer(void)
     a.mbox_len = mbox_len;
     a.pid = peer;
     a.fd = peer_mbox_fd;
-    a.nranks = w->iface[0].nranks;
+    a.nslots = w->iface[0].nslots;
     if (peer < 0 || peer_mbox_fd < 0 || peer_mem_fd < 0 ||
         rvx__tl_ep_connect(&w->iface[0], &peer_ep, 0, &a) != RVX_OK) {
         fprintf(stdout, "fuzz/wire: the second process could not be set up\n");
@@ -119,7 +119,7 @@ static void address(const uint8_t *d, size_t n)
     default: a.pid = peer; a.fd = (sel >> 2) & 1 ? peer_mem_fd : peer_mbox_fd; break;
     }
     if ((sel >> 3) & 1) a.magic = RVX__SHM_MAGIC;
-    if ((sel >> 4) & 1) a.nranks = w->iface[0].nranks;
+    if ((sel >> 4) & 1) a.nslots = w->iface[0].nslots;
     if (rvx__tl_ep_connect(&w->iface[0], &tep, 0, &a) == RVX_OK) {
         /* what it mapped as the peer's mailbox is there to its end */
         if (tep.peer_mbox && tep.peer_mbox != w->iface[0].mbox) {

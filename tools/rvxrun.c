@@ -4,11 +4,12 @@
  *
  * Each process gets RVX_RANK, RVX_SIZE and RVX_BOOT_DIR (a fresh private directory, removed at the
  * end). --nodes K (1..N) runs the job as K emulated nodes of consecutive ranks: rank r gets
- * RVX_NODE = r * K / N and every rank RVX_NODES = K, so a build that pairs shared memory with the
+ * RVX_NODE = r * K / N, its index among its node's ranks RVX_LOCAL_RANK and their number
+ * RVX_LOCAL_SIZE, and every rank RVX_NODES = K, so a build that pairs shared memory with the
  * network sends between "nodes" through the network (rvxsim here). RVXRUN_NODES=K in rvxrun's
  * environment is a default for --nodes (so a test that starts itself under rvxrun can be run as
- * K nodes from outside). Without either, RVX_NODE and RVX_NODES are passed on as the caller set
- * them. rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
+ * K nodes from outside). Without either, RVX_NODE, RVX_NODES, RVX_LOCAL_RANK and RVX_LOCAL_SIZE
+ * are passed on as the caller set them. rvxrun waits for all of them and exits with the first non-zero status. When a rank fails
  * (non-zero exit or a signal), the others get -g seconds (default 10) to finish on their own, then
  * SIGTERM, then SIGKILL. -t bounds the whole job: after that many seconds everything is killed and
  * rvxrun exits with 124. SIGINT and SIGTERM are passed on to the ranks. */
@@ -63,7 +64,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: rvxrun -n N [--nodes K] [-t timeout_s] [-g grace_s] [-q] [--] program [args...]\n"
                     "  --nodes K  run the N ranks as K emulated nodes (1 <= K <= N): rank r gets\n"
-                    "             RVX_NODE=r*K/N, all get RVX_NODES=K\n");
+                    "             RVX_NODE=r*K/N, RVX_LOCAL_RANK and RVX_LOCAL_SIZE (its place\n"
+                    "             on that node), all get RVX_NODES=K\n");
     exit(2);
 }
 
@@ -134,8 +136,16 @@ int main(int argc, char **argv)
             snprintf(num, sizeof(num), "%d", r);
             setenv("RVX_RANK", num, 1);
             if (nodes) { /* blocks of consecutive ranks, as a launcher fills one node, then the next */
-                snprintf(num, sizeof(num), "%d", (int)((long)r * nodes / nranks));
+                long node = (long)r * nodes / nranks;
+                /* the node's first rank is the least r with r * nodes / nranks == node */
+                long first = (node * nranks + nodes - 1) / nodes;
+                long next = ((node + 1) * nranks + nodes - 1) / nodes;
+                snprintf(num, sizeof(num), "%ld", node);
                 setenv("RVX_NODE", num, 1);
+                snprintf(num, sizeof(num), "%ld", r - first);
+                setenv("RVX_LOCAL_RANK", num, 1);
+                snprintf(num, sizeof(num), "%ld", next - first);
+                setenv("RVX_LOCAL_SIZE", num, 1);
             }
             execvp(argv[optind], argv + optind);
             fprintf(stderr, "rvxrun: cannot run %s: %s\n", argv[optind], strerror(errno));

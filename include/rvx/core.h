@@ -208,8 +208,13 @@ RVX_COLD rvx_status_t rvx__worker_open_lanes(rvx_worker_t *w, uint8_t *mine, int
     rvx_context_t *ctx = w->ctx;
     unsigned l;
     for (l = 0; l < RVX_LANES; l++) {
+#ifdef RVX__TL_IFACE_INIT_NODE
+        rvx_status_t st = rvx__tl_iface_init_node(&w->iface[l], &ctx->tl[l], ctx->boot.rank, n,
+                                                  ctx->boot.node, ctx->boot.local, ctx->boot.nlocal);
+#else
         rvx_status_t st = rvx__tl_iface_init(&w->iface[l], &ctx->tl[l], ctx->boot.rank, n,
                                              ctx->boot.node);
+#endif
         if (st != RVX_OK) {
             rvx__worker_close_lanes(w, l);
             return st;

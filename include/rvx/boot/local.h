@@ -7,6 +7,8 @@
  * and optionally RVX_BOOT_TIMEOUT (seconds a collective waits for the others, default 60) and
  *   RVX_NODE      this process's node number, 0 .. RVX_SIZE-1 (default 0): ranks with the same
  *                 number share a machine (`rvxrun --nodes K` sets it to emulate K nodes)
+ *   RVX_LOCAL_RANK, RVX_LOCAL_SIZE  this rank's index among its node's ranks and their number
+ *                 (boot/node.h; rvxrun --nodes sets them; default: the rank and the job's size)
  * Without RVX_SIZE the process is rank 0 of 1.
  *
  * The whole bootstrap interface is these calls; another bootstrap (PMIx) provides the same:
@@ -24,10 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "node.h"
+
 typedef struct rvx__boot {
     int      rank;
     int      size;
     int      node;         /* ranks with the same node share memory (RVX_NODE) */
+    int      local, nlocal; /* this rank's index among its node's ranks, and their number */
     unsigned round;        /* collectives started so far */
     int      timeout_s;
     unsigned cur_round;    /* the collective under way: its round, next rank to read, deadline */
@@ -48,6 +53,7 @@ RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
         rvx__log("RVX_NODE is this rank's node number: at least 0 and below RVX_SIZE (%d)", b->size);
         return RVX_ERR_INVALID_PARAM;
     }
+    if (rvx__boot_env_local(b->rank, b->size, &b->local, &b->nlocal)) return RVX_ERR_INVALID_PARAM;
     if (b->size > 1) {
         if (!dir || !*dir) {
             rvx__log("RVX_SIZE=%d but RVX_BOOT_DIR is not set: start the job with rvxrun -n %d",

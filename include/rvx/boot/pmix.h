@@ -12,6 +12,9 @@
  * under mpirun on one machine), else the launcher's node id of this process (PMIX_NODEID), else the lowest rank
  * among PMIX_LOCAL_PEERS (unique per node, not dense), else this rank's own number: a rank whose
  * node is unknown shares memory with nobody, which is slower but never wrong.
+ * Place on the node (local, nlocal: a pair build sizes its mailbox by them): with RVX_NODE,
+ * RVX_LOCAL_RANK and RVX_LOCAL_SIZE (boot/node.h); with the launcher's node, PMIX_LOCAL_RANK and
+ * PMIX_LOCAL_SIZE; where either is missing, the rank in the job (a mailbox for every rank).
  *
  * The same interface as boot/local.h: rvx__boot_init, rvx__boot_gather_start,
  * rvx__boot_gather_test, rvx__boot_fini. Collective round k puts this rank's
@@ -32,6 +35,8 @@
 
 #include <pmix.h>
 
+#include "node.h"
+
 /* One PMIx request in flight (a fence, or a get of one rank's value). Its callback runs on PMIx's
  * progress thread, so the owner and the callback agree through `state` on who frees it: a caller
  * that gives up leaves it to a late callback. A get's value is copied into `buf` by the callback. */
@@ -48,6 +53,7 @@ typedef struct rvx__boot {
     int              rank;
     int              size;
     int              node;         /* ranks with the same node share memory */
+    int              local, nlocal; /* this rank's index among its node's ranks, and their number */
     unsigned         round;        /* collectives started so far */
     int              timeout_s;
     int              inited;       /* PMIx_Init succeeded: PMIx_Finalize at the end */
@@ -119,6 +125,30 @@ RVX_COLD int rvx__pmix_lowest_local(const char *peers)
     return low >= 0 && low < (1L << 20) ? (int)low : -1;
 }
 
+/* This rank's index among its node's ranks and their number, from the launcher; the rank in the
+ * job where it does not say. */
+RVX_COLD void rvx__pmix_local(rvx__boot_t *b, const pmix_info_t *info)
+{
+    pmix_value_t *v = NULL;
+    pmix_proc_t job;
+    int local = -1;
+    PMIX_LOAD_PROCID(&job, b->me.nspace, PMIX_RANK_WILDCARD);
+    b->local = b->rank;
+    b->nlocal = b->size;
+    if (PMIx_Get(&b->me, PMIX_LOCAL_RANK, info, 1, &v) == PMIX_SUCCESS && v &&
+        v->type == PMIX_UINT16)
+        local = v->data.uint16;
+    if (v) PMIX_VALUE_RELEASE(v);
+    v = NULL;
+    if (local >= 0 && PMIx_Get(&job, PMIX_LOCAL_SIZE, info, 1, &v) == PMIX_SUCCESS && v &&
+        v->type == PMIX_UINT32 && local < (int64_t)v->data.uint32 &&
+        v->data.uint32 <= (uint32_t)b->size) {
+        b->local = local;
+        b->nlocal = (int)v->data.uint32;
+    }
+    if (v) PMIX_VALUE_RELEASE(v);
+}
+
 /* This rank's node (see the head comment); only RVX_NODE is an error when wrong. */
 RVX_COLD rvx_status_t rvx__pmix_node(rvx__boot_t *b)
 {
@@ -132,7 +162,7 @@ RVX_COLD rvx_status_t rvx__pmix_node(rvx__boot_t *b)
                      b->size);
             return RVX_ERR_INVALID_PARAM;
         }
-        return RVX_OK;
+        return rvx__boot_env_local(b->rank, b->size, &b->local, &b->nlocal);
     }
     b->node = -1;
     PMIx_Info_load(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
@@ -146,7 +176,13 @@ RVX_COLD rvx_status_t rvx__pmix_node(rvx__boot_t *b)
         v->type == PMIX_STRING)
         b->node = rvx__pmix_lowest_local(v->data.string);
     if (v) PMIX_VALUE_RELEASE(v);
-    if (b->node < 0) b->node = b->rank;
+    if (b->node < 0) {
+        b->node = b->rank; /* alone on its node */
+        b->local = 0;
+        b->nlocal = 1;
+        return RVX_OK;
+    }
+    rvx__pmix_local(b, &info);
     return RVX_OK;
 }
 

@@ -28,6 +28,10 @@
  *   rvx__tl_iface_init(ifc, ctx, rank, nranks, node) / rvx__tl_iface_fini(ifc)
  *                                                node: this rank's node (the bootstrap's number);
  *                                                a pair (tl/pair.h) compares it with each peer's
+ *   Optional: RVX__TL_IFACE_INIT_NODE, rvx__tl_iface_init_node(ifc, ctx, rank, nranks, node, local,
+ *                                                nlocal), which the core then calls instead: a tl
+ *                                                sharing memory with the node's ranks sizes it by
+ *                                                them (nlocal; local: this rank's index among them)
  *   rvx__tl_iface_address(ifc, addr)
  *   rvx__tl_iface_wireup(ifc, addrs, size)     after the address exchange of worker creation:
  *                                                every rank's address (size bytes each); rc_mlx5

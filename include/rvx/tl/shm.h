@@ -8,8 +8,11 @@
  * carries the region's bounds: an access outside fails with RVX_ERR_REMOTE_ACCESS and touches
  * nothing, as a NIC would refuse it.
  *
- * Messages. Each worker owns a mailbox (one memfd): for every possible sender rank, two
+ * Messages. Each worker owns a mailbox (one memfd): for every possible sender, two
  * single-producer/single-consumer rings of 64-byte slots, one for requests and one for replies.
+ * A sender's rings sit at its slot: its rank here, where every rank of the job is a peer; in a
+ * pair build (tl/pair.h) its index among the ranks of its node, so that the mailbox grows with
+ * the node, not the job.
  * A frame is an 8-byte header {stamp:32, len:16, info:16} followed by `len` bytes, padded to whole
  * slots. The sender writes the body, then the header with one release store; the stamp is the
  * ring position + 1, so a slot left from an earlier lap never looks new. The receiver reads the
@@ -101,8 +104,8 @@ typedef struct rvx__tl_addr {
     uint64_t mbox_len;
     int32_t  pid;
     int32_t  fd;
-    int32_t  nranks;
-    int32_t  pad;
+    int32_t  nslots;  /* senders its mailbox has rings for */
+    int32_t  slot;    /* where this rank's rings are in its peers' mailboxes */
 } rvx__tl_addr_t;
 
 typedef struct rvx__shm_tx {
@@ -148,13 +151,22 @@ typedef struct rvx__tl_iface {
     int            in_rx;        /* handlers are running: progress must not re-enter */
     unsigned       warned_nested;
     rvx__tl_ctx_t *tctx;         /* its registrations bound loopback keys */
+    int            slot;         /* this rank's rings in a peer's mailbox */
+    int            nslots;       /* senders this mailbox has rings for */
+    int            by_node;      /* slots are node-local indices (else slot == rank) */
 } rvx__tl_iface_t;
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-RVX_INLINE uint8_t *rvx__shm_ring(uint8_t *mbox, int sender, unsigned chan)
+RVX_INLINE uint8_t *rvx__shm_ring(uint8_t *mbox, int slot, unsigned chan)
 {
-    return mbox + RVX__SHM_SLOT + ((size_t)sender * RVX__TL_AM_CHANNELS + chan) * RVX__SHM_RING_BYTES;
+    return mbox + RVX__SHM_SLOT + ((size_t)slot * RVX__TL_AM_CHANNELS + chan) * RVX__SHM_RING_BYTES;
+}
+
+/* Bytes of a mailbox with rings for nslots senders. */
+RVX_INLINE size_t rvx__shm_mbox_bytes(int nslots)
+{
+    return RVX__SHM_SLOT + (size_t)nslots * RVX__TL_AM_CHANNELS * RVX__SHM_RING_BYTES;
 }
 
 RVX_INLINE uint64_t rvx__shm_header(uint64_t pos, size_t len, unsigned info)
@@ -275,15 +287,25 @@ RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
     return RVX_FAB_BW_MBS;
 }
 
-RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
-                                         int nranks, int node)
+/* The iface of rank `rank` whose mailbox has rings for `nslots` senders and whose own rings are
+ * at `slot` in its peers'. by_node: the slots are indices among the node's ranks, which the
+ * caller checks are distinct at wire-up (tl/pair/setup.h); else every slot is its rank. */
+RVX_COLD rvx_status_t rvx__shm_iface_open(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                          int nranks, int slot, int nslots, int by_node)
 {
-    (void)node; /* one transport for every peer: where a peer runs changes nothing */
     memset(ifc, 0, sizeof(*ifc));
+    if (slot < 0 || slot >= nslots || nslots > nranks) {
+        rvx__log("rank %d: local rank %d of %d ranks on its node does not fit a job of %d", rank,
+                 slot, nslots, nranks);
+        return RVX_ERR_INVALID_PARAM;
+    }
     ifc->tctx = ctx;
     ifc->rank = rank;
     ifc->nranks = nranks;
-    ifc->mbox_len = RVX__SHM_SLOT + (size_t)nranks * RVX__TL_AM_CHANNELS * RVX__SHM_RING_BYTES;
+    ifc->slot = slot;
+    ifc->nslots = nslots;
+    ifc->by_node = by_node;
+    ifc->mbox_len = rvx__shm_mbox_bytes(nslots);
     ifc->mbox_fd = rvx__shm_memfd("rvx-mailbox", ifc->mbox_len);
     if (ifc->mbox_fd < 0) {
         rvx__log("cannot create the shared-memory mailbox (%zu bytes): %s", ifc->mbox_len,
@@ -297,6 +319,13 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
         return RVX_ERR_NO_MEMORY;
     }
     return RVX_OK;
+}
+
+RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                         int nranks, int node)
+{
+    (void)node; /* one transport for every peer: where a peer runs changes nothing */
+    return rvx__shm_iface_open(ifc, ctx, rank, nranks, rank, nranks, 0);
 }
 
 RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
@@ -316,7 +345,8 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     addr->mbox_len = ifc->mbox_len;
     addr->pid = (int32_t)getpid();
     addr->fd = ifc->mbox_fd;
-    addr->nranks = ifc->nranks;
+    addr->nslots = ifc->nslots;
+    addr->slot = ifc->slot;
 }
 
 /* Nothing to set up per pair in advance: rings are found through the mailbox at ep_connect. */
@@ -333,11 +363,20 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 {
     unsigned c;
     memset(ep, 0, sizeof(*ep));
-    if (addr->magic != RVX__SHM_MAGIC || addr->nranks != ifc->nranks ||
+    if (addr->magic != RVX__SHM_MAGIC || addr->nslots != ifc->nslots ||
         addr->mbox_len != ifc->mbox_len) {
-        /* the rings are found at offsets the job's size gives: a mailbox of another length
-         * would put them outside what is mapped */
-        rvx__log("address of rank %d is not a shm address of this job (different build?)", rank);
+        /* the rings are found at offsets the number of senders gives: a mailbox of another
+         * length would put them outside what is mapped */
+        rvx__log("address of rank %d is not a shm address of this job (different build, or a "
+                 "mailbox for %d senders where this rank's has %d)", rank, (int)addr->nslots,
+                 ifc->nslots);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    /* a slot out of range would put a ring outside the mailbox; two ranks of one node with one
+     * slot are refused at wire-up, by the caller that knows the nodes (by_node) */
+    if (addr->slot < 0 || addr->slot >= ifc->nslots || (!ifc->by_node && addr->slot != rank)) {
+        rvx__log("rank %d names slot %d of %d for its rings: out of range%s", rank,
+                 (int)addr->slot, ifc->nslots, ifc->by_node ? "" : " or not its rank");
         return RVX_ERR_INVALID_PARAM;
     }
     ep->ifc = ifc;
@@ -355,8 +394,8 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
         ep->pidfd = (int)syscall(SYS_pidfd_open, addr->pid, 0);
     }
     for (c = 0; c < RVX__TL_AM_CHANNELS; c++) {
-        uint8_t *txr = rvx__shm_ring(ep->peer_mbox, ifc->rank, c);
-        uint8_t *rxr = rvx__shm_ring(ifc->mbox, rank, c);
+        uint8_t *txr = rvx__shm_ring(ep->peer_mbox, ifc->slot, c);
+        uint8_t *rxr = rvx__shm_ring(ifc->mbox, addr->slot, c);
         ep->tx[c].slots = txr + RVX__SHM_SLOT;
         ep->tx[c].peer_head = (const volatile uint64_t *)txr;
         ep->tx[c].head_cache = rvx_load_acquire_u64((uint64_t *)txr);

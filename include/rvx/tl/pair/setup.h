@@ -28,32 +28,35 @@ RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
 
 /* ---- interface ------------------------------------------------------------------------------ */
 
-RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
-                                         int nranks, int node)
+/* shm's mailbox has rings for the ranks of this node only (nlocal), this rank's at its index
+ * among them (local): its size follows the node, not the job. Nothing here is sized by the job
+ * (ifc->nodes stays NULL: an endpoint reads its peer's node from the address). */
+#define RVX__TL_IFACE_INIT_NODE 1
+RVX_COLD rvx_status_t rvx__tl_iface_init_node(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                              int nranks, int node, int local, int nlocal)
 {
     rvx_status_t st;
     memset(ifc, 0, sizeof(*ifc));
     ifc->node = node;
     ifc->nranks = nranks;
-    ifc->nodes = (int32_t *)calloc((size_t)nranks, sizeof(*ifc->nodes));
-    if (!ifc->nodes) return RVX_ERR_NO_MEMORY;
-    st = rvx__shm_tl_iface_init(&ifc->shm, &ctx->shm, rank, nranks, node);
-    if (st != RVX_OK) goto fail;
+    st = rvx__shm_iface_open(&ifc->shm, &ctx->shm, rank, nranks, local, nlocal, 1);
+    if (st != RVX_OK) return st;
     st = rvx__net_tl_iface_init(&ifc->net, &ctx->net, rank, nranks, node);
-    if (st == RVX_OK) return RVX_OK;
-    rvx__shm_tl_iface_fini(&ifc->shm);
-fail:
-    free(ifc->nodes);
-    ifc->nodes = NULL;
+    if (st != RVX_OK) rvx__shm_tl_iface_fini(&ifc->shm);
     return st;
+}
+
+/* Without the node's count, a mailbox with a ring for every rank of the job. */
+RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+                                         int nranks, int node)
+{
+    return rvx__tl_iface_init_node(ifc, ctx, rank, nranks, node, rank, nranks);
 }
 
 RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 {
     rvx__net_tl_iface_fini(&ifc->net);
     rvx__shm_tl_iface_fini(&ifc->shm);
-    free(ifc->nodes);
-    ifc->nodes = NULL;
 }
 
 RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
@@ -64,14 +67,46 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
     rvx__net_tl_iface_address(&ifc->net, RVX__PAIR_NET_ADDR(addr));
 }
 
-/* Every rank's address: each transport reads its own part (with the pair's stride), and every
- * rank's node is recorded. */
+/* An on-node sender's rings are at its index on the node: every rank that says it is on this node
+ * must name its own index, in a mailbox of this rank's size. Local ranks that disagree with the
+ * node numbers (the launcher's, or RVX_LOCAL_RANK and RVX_NODE set by hand) stop the wire-up
+ * here, rather than put two senders in one ring or a ring outside a mailbox. */
+RVX_COLD rvx_status_t rvx__pair_check_node(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+{
+    int n = ifc->shm.nslots, r;
+    rvx_status_t st = RVX_OK;
+    int *owner = (int *)malloc((size_t)n * sizeof(*owner));
+    if (!owner) return RVX_ERR_NO_MEMORY;
+    for (r = 0; r < n; r++) owner[r] = -1;
+    for (r = 0; r < ifc->nranks && st == RVX_OK; r++) {
+        const uint8_t *a = addrs + (size_t)r * size;
+        const rvx__shm_tl_addr_t *sa = RVX__PAIR_SHM_ADDR(a);
+        if (((const rvx__tl_addr_t *)(const void *)a)->node != ifc->node) continue;
+        if (sa->nslots != n || sa->slot < 0 || sa->slot >= n) {
+            rvx__log("rank %d is on node %d as local rank %d of %d, this rank (%d) as %d of "
+                     "%d: the ranks' local ranks and sizes (RVX_LOCAL_RANK, RVX_LOCAL_SIZE or "
+                     "PMIx's) do not match their node numbers", r, ifc->node, (int)sa->slot,
+                     (int)sa->nslots, ifc->shm.rank, ifc->shm.slot, n);
+            st = RVX_ERR_INVALID_PARAM;
+        } else if (owner[sa->slot] >= 0) {
+            rvx__log("ranks %d and %d are both local rank %d on node %d: the ranks' local ranks "
+                     "(RVX_LOCAL_RANK or PMIx's) do not match their node numbers (RVX_NODE or "
+                     "PMIx's)", owner[sa->slot], r, (int)sa->slot, ifc->node);
+            st = RVX_ERR_INVALID_PARAM;
+        } else {
+            owner[sa->slot] = r;
+        }
+    }
+    free(owner);
+    return st;
+}
+
+/* Every rank's address: each transport reads its own part (with the pair's stride), after the
+ * check of the node's local ranks. */
 RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
 {
-    rvx_status_t st;
-    int r;
-    for (r = 0; r < ifc->nranks; r++)
-        ifc->nodes[r] = ((const rvx__tl_addr_t *)(const void *)(addrs + (size_t)r * size))->node;
+    rvx_status_t st = rvx__pair_check_node(ifc, addrs, size);
+    if (st != RVX_OK) return st;
     st = rvx__shm_tl_iface_wireup(&ifc->shm, addrs + RVX__PAIR_SHM_OFF, size);
     if (st != RVX_OK) return st;
     return rvx__net_tl_iface_wireup(&ifc->net, addrs + RVX__PAIR_NET_OFF, size);
