@@ -187,7 +187,6 @@ typedef struct rvx__tl_iface {
     rvx__shm_tl_iface_t shm;
     rvx__net_tl_iface_t net;
     /* cold */
-    int32_t          *nodes;       /* every rank's node, from the wire-up */
     int               nranks;
 } rvx__tl_iface_t;
 

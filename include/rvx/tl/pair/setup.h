@@ -30,7 +30,7 @@ RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
 
 /* shm's mailbox has rings for the ranks of this node only (nlocal), this rank's at its index
  * among them (local): its size follows the node, not the job. Nothing here is sized by the job
- * (ifc->nodes stays NULL: an endpoint reads its peer's node from the address). */
+ * (an endpoint reads its peer's node from the peer's address). */
 #define RVX__TL_IFACE_INIT_NODE 1
 RVX_COLD rvx_status_t rvx__tl_iface_init_node(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
                                               int nranks, int node, int local, int nlocal)
