@@ -107,6 +107,20 @@ static inline void t_spawn(int argc, char **argv, int n, int timeout_s)
     t_spawn_upto(argc, argv, n, n, timeout_s);
 }
 
+/* A rank's two partners on an even number of ranks n: rank^1 (its neighbour: on its node when
+ * the job runs as 2 nodes of consecutive ranks) and rank+n/2 (the other node); one partner on 2
+ * ranks. Fills peer[2], returns how many; an odd n is the test's error. */
+static inline int t_partners(const char *test, int me, int n, int peer[2])
+{
+    if (n % 2) {
+        fprintf(stderr, "FAIL: %s runs on an even number of ranks, not %d\n", test, n);
+        exit(1);
+    }
+    peer[0] = me ^ 1;
+    peer[1] = (me + n / 2) % n;
+    return peer[1] == peer[0] ? 1 : 2;
+}
+
 /* Context and worker of a multi-process test; returns this rank (also kept in t_rank). */
 static inline int t_start(rvx_context_t **ctx, rvx_worker_t **w)
 {
