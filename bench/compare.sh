@@ -4,7 +4,7 @@
 # In one go, ROUNDS rounds (default 3), each running back to back, so all
 # three see the same machine state:
 #   build/bench/floor_pingpong   cache-line ping-pong floor
-#   build/bench/rvx_lat          rvx 8-byte AM one-way latency and put rate
+#   build/bench/rvx_lat          rvx 8-byte AM one-way latency, put rate, atomic add latency
 #   build/bench/tag_lat --quick  rvx 8-byte tag one-way latency and message rate
 #   bench/ucx_perftest.sh        UCX: am_lat (UCT), tag_lat, ucp_put_lat,
 #                                ucp_put_bw, tag_bw (UCP) over shared memory
