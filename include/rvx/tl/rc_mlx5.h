@@ -167,6 +167,14 @@ typedef struct rvx__mlx5_conn {
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
 } rvx__mlx5_conn_t;
 
+/* The conn's error as a status (kept in a byte), and what a post that found no room on a failed
+ * conn returns: that error, else the peer's failure. */
+#define RVX__MLX5_ERR(c) ((rvx_status_t)(c)->err)
+RVX_INLINE rvx_status_t rvx__mlx5_fail_st(const rvx__mlx5_conn_t *c)
+{
+    return c->err != RVX_OK ? RVX__MLX5_ERR(c) : RVX_ERR_PEER_FAILED;
+}
+
 /* A segment of the worker's bounce pool (RVX__MLX5_BOUNCE_SEG bytes), the ring of the conn that
  * holds it: copies go at head, which may not pass lim (the position given back last, plus the
  * segment's size). Positions run on across holders; 0 is never one an op records. */
@@ -409,7 +417,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
             continue;
         }
         b = rvx__mlx5_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
+        if (RVX_UNLIKELY(!b)) return rvx__mlx5_fail_st(c);
         memcpy(b, (const uint8_t *)src + done, n);
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_NONE;
@@ -472,7 +480,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         int last = done + n == len;
         rvx__mlx5_op_t o;
         uint8_t *b = rvx__mlx5_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED);
+        if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = rvx__mlx5_fail_st(c));
         o.kind = RVX__MLX5_ON_COPY;
         o.len = (uint32_t)n;
         o.dst = (uint8_t *)dst + done;
@@ -534,7 +542,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     int wait = fetch && !req;
 
     slot = rvx__mlx5_bounce(c, 8);
-    if (RVX_UNLIKELY(!slot)) return c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
+    if (RVX_UNLIKELY(!slot)) return rvx__mlx5_fail_st(c);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     RVX__MLX5_NEED(c, nbb);
@@ -781,7 +789,7 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
     if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX__MLX5_FRAME || (len && !lmem))
         return RVX_ERR_INVALID_PARAM;
     if (!rvx__mlx5_credit(c))
-        return !c->failed ? RVX_ERR_NO_RESOURCE : c->err != RVX_OK ? c->err : RVX_ERR_PEER_FAILED;
+        return !c->failed ? RVX_ERR_NO_RESOURCE : rvx__mlx5_fail_st(c);
     if (!req) req = &own;
     req->status = RVX_INPROGRESS;
     RVX__MLX5_NEED(c, 1);
@@ -836,7 +844,7 @@ RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
     const rvx__tl_iface_t *ifc;
     const struct mlx5_cqe64 *cqe;
     uint32_t pi = c->sq.pi;
-    if (c->sq.ci == pi) return c->err;
+    if (c->sq.ci == pi) return RVX__MLX5_ERR(c);
     ifc = c->ifc;
     cqe = RVX_CONTAINER_OF(ifc->cq.next_op_own, const struct mlx5_cqe64, op_own);
     if (RVX_LIKELY(c->tx.last_sig_pi == pi && rvx__mlx5_cqe_req_ok(&ifc->cq, cqe))) {

@@ -28,7 +28,7 @@ RVX_INLINE void rvx__mlx5_bounce_back(rvx__mlx5_conn_t *c, uint64_t b)
  * status. */
 RVX_COLD void rvx__mlx5_retire(rvx__mlx5_conn_t *c, uint32_t end, rvx_status_t st)
 {
-    uint64_t b = rvx__mlx5_tx_retire(&c->sq, &c->tx, end, st, c->err);
+    uint64_t b = rvx__mlx5_tx_retire(&c->sq, &c->tx, end, st, RVX__MLX5_ERR(c));
     if (b) rvx__mlx5_bounce_back(c, b);
 }
 
@@ -58,7 +58,7 @@ RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c)
 /* A signaled WQE completed: everything up to its end retires. */
 RVX_COLD void rvx__mlx5_req_ok(rvx__mlx5_conn_t *c, uint16_t idx)
 {
-    uint64_t b = rvx__mlx5_tx_req_ok(&c->sq, &c->tx, idx, c->err);
+    uint64_t b = rvx__mlx5_tx_req_ok(&c->sq, &c->tx, idx, RVX__MLX5_ERR(c));
     if (b) rvx__mlx5_bounce_back(c, b);
 }
 
@@ -77,7 +77,7 @@ RVX_COLD void rvx__mlx5_req_err(rvx__mlx5_conn_t *c, const struct mlx5_err_cqe *
                        !gone || (o && o->kind != RVX__MLX5_ON_NONE));
     else if (!c->failed)
         rvx__mlx5_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
-    b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, c->err);
+    b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, RVX__MLX5_ERR(c));
     if (b) rvx__mlx5_bounce_back(c, b);
 }
 
@@ -558,7 +558,7 @@ RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, u
 RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *req)
 {
     rvx__mlx5_drain(c->ifc, 0);
-    if (c->sq.ci == c->sq.pi) return c->err;
+    if (c->sq.ci == c->sq.pi) return RVX__MLX5_ERR(c);
     if (c->failed) rvx__mlx5_hold(c); /* every WQE comes back with an error CQE */
     else rvx__mlx5_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
     if (!req) return RVX_ERR_INVALID_PARAM;

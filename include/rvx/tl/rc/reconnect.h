@@ -516,7 +516,7 @@ RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_
         if (rvx__now_s() - t0 > 10) {
             rvx__log("rc_mlx5: the failed QP towards rank %d did not flush in 10 s (WQEs %u of "
                      "%u)", rvx__mlx5_rank(c), c->sq.ci, c->sq.pi);
-            return c->err != RVX_OK ? c->err : RVX_ERR_IO;
+            return c->err != RVX_OK ? RVX__MLX5_ERR(c) : RVX_ERR_IO;
         }
     }
     return RVX_OK;
@@ -551,7 +551,7 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
     unsigned spins = 0;
     rvx_status_t st;
     rec = rvx__mlx5_rec_find(c);
-    if (!(rec && rec->follow)) rvx__mlx5_to_err(c, c->err);
+    if (!(rec && rec->follow)) rvx__mlx5_to_err(c, RVX__MLX5_ERR(c));
     st = rvx__mlx5_wait_quiet(ifc, c);
     if (st != RVX_OK) return st;
     if (!c->failed) return RVX_OK; /* followed the peer meanwhile */
@@ -585,8 +585,8 @@ RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t
     }
     if (c->failed) {
         rvx__log("rc_mlx5: rank %d did not take the re-connection: %s", rvx__mlx5_rank(c),
-                 rvx_status_str(c->err));
-        return c->err;
+                 rvx_status_str(RVX__MLX5_ERR(c)));
+        return RVX__MLX5_ERR(c);
     }
     return RVX_OK;
 }

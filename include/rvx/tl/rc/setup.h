@@ -462,7 +462,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
             if (rvx__mlx5_drain(ifc, 0)) spins = 0;
             else rvx__backoff(&spins);
         }
-        if (c->failed) return c->err;
+        if (c->failed) return RVX__MLX5_ERR(c);
         c->err = RVX_OK;
     }
     ep->c = c;
