@@ -54,11 +54,12 @@ for t in build/tests-dc/t_*; do
 done
 # Pair builds on 2 emulated nodes of consecutive ranks: RVXRUN_NODES=2 makes the rvxrun each test
 # starts itself under give rank r RVX_NODE = r*2/N. The tests that carry the data (RMA, atomics
-# on one word from both paths, AMs, tags with the build's rendezvous protocol, flush) run on 8
-# ranks (RVX_TEST_RANKS=8), 2 nodes x 4, where each test gives every rank peers on its node (shm)
-# and on the other (through rvxsim); the failure tests (peer exit and close, tag peer death and
-# endpoint destroy) at their own counts of 2 or 3, so a 3-rank test has peers on both sides and a
-# 2-rank test one rank per node; the 2-rank RMA and flush tests run again as one node (pair1/),
+# on one word from both paths, AMs, tags with the build's rendezvous protocol, flush) and a peer's
+# exit (rank 2 on node 0: its death seen through shm by ranks 0, 1, 3 and through the NIC by 4-7)
+# run on 8 ranks (RVX_TEST_RANKS=8), 2 nodes x 4, where each test gives every rank peers on its
+# node (shm) and on the other (through rvxsim); the other failure tests (peer close, tag peer death
+# and endpoint destroy) at their own counts of 2 or 3, so a 3-rank test has peers on both sides and
+# a 2-rank test one rank per node; the 2-rank RMA and flush tests run again as one node (pair1/),
 # every operation on the pair's shm path. About 2 min on rvxsim with 2 busy cores (the 8-rank
 # t_atomics, 50 s, is the longest), pair-dc/ 1.5 to 2.5 min; make test's other suites run the rest.
 # The dc_mlx5 pair (pair-dc/) runs the same 8-rank tests and the ring example. PAIR_TESTS_DIR,
@@ -101,8 +102,8 @@ pair_suite() { # label, tests dir, examples dir, "names on 8 ranks", "names at t
 }
 # a name a,b runs the first of a, b that is built (the tag tests' GET build, or the plain one)
 pair_suite pair "${PAIR_TESTS_DIR:-build/tests-pair}" "${PAIR_EXAMPLES_DIR:-build/examples-pair}" \
-  "t_rma t_atomics t_am t_tag_get,t_tag t_flush" \
-  "t_peer_exit t_peer_close t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy"
+  "t_rma t_atomics t_am t_tag_get,t_tag t_flush t_peer_exit" \
+  "t_peer_close t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy"
 pair_suite pair-dc "${PAIR_DC_TESTS_DIR:-build/tests-pair-dc}" "${PAIR_DC_EXAMPLES_DIR:-build/examples-pair-dc}" \
   "t_rma t_atomics t_am t_tag_get,t_tag t_flush" ""
 if ls build/sim/tests/t_* >/dev/null 2>&1; then
