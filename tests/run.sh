@@ -59,8 +59,8 @@ done
 # run on 8 ranks (RVX_TEST_RANKS=8), 2 nodes x 4, where each test gives every rank peers on its
 # node (shm) and on the other (through rvxsim); the other failure tests (peer close, tag peer death
 # and endpoint destroy) at their own counts of 2 or 3, so a 3-rank test has peers on both sides and
-# a 2-rank test one rank per node; the 2-rank RMA and flush tests run again as one node (pair1/),
-# every operation on the pair's shm path. About 2 min on rvxsim with 2 busy cores (the 8-rank
+# a 2-rank test one rank per node; the 2-rank RMA, flush and peer-close tests run again as one
+# node (pair1/), every operation on the pair's shm path. About 2 min on rvxsim with 2 busy cores (the 8-rank
 # t_atomics, 50 s, is the longest), pair-dc/ 1.5 to 2.5 min; make test's other suites run the rest.
 # The dc_mlx5 pair (pair-dc/) runs the same 8-rank tests and the ring example. PAIR_TESTS_DIR,
 # PAIR_EXAMPLES_DIR, PAIR_DC_TESTS_DIR, PAIR_DC_EXAMPLES_DIR point the suites at other builds
@@ -86,7 +86,7 @@ pair_suite() { # label, tests dir, examples dir, "names on 8 ranks", "names at t
         run_one "$label/$(basename "$t")" env RVXRUN_NODES=2 LD_LIBRARY_PATH=build/sim "$t"
       fi
       case $label/$n in
-        pair/t_rma|pair/t_flush)
+        pair/t_rma|pair/t_flush|pair/t_peer_close)
           run_one "pair1/$(basename "$t")" env RVXRUN_NODES=1 LD_LIBRARY_PATH=build/sim "$t" ;;
       esac
     done
