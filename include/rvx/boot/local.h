@@ -49,10 +49,7 @@ RVX_COLD rvx_status_t rvx__boot_init(rvx__boot_t *b)
         rvx__env_int("RVX_RANK", 0, 0, b->size - 1, &b->rank) ||
         rvx__env_int("RVX_BOOT_TIMEOUT", 60, 1, 86400, &b->timeout_s))
         return RVX_ERR_INVALID_PARAM;
-    if (rvx__env_int("RVX_NODE", 0, 0, b->size - 1, &b->node)) {
-        rvx__log("RVX_NODE is this rank's node number: at least 0 and below RVX_SIZE (%d)", b->size);
-        return RVX_ERR_INVALID_PARAM;
-    }
+    if (rvx__boot_env_node(b->size, &b->node)) return RVX_ERR_INVALID_PARAM;
     if (rvx__boot_env_local(b->rank, b->size, &b->local, &b->nlocal)) return RVX_ERR_INVALID_PARAM;
     if (b->size > 1) {
         if (!dir || !*dir) {

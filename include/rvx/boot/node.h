@@ -1,4 +1,5 @@
-/* rvx/boot/node.h: this rank's place among the ranks of its node (rvx__boot_t.local, .nlocal),
+/* rvx/boot/node.h: where this rank runs, from the environment: its node (RVX_NODE, checked here
+ * for both bootstraps) and its place among the ranks of its node (rvx__boot_t.local, .nlocal),
  * which a pair build sizes its shared-memory mailbox by: one sender per rank of the node.
  *
  *   RVX_LOCAL_RANK  this rank's index among the ranks of its node, 0 .. RVX_LOCAL_SIZE-1
@@ -8,6 +9,16 @@
  * larger than it needs to be when the job spans nodes. */
 #ifndef RVX_BOOT_NODE_H
 #define RVX_BOOT_NODE_H
+
+/* RVX_NODE (default 0): this rank's node number, 0 .. size-1. */
+RVX_COLD rvx_status_t rvx__boot_env_node(int size, int *node)
+{
+    if (rvx__env_int("RVX_NODE", 0, 0, size - 1, node)) {
+        rvx__log("RVX_NODE is this rank's node number: at least 0 and below the job's size (%d)", size);
+        return RVX_ERR_INVALID_PARAM;
+    }
+    return RVX_OK;
+}
 
 RVX_COLD rvx_status_t rvx__boot_env_local(int rank, int size, int *local, int *nlocal)
 {

@@ -157,11 +157,7 @@ RVX_COLD rvx_status_t rvx__pmix_node(rvx__boot_t *b)
     pmix_info_t info;
     bool optional = true;
     if (getenv("RVX_NODE") && *getenv("RVX_NODE")) {
-        if (rvx__env_int("RVX_NODE", 0, 0, b->size - 1, &b->node)) {
-            rvx__log("RVX_NODE is this rank's node number: at least 0 and below the job's size (%d)",
-                     b->size);
-            return RVX_ERR_INVALID_PARAM;
-        }
+        if (rvx__boot_env_node(b->size, &b->node)) return RVX_ERR_INVALID_PARAM;
         return rvx__boot_env_local(b->rank, b->size, &b->local, &b->nlocal);
     }
     b->node = -1;
