@@ -10,6 +10,8 @@ for p in GET PUT AM PIPELINE; do srcs+=("tests/t_tag.c:-DRVX_RNDV=RVX_RNDV_$p");
 srcs+=(tests/t_tag_bad.c)
 # dc_mlx5: the shared RMA test and the DCI pool test
 srcs+=("tests/t_rma.c:-DRVX_TL=RVX_TL_DC_MLX5" tests/t_dc_pool.c)
+# rc_mlx5 (AM + tags), and the pair (shm on the node, rc_mlx5 between nodes)
+srcs+=("tests/t_tag_bad.c:-DRVX_TL=RVX_TL_RC_MLX5" "tests/t_tag.c:-DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM")
 fails=0 n=0
 for cc in gcc clang; do
   case $cc in gcc) cxx=g++ ;; clang) cxx=clang++ ;; esac
