@@ -87,6 +87,23 @@ int main(void)
         for (s2 = RVX_ERR_BAD_MESSAGE; s2 < s; s2 = (rvx_status_t)(s2 + 1))
             T_CHECK(strcmp(rvx_status_str(s), rvx_status_str(s2)), "statuses %d and %d share a text", s, s2);
     }
+    /* a waiting loop spins RVX_WAIT_SPIN_NS before its first sleep (half of it is asked, as the
+     * loop's clock read can come a little after ours), then keeps sleeping; twice, so that the
+     * second wait starts a spin of its own */
+    for (i = 0; i < 2; i++) {
+        unsigned spins = 0, rounds = 0;
+        unsigned long long t0 = rvx__now_ns(), before_sleep = t0;
+        while (spins < RVX__BACKOFF_SLEEPING) {
+            before_sleep = rvx__now_ns();
+            rvx__backoff(&spins);
+            rounds++;
+        }
+        T_CHECK(before_sleep - t0 >= RVX_WAIT_SPIN_NS / 2 && rounds >= 64,
+                "wait %d slept after %llu ns and %u rounds of spinning (RVX_WAIT_SPIN_NS %d)", i,
+                before_sleep - t0, rounds, RVX_WAIT_SPIN_NS);
+        rvx__backoff(&spins);
+        T_CHECK(spins == RVX__BACKOFF_SLEEPING + 2, "wait %d did not keep sleeping", i);
+    }
     T_CHECK(strstr(rvx_config_string(), "tl=shm") && strstr(rvx_config_string(), "am=1"),
             "config string: %s", rvx_config_string());
 

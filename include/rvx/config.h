@@ -35,6 +35,7 @@
  *                       default 1024 regions, 1 GiB)
  *   RVX_SHM_RING_SLOTS  64-byte slots per shared-memory ring (default 256, power of two, 64..1024)
  *   RVX_DEBUG           1: argument checks on the fast path too (default 0: only on set-up calls)
+ *   RVX_WAIT_SPIN_NS    how long a blocking call spins before it starts to sleep (default 20000)
  *   RVX_BOOT            bootstrap: RVX_BOOT_LOCAL (default: environment, rvxrun) or RVX_BOOT_PMIX
  *                       (mpirun, srun --mpi=pmix; link with `pkg-config --libs pmix`)
  *
@@ -280,6 +281,16 @@
 
 #ifndef RVX_DEBUG
 #define RVX_DEBUG 0
+#endif
+
+/* ---- waiting --------------------------------------------------------------------------------- */
+/* Blocking calls (rvx_wait, flushes, blocking gets and atomics, the bootstrap's collectives)
+ * spin this long before they sleep (sys/clock.h). */
+#ifndef RVX_WAIT_SPIN_NS
+#define RVX_WAIT_SPIN_NS 20000
+#endif
+#if RVX_WAIT_SPIN_NS < 0 || RVX_WAIT_SPIN_NS > 1000000000
+#error "RVX_WAIT_SPIN_NS must be between 0 and 1000000000 (one second)"
 #endif
 
 /* ---- transport-specific limits -------------------------------------------------------------- */
