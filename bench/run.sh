@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: every measurement in one go, written to bench/RESULTS.md with the commands that
-# produced it. Counts (callgrind) are exact and repeatable; times depend on the machine's state,
-# so the comparison runs everything back to back and reports ratios from the same run.
+# produced it (the file's other sections are kept). Counts (callgrind) are exact and repeatable;
+# times depend on the machine's state, so the comparison runs everything back to back and reports
+# ratios from the same run.
 set -u
 cd "$(dirname "$0")/.."
 out=bench/RESULTS.md
@@ -49,6 +50,12 @@ rc_am8=$(rc am_short8); rc_get8=$(rc get8); rc_amo=$(rc amo_add8)
 rc_ratio=$(awk -v a="$rc_put8" -v b="$rc_ref" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }')
 rc_ratio_db=$(awk -v a="$rc_put8db" -v b="$rc_refdb" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b }')
 rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
+
+# The sections of RESULTS.md that this script does not write (other targets' figures, such as make
+# compare-mlx5, make scale and make fuzz, and the notes kept with them) stay, after the ones it does.
+sed -n 's/^ *echo "## \(.*\)"$/\1/p' "$0" >"$tmp/ours"
+[ -f "$out" ] && awk 'NR == FNR { ours[$0] = 1; next }
+                      /^## / { keep = !(substr($0, 4) in ours) } keep' "$tmp/ours" "$out" >"$tmp/kept"
 
 {
   echo "# rvx benchmark results"
@@ -170,6 +177,7 @@ rc_am_lim=$(awk -v a="$rc_put8" 'BEGIN { if (a != "") printf "%.1f", a + 10 }')
     echo
     echo '```'; cat "$tmp/sim"; echo '```'
   fi
+  if [ -s "$tmp/kept" ]; then echo; cat "$tmp/kept"; fi
 } >"$out"
 echo "bench: written to $out"
 cat "$out"
