@@ -32,7 +32,7 @@ BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
               $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc \
-              $(B)/bench/icount_tag_dc $(B)/bench/scale_rc $(B)/bench/scale_dc
+              $(B)/bench/icount_tag_dc $(B)/bench/scale_rc $(B)/bench/scale_dc $(B)/bench/wait_lat_rc
 # Pair-build benchmarks (shm on the node, rc_mlx5 between nodes), once the pair transport exists:
 # make icount's pair rows and make compare's on-node AM latency against the shm-only build.
 PAIR_BENCH_DEFS := -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
@@ -245,6 +245,10 @@ $(B)/bench/icount_tag_pair: bench/icount_pair.c bench/bench_common.h $(HEADERS)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -DRVX_TAG=1 -o $@ $< $(RC_LIBS)
 
 # rvx_lat as a pair build: its two ranks share a node, so the AM ping-pong takes the shm path
+$(B)/bench/wait_lat_rc: bench/wait_lat.c bench/bench_common.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
+
 $(B)/bench/rvx_lat_pair: bench/rvx_lat.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -o $@ $< $(RC_LIBS)
