@@ -244,11 +244,11 @@ $(B)/bench/icount_tag_pair: bench/icount_pair.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -DRVX_TAG=1 -o $@ $< $(RC_LIBS)
 
-# rvx_lat as a pair build: its two ranks share a node, so the AM ping-pong takes the shm path
 $(B)/bench/wait_lat_rc: bench/wait_lat.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
+# rvx_lat as a pair build: its two ranks share a node, so the AM ping-pong takes the shm path
 $(B)/bench/rvx_lat_pair: bench/rvx_lat.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -o $@ $< $(RC_LIBS)

@@ -53,9 +53,7 @@ static inline void rvx__backoff(unsigned *spins)
 /* Seconds on the monotonic clock. */
 static inline double rvx__now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return 1e-9 * (double)rvx__now_ns();
 }
 
 #endif /* RVX_SYS_CLOCK_H */
