@@ -280,7 +280,7 @@ typedef struct rvx__tl_iface {
 
 /* The cold paths the hot ones fall into (tl/dc/poll.h). */
 RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb);
-RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len);
+RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len);
 RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req);
 RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc);
 RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req);
@@ -475,14 +475,15 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
     return rvx__dc_put_inline(ep, src, len, raddr, rkey);
 }
 
-/* Room in the DCI's bounce ring for len bytes (64-aligned), given back in WQE order. */
-RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, size_t len)
+/* Room in the DCI's bounce ring for len bytes (64-aligned), given back in WQE order. NULL: the
+ * endpoint failed while it waited (the DCI recovered and went back to the pool). */
+RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len)
 {
     uint64_t pos = d->b_head, off;
     len = (len + 63) & ~(size_t)63;
     off = pos % RVX_DC_BOUNCE_BYTES;
     if (off + len > RVX_DC_BOUNCE_BYTES) { pos += RVX_DC_BOUNCE_BYTES - off; off = 0; }
-    if (RVX_UNLIKELY(pos + len - d->b_tail > RVX_DC_BOUNCE_BYTES)) return rvx__dc_bounce_wait(d, len);
+    if (RVX_UNLIKELY(pos + len - d->b_tail > RVX_DC_BOUNCE_BYTES)) return rvx__dc_bounce_wait(d, ep, len);
     d->b_head = pos + len;
     return d->bounce + off;
 }
@@ -515,11 +516,13 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
                                           uint64_t raddr, const rvx_rkey_t *rkey)
 {
     size_t done = 0;
+    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         rvx__dc_dci_t *d;
         rvx__mlx5_op_t o;
         uint8_t *b;
+        if (RVX_UNLIKELY(ep->failed)) return rvx__dc_ep_status(ep); /* no chunk after an error */
         if (n <= RVX__TL_SHORT_MAX) {
             rvx_status_t st = rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
             if (st != RVX_OK) return st;
@@ -528,7 +531,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         }
         d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-        b = rvx__dc_bounce(d, n);
+        b = rvx__dc_bounce(d, ep, n);
         if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
         memcpy(b, (const uint8_t *)src + done, n);
         memset(&o, 0, sizeof(o));
@@ -549,19 +552,21 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
+    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     while (done < len) {
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
-        rvx__dc_dci_t *d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_dci_t *d = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         rvx__mlx5_op_t o;
-        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
+        if (RVX_UNLIKELY(!d)) return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_REQ;
+        o.part = !last;
         o.req = req;
         rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
-                          last ? &o : NULL, last);
+                          &o, last);
         done += n;
     }
     return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
@@ -585,22 +590,22 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
+    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         int last = done + n == len;
-        rvx__dc_dci_t *d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_dci_t *d = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         rvx__mlx5_op_t o;
-        uint8_t *b;
-        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-        b = rvx__dc_bounce(d, n);
-        if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
+        uint8_t *b = d ? rvx__dc_bounce(d, ep, n) : NULL;
+        if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
         o.kind = RVX__MLX5_ON_COPY;
+        o.part = !last;
         o.len = (uint32_t)n;
         o.dst = (uint8_t *)dst + done;
         o.src = b;
-        o.req = last ? req : NULL;
+        o.req = req;
         o.bounce = d->b_head;
         rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, ep->ifc->bounce_lkey,
                           raddr + done, rkey, &o, last);
@@ -639,7 +644,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
 
     d = rvx__dc_get(ep, nbb);
     if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-    slot = rvx__dc_bounce(d, 8);
+    slot = rvx__dc_bounce(d, ep, 8);
     if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
@@ -762,7 +767,7 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     if (!rvx__dc_credit(ep)) return NULL;
     if (len + RVX__DC_PREFIX <= RVX__DC_AM_INLINE) return (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX;
     d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-    b = d ? rvx__dc_bounce(d, len + RVX__DC_PREFIX) : NULL;
+    b = d ? rvx__dc_bounce(d, ep, len + RVX__DC_PREFIX) : NULL;
     if (RVX_UNLIKELY(!b)) return NULL; /* failed */
     d->am_claim = 1;
     return b + RVX__DC_PREFIX;

@@ -263,18 +263,19 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
     }
 }
 
-RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, size_t len)
+RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len)
 {
     unsigned spins = 0;
     for (;;) {
         uint64_t pos = d->b_head, off = pos % RVX_DC_BOUNCE_BYTES;
+        /* failed, or recovered meanwhile and no longer the caller's: the endpoint has failed (a
+         * recovered DCI has room again, but what goes on it now is no longer this transfer's) */
+        if (d->failed || ep->failed || ep->dci != d) return NULL;
         if (off + len > RVX_DC_BOUNCE_BYTES) { pos += RVX_DC_BOUNCE_BYTES - off; off = 0; }
         if (pos + len - d->b_tail <= RVX_DC_BOUNCE_BYTES) {
             d->b_head = pos + len;
             return d->bounce + off;
         }
-        /* failed, or recovered meanwhile and no longer the caller's: the endpoint has failed */
-        if (d->failed || (RVX_DC_DCI_POLICY == RVX_DC_DCI_POOLED && !d->ep)) return NULL;
         rvx__dc_sig_tail(d);
         if (d->sq.ci == d->sq.pi) d->b_tail = d->b_head; /* nothing in flight: all of it is free */
         else if (rvx__dc_drain(d->ifc)) spins = 0;

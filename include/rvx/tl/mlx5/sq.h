@@ -27,6 +27,8 @@ enum {
 
 typedef struct rvx__mlx5_op {
     uint8_t        kind;      /* RVX__MLX5_ON_* */
+    uint8_t        part;      /* not the last WQE of req's transfer: req is only named, never
+                               * completed, so an error here can become the transfer's status */
     uint32_t       len;
     uint64_t       bounce;    /* bounce ring position to give back when this WQE retires (0: none) */
     void          *dst;
@@ -63,6 +65,8 @@ typedef struct rvx__mlx5_txops {
                                       * *outstanding so that progress polls */
     uint8_t         rsvd;
     rvx_request_t  *flush_head, *flush_tail; /* pending flushes, linked by tl_private[0] */
+    rvx_request_t  *err_req;         /* the request whose transfer met the queue's error: its */
+    rvx_status_t    err_st;          /* later WQEs, flushed, complete it with that error */
 } rvx__mlx5_txops_t;
 
 /* The pool is empty: double it (the first time, 64 records). Records are found by index, so
@@ -117,6 +121,7 @@ RVX_COLD void rvx__mlx5_tx_fresh(rvx__mlx5_txops_t *tx, rvx__mlx5_txpool_t *pool
     tx->sig_out = tx->last_sig_pi = 0;
     tx->last_sig_idx_be = 0;
     tx->hold = 0;
+    tx->err_req = NULL;
 }
 
 /* The WQEBBs of the WQE starting at pi, and whether it asked for a CQE: its ctrl segment says. */
@@ -211,7 +216,8 @@ RVX_COLD uint64_t rvx__mlx5_tx_retire(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx,
             else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
             else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
         }
-        if (o->kind != RVX__MLX5_ON_NONE && o->req) o->req->status = st;
+        if (o->kind != RVX__MLX5_ON_NONE && o->req && !o->part)
+            o->req->status = st != RVX_OK && o->req == tx->err_req ? tx->err_st : st;
         if (o->bounce) bounce = o->bounce;
         tx->head = e->next;
         e->next = p->free;
@@ -258,6 +264,7 @@ RVX_COLD void rvx__mlx5_tx_settle(rvx__mlx5_txops_t *tx)
     }
     *tx->outstanding -= tx->sig_out;
     tx->sig_out = 0;
+    tx->err_req = NULL;
 }
 
 /* The WQE at idx failed (or was flushed after a failure; the caller has marked its owner): the
@@ -268,6 +275,11 @@ RVX_COLD uint64_t rvx__mlx5_tx_req_err(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx
 {
     uint32_t start = rvx__mlx5_wqe_start(sq, idx), end;
     uint64_t b1 = rvx__mlx5_tx_retire(sq, tx, start, RVX_OK, flush_st), b2;
+    const rvx__mlx5_op_t *o = rvx__mlx5_tx_op_at(tx, start);
+    if (!tx->err_req && st != RVX_ERR_CANCELED && o && o->req) { /* the first error, not a flush */
+        tx->err_req = o->req;
+        tx->err_st = st;
+    }
     if (rvx__mlx5_wqe_signaled(sq, start)) {
         tx->sig_out--;
         (*tx->outstanding)--;

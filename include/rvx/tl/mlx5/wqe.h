@@ -27,6 +27,15 @@ typedef struct rvx_rkey {
     uint64_t len;
 } rvx_rkey_t;
 
+/* Whether [raddr, raddr + len) lies in the region the key's owner announced. The NIC holds the
+ * real bounds; a copied or zero-copy transfer asks here first, so one that would fail posts no
+ * chunk at all (and an absurd length returns at once). */
+RVX_INLINE int rvx__mlx5_rkey_covers(const rvx_rkey_t *k, uint64_t raddr, size_t len)
+{
+    uint64_t off = raddr - k->base;
+    return raddr >= k->base && off <= k->len && (uint64_t)len <= k->len - off;
+}
+
 /* A BlueFlame register; send queues that share one share the half toggle. `cur` is the half to
  * write next; after a write it flips by `flip` (the half size). */
 typedef struct rvx__mlx5_bf {
