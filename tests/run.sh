@@ -103,7 +103,7 @@ pair_suite() { # label, tests dir, examples dir, "names on 8 ranks", "names at t
 # a name a,b runs the first of a, b that is built (the tag tests' GET build, or the plain one)
 pair_suite pair "${PAIR_TESTS_DIR:-build/tests-pair}" "${PAIR_EXAMPLES_DIR:-build/examples-pair}" \
   "t_rma t_atomics t_am t_tag_get,t_tag t_flush t_peer_exit" \
-  "t_peer_close t_rma_fault t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy"
+  "t_peer_close t_rma_fault t_debug_rkey t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy"
 pair_suite pair-dc "${PAIR_DC_TESTS_DIR:-build/tests-pair-dc}" "${PAIR_DC_EXAMPLES_DIR:-build/examples-pair-dc}" \
   "t_rma t_atomics t_am t_tag_get,t_tag t_flush" "t_rma_fault"
 if ls build/sim/tests/t_* >/dev/null 2>&1; then

@@ -9,9 +9,15 @@
  * rc_mlx5 and dc_mlx5 alone: the same transfer through a key whose base and length were stretched
  * by 256 KiB (a peer's key is only a claim: the NIC holds the real bounds), so the NIC refuses
  * the first chunk and the transport must stop the rest; then a SIZE_MAX get on that failed
- * endpoint. */
+ * endpoint, and the failed endpoint's status and sends name the access error. */
+#define RVX_AM_HANDLERS(X) X(NOTE, on_note)
 #include <rvx/rvx.h>
 #include "testlib.h"
+
+static void on_note(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+}
 
 #define NR      3
 #define REGION  (32 * 1024)         /* each target's region */
@@ -141,6 +147,11 @@ int main(int argc, char **argv)
             s1.base -= BELOW; s1.len += BELOW;
             s2.base -= BELOW; s2.len += BELOW;
             faulty(w, ep[1], &s1, rm[1].addr - BELOW, 1, 0, "stretched key, get");
+            /* the endpoint failed by an access error: its peer answered, so it is not "gone" */
+            T_STATUS(rvx_ep_status(ep[1]), RVX_ERR_REMOTE_ACCESS);
+            T_STATUS(rvx_am_short(ep[1], RVX_AM_NOTE, NULL, 0), RVX_ERR_REMOTE_ACCESS);
+            T_STATUS(rvx_am_long(ep[1], RVX_AM_NOTE, NULL, 0, lbuf, 64, rm[1].addr, &rk[1]),
+                     RVX_ERR_REMOTE_ACCESS);
             faulty(w, ep[2], &s2, rm[2].addr - BELOW, 0, 1, "stretched key, put");
             t0 = t_now();
             st = rvx_get(ep[1], lbuf, absurd, rm[1].addr, &s1, &req);

@@ -15,7 +15,7 @@ static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
 
 /* A handler tries the requests it may not send; what they returned is checked outside. */
 static volatile int tries;
-static rvx_status_t try_short, try_medium, try_reply;
+static rvx_status_t try_short, try_medium, try_tag, try_reply;
 static void on_try(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
 {
     static const char pay[4] = "abc";
@@ -23,6 +23,7 @@ static void on_try(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, si
     (void)a; (void)n; (void)p; (void)len;
     try_short = rvx_am_short(t->ep, RVX_AM_PING, &x, 1);
     try_medium = rvx_am_medium(t->ep, RVX_AM_PING, NULL, 0, pay, sizeof(pay));
+    try_tag = rvx_tag_send(t->ep, pay, sizeof(pay), 5, NULL); /* a tag send is a request too */
     try_reply = rvx_am_reply_short(t, RVX_AM_PING, &x, 1); /* a reply is what it may send */
     tries++;
 }
@@ -52,6 +53,7 @@ static void requests_from_handler(rvx_worker_t *w, rvx_ep_t *self)
     T_CHECK(t_progress_until(w, &tries, 1, NULL, 0), "the handler never ran");
     T_STATUS(try_short, RVX_ERR_INVALID_PARAM);
     T_STATUS(try_medium, RVX_ERR_INVALID_PARAM);
+    T_STATUS(try_tag, RVX_ERR_INVALID_PARAM);
     T_STATUS(try_reply, RVX_OK);
     T_CHECK(t_progress_until(w, &pings, p0 + 1, NULL, 0), "the reply never arrived");
     T_CHECK(w->in_handler == 0, "in_handler left at %u", w->in_handler);

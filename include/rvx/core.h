@@ -368,7 +368,9 @@ static inline void rvx_ep_destroy(rvx_ep_t *ep)
 
 static inline int rvx_ep_rank(const rvx_ep_t *ep) { return ep->rank; }
 
-/* RVX_OK while the peer is reachable, RVX_ERR_PEER_FAILED once it is known to be gone. */
+/* RVX_OK while the endpoint works; RVX_ERR_PEER_FAILED once its peer is known to be gone;
+ * RVX_ERR_REMOTE_ACCESS when an access error failed it (mlx5: the peer answered, the endpoint
+ * must be re-created). */
 static inline rvx_status_t rvx_ep_status(rvx_ep_t *ep)
 {
     if (!ep) return RVX_ERR_INVALID_PARAM;
@@ -519,9 +521,26 @@ static inline rvx_status_t rvx_rkey_pack(const rvx_mem_t *mem, void *buf)
  * Release with rvx_rkey_release. (With lanes: lane 0's key, the first in the packed form.) */
 static inline rvx_status_t rvx_rkey_unpack(rvx_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
 {
+    rvx_status_t st;
     if (!ep || !buf || !rkey) return RVX_ERR_INVALID_PARAM;
-    return rvx__tl_rkey_unpack(&ep->tl[0], buf, rkey);
+    st = rvx__tl_rkey_unpack(&ep->tl[0], buf, rkey);
+#if RVX_DEBUG
+    rkey->dbg_ep = ep; /* after the unpack, which may write the whole key */
+#endif
+    return st;
 }
+
+#if RVX_DEBUG
+/* A key used with another endpoint than the one it was unpacked on: refused in RVX_DEBUG builds.
+ * A key holds its owner's numbers only, and those can coincide across peers (a NIC's key numbers
+ * do), so the wrong peer's memory would be reached. */
+static inline int rvx__rkey_foreign(const rvx_ep_t *ep, const rvx_rkey_t *rkey)
+{
+    if (RVX_LIKELY(rkey->dbg_ep == (const void *)ep)) return 0;
+    rvx__log("rkey used on the endpoint to rank %d but unpacked on another endpoint", ep->rank);
+    return 1;
+}
+#endif
 
 static inline void rvx_rkey_release(rvx_rkey_t *rkey)
 {

@@ -73,7 +73,9 @@
  *   void rvx_ep_destroy(rvx_ep_t *ep)
  *       tag requests tied to it have their final status (RVX_OK or RVX_ERR_CANCELED) on return
  *   int rvx_ep_rank(const rvx_ep_t *ep)                        the peer's rank
- *   rvx_status_t rvx_ep_status(rvx_ep_t *ep)                   RVX_OK or RVX_ERR_PEER_FAILED
+ *   rvx_status_t rvx_ep_status(rvx_ep_t *ep)                   RVX_OK, RVX_ERR_PEER_FAILED
+ *       (the peer is gone), or RVX_ERR_REMOTE_ACCESS (mlx5: an access error failed the endpoint;
+ *       the peer answered: re-create the endpoint)
  *
  * Memory and remote keys (core.h)
  *   rvx_status_t rvx_mem_alloc(rvx_context_t *ctx, size_t len, rvx_mem_t **mem)

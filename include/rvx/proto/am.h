@@ -59,9 +59,11 @@ RVX_COLD rvx_status_t rvx__am_in_handler(void)
     return RVX_ERR_INVALID_PARAM;
 }
 
+/* A request found no room: RVX_ERR_NO_RESOURCE while the endpoint works, else why it failed. */
 RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
 {
-    return rvx__tl_ep_alive(&ep->tl[0]) == RVX_OK ? RVX_ERR_NO_RESOURCE : RVX_ERR_PEER_FAILED;
+    rvx_status_t st = rvx__tl_ep_alive(&ep->tl[0]);
+    return st == RVX_OK ? RVX_ERR_NO_RESOURCE : st;
 }
 
 /* The frame's length, and its body written and sent (the status is the tl's publish's, RVX_OK:
@@ -97,7 +99,10 @@ RVX_COLD rvx_status_t rvx__am_send_cold(rvx_ep_t *ep, unsigned path, unsigned ch
     if (!body) {
         if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
         body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl[0], chan, len);
-        if (!body) return RVX_ERR_PEER_FAILED;
+        if (!body) { /* a reply waits for room until the endpoint fails */
+            rvx_status_t st = rvx__tl_ep_alive(&ep->tl[0]);
+            return st == RVX_OK ? RVX_ERR_PEER_FAILED : st;
+        }
     }
     return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body);
 }
@@ -165,6 +170,9 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
     rvx_status_t st;
     if (RVX_UNLIKELY(!rkey || id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS))
         return RVX_ERR_INVALID_PARAM;
+#if RVX_DEBUG
+    if (rvx__rkey_foreign(ep, rkey)) return RVX_ERR_INVALID_PARAM;
+#endif
     if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep, RVX__TL_PATH(&ep->tl[0]))))
         return rvx__am_in_handler(); /* before the payload moves */
     if (chan == RVX__CHAN_REQUEST &&

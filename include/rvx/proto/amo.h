@@ -18,7 +18,8 @@ RVX_INLINE rvx_status_t rvx_atomic64(rvx_ep_t *ep, rvx_amo_op_t op, uint64_t ope
 {
     if (op == RVX_AMO_GET && !fetch) return RVX_ERR_INVALID_PARAM;
 #if RVX_DEBUG
-    if (!ep || !rkey || (unsigned)op > RVX_AMO_UMAX) return RVX_ERR_INVALID_PARAM;
+    if (!ep || !rkey || (unsigned)op > RVX_AMO_UMAX || rvx__rkey_foreign(ep, rkey))
+        return RVX_ERR_INVALID_PARAM;
 #endif
     return rvx__tl_atomic64(&ep->tl[0], op, operand, compare, raddr, rkey, fetch, req);
 }
@@ -29,7 +30,8 @@ RVX_INLINE rvx_status_t rvx_atomic32(rvx_ep_t *ep, rvx_amo_op_t op, uint32_t ope
 {
     if (op == RVX_AMO_GET && !fetch) return RVX_ERR_INVALID_PARAM;
 #if RVX_DEBUG
-    if (!ep || !rkey || (unsigned)op > RVX_AMO_UMAX) return RVX_ERR_INVALID_PARAM;
+    if (!ep || !rkey || (unsigned)op > RVX_AMO_UMAX || rvx__rkey_foreign(ep, rkey))
+        return RVX_ERR_INVALID_PARAM;
 #endif
     return rvx__tl_atomic32(&ep->tl[0], op, operand, compare, raddr, rkey, fetch, req);
 }

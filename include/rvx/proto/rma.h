@@ -16,7 +16,8 @@
 
 #if RVX_DEBUG
 #define RVX__CHECK_RMA(ep, buf, len, rkey) \
-    if (!(ep) || !(rkey) || (!(buf) && (len))) return RVX_ERR_INVALID_PARAM
+    if (!(ep) || !(rkey) || (!(buf) && (len)) || rvx__rkey_foreign(ep, rkey)) \
+        return RVX_ERR_INVALID_PARAM
 #else
 #define RVX__CHECK_RMA(ep, buf, len, rkey) (void)0
 #endif

@@ -289,6 +289,9 @@ RVX_INLINE rvx_status_t rvx_tag_send(rvx_ep_t *ep, const void *buf, size_t len, 
                                      rvx_request_t *req)
 {
     RVX__CHECK_TAG(!ep || (len && !buf));
+#if RVX_AM /* a send is a request, which handlers may not make; only AM builds run handlers */
+    if (RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep, RVX__TL_PATH(&ep->tl[0])))) return rvx__am_in_handler();
+#endif
     if (len <= RVX_TAG_SHORT_MAX && len < RVX__TAG_THRESH && RVX_LIKELY(!ep->worker->proto_queued)) {
         if (!RVX__TL_PATH(&ep->tl[0])) return rvx__tag_send_short(ep, 0, buf, len, tag, req);
         return rvx__tag_send_short(ep, 1, buf, len, tag, req);

@@ -41,7 +41,8 @@
  *                                                (ep_connect gets it) and tells the iface where
  *                                                the packed copy is
  *   rvx__tl_ep_connect(ifc, ep, rank, addr) / rvx__tl_ep_disconnect(ep)
- *   rvx__tl_ep_alive(ep)                         -> RVX_OK or RVX_ERR_PEER_FAILED
+ *   rvx__tl_ep_alive(ep)                         -> RVX_OK, RVX_ERR_PEER_FAILED, or
+ *                                                   RVX_ERR_REMOTE_ACCESS (failed by an access error)
  *   rvx__tl_mem_alloc(ctx, len, mem) / rvx__tl_mem_reg(ctx, addr, len, mem) / rvx__tl_mem_dereg
  *   rvx__tl_rkey_pack(mem, buf) / rvx__tl_rkey_stamp(buf, rank) (the packing rank, checked by unpack)
  *   / rvx__tl_rkey_unpack(ep, buf, rkey) / rvx__tl_rkey_release

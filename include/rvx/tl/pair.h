@@ -148,6 +148,9 @@ typedef struct rvx__tl_mem {
 typedef struct rvx_rkey {
     rvx__net_rkey_t net;   /* always: every access off the node, atomics on it */
     rvx__shm_rkey_t shm;   /* resolved on an on-node endpoint only: puts and gets */
+#if RVX_DEBUG
+    const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
+#endif
 } rvx_rkey_t;
 #define RVX__TL_RKEY_PACKED_SIZE ((size_t)RVX__SHM_RKEY_PACKED + RVX__NET_RKEY_PACKED)
 

@@ -86,6 +86,9 @@ typedef struct rvx_rkey {
     uint64_t len;
     int32_t  pid;
     int32_t  self;    /* region of this very process: nothing to unmap */
+#if RVX_DEBUG
+    const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
+#endif
 } rvx_rkey_t;
 
 typedef struct rvx__shm_packed_rkey {

@@ -387,9 +387,9 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     const rvx__dc_dci_t *d = ep->dci;
     uint32_t now;
-    if (ep->failed) return rvx__dc_ep_status(ep);
+    if (ep->failed) return RVX__MLX5_EP_FAILURE(ep->err);
     rvx__dc_drain(ep->ifc);
-    if (ep->failed) return rvx__dc_ep_status(ep);
+    if (ep->failed) return RVX__MLX5_EP_FAILURE(ep->err);
     now = rvx__dc_ms();
     if ((d->ka_ep != ep || (int32_t)(d->sq.ci - d->ka_pi) >= 0) && now - ep->ka_ms > 100) {
         ep->ka_ms = now;

@@ -9,6 +9,11 @@
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
 
+/* A failed endpoint's status as rvx_ep_status gives it (err: the status that failed it): a remote
+ * access error came from a peer that answered, anything else means the peer cannot be reached. */
+#define RVX__MLX5_EP_FAILURE(err) \
+    ((err) == RVX_ERR_REMOTE_ACCESS ? RVX_ERR_REMOTE_ACCESS : RVX_ERR_PEER_FAILED)
+
 /* The transport named in log lines; the tl that includes this layer sets it first. */
 #ifndef RVX__MLX5_TL
 #define RVX__MLX5_TL "mlx5"

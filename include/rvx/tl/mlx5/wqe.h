@@ -25,6 +25,9 @@ typedef struct rvx_rkey {
     uint64_t rkey_word;
     uint64_t base;
     uint64_t len;
+#if RVX_DEBUG
+    const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
+#endif
 } rvx_rkey_t;
 
 /* Whether [raddr, raddr + len) lies in the region the key's owner announced. The NIC holds the

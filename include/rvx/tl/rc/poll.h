@@ -619,9 +619,10 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
     uint32_t now;
-    if (c->failed || c->err != RVX_OK) return RVX_ERR_PEER_FAILED; /* err: re-connected, not re-created */
+    if (c->failed || c->err != RVX_OK) /* err: re-connected, not re-created */
+        return RVX__MLX5_EP_FAILURE(c->err);
     rvx__mlx5_drain(c->ifc, 0);
-    if (c->failed) return RVX_ERR_PEER_FAILED;
+    if (c->failed) return RVX__MLX5_EP_FAILURE(c->err);
     now = rvx__mlx5_now_ms();
     if ((c->ka_pi == 0 || (int32_t)(c->sq.ci - c->ka_pi) >= 0) && now - c->ka_ms > 100) {
         c->ka_ms = now;
