@@ -2,6 +2,7 @@
 #
 #   make run       build and run the demo on the default transport (shared memory), then rvxsim
 #   make test      build and run every test; ends with "N passed, N failed, N skipped"
+#   make test-loaded  the same beside CPU hogs (LOADED_RUNS=3 for three runs in a row)
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
@@ -65,7 +66,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain scale
+.PHONY: all deps run test test-loaded bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain scale
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(EXAMPLE_PAIR_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(PAIR_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -372,6 +373,10 @@ run: deps all
 
 test: deps all
 	@tests/run.sh
+
+# The suite beside CPU hogs (twice the CPUs), LOADED_RUNS times in a row: what load breaks
+test-loaded: deps all
+	@tools/test-loaded.sh
 
 # The rc_mlx5 tests on a real adapter (system rdma-core, no rvxsim); exit 77 where there is none.
 hwcheck: deps all

@@ -69,6 +69,9 @@ int main(int argc, char **argv)
     rvx_status_t st;
     double t0;
 
+    /* Nobody dies here: a rank descheduled for seconds on a busy machine must not run a sender
+     * out of transport retries (the model's default bound, 2 s, would), so they get a longer one. */
+    setenv("RVXSIM_RETRY_TIMEOUT_MS", "30000", 0);
     t_spawn(argc, argv, NR, 120);
     me = t_start(&ctx, &w);
     if (me == 0)

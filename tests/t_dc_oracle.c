@@ -12,6 +12,10 @@
  * bcopy, a fetching atomic, an 8-byte AM (one WQEBB from registers) and medium AMs from the
  * bounce ring (the frame's prefix and bytes checked there too); the AMs must then arrive. */
 #define RVX_AM_HANDLERS(X) X(ORACLE, on_oracle)
+/* No idle sweep while WQEs are compared: on a busy machine a pause of one sweep interval between
+ * two posts would give the credits back, and the next AM would post a claim first, a WQE the test
+ * does not build. The claims that running out of credits causes come by count and are handled. */
+#define RVX_DC_CREDIT_IDLE_US 600000000
 #ifndef RVX_TL
 #define RVX_TL RVX_TL_DC_MLX5
 #endif

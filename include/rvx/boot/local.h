@@ -35,9 +35,9 @@ typedef struct rvx__boot {
     int      local, nlocal; /* this rank's index among its node's ranks, and their number */
     unsigned round;        /* collectives started so far */
     int      timeout_s;
-    unsigned cur_round;    /* the collective under way: its round, next rank to read, deadline */
-    int      cur_next;
-    double   cur_deadline;
+    unsigned cur_round;    /* the collective under way: its round, next rank to read, start, */
+    int      cur_next;     /* deadline */
+    double   cur_start, cur_deadline;
     char     dir[256];
 } rvx__boot_t;
 
@@ -76,7 +76,8 @@ RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, s
     int fd;
     b->cur_round = b->round++;
     b->cur_next = 0;
-    b->cur_deadline = rvx__now_s() + b->timeout_s;
+    b->cur_start = rvx__now_s();
+    b->cur_deadline = b->cur_start + b->timeout_s;
     if (b->size == 1) { memcpy(all, mine, len); b->cur_next = 1; return RVX_OK; }
     snprintf(path, sizeof(path), "%s/%u.%d", b->dir, b->cur_round, b->rank);
     snprintf(tmp, sizeof(tmp), "%s/.%u.%d.tmp", b->dir, b->cur_round, b->rank);
@@ -99,9 +100,11 @@ RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *al
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             if (rvx__now_s() <= b->cur_deadline) return RVX_INPROGRESS;
-            rvx__log("bootstrap: rank %d waited %d s for rank %d (round %u) and gives up; "
-                     "is every rank running? (RVX_BOOT_TIMEOUT sets the wait)",
-                     b->rank, b->timeout_s, b->cur_next, b->cur_round);
+            /* the time really waited: a caller that progresses between tests may overrun */
+            rvx__log("bootstrap: rank %d waited %.1f s for rank %d (round %u) and gives up; "
+                     "is every rank running? (RVX_BOOT_TIMEOUT=%d s sets the wait)",
+                     b->rank, rvx__now_s() - b->cur_start, b->cur_next, b->cur_round,
+                     b->timeout_s);
             return RVX_ERR_TIMED_OUT;
         }
         got = read(fd, (char *)all + (size_t)b->cur_next * len, len);

@@ -58,7 +58,7 @@ typedef struct rvx__boot {
     int              timeout_s;
     int              inited;       /* PMIx_Init succeeded: PMIx_Finalize at the end */
     unsigned         cur_round;    /* the collective under way: round, deadline, requests */
-    double           cur_deadline;
+    double           cur_start, cur_deadline;
     rvx__pmix_op_t  *cur_fence;
     rvx__pmix_op_t **cur_gets;     /* by rank: values still being fetched from the server */
     int              cur_pending;
@@ -227,7 +227,8 @@ RVX_COLD rvx_status_t rvx__boot_gather_start(rvx__boot_t *b, const void *mine, s
     pmix_status_t rc;
 
     b->cur_round = b->round++;
-    b->cur_deadline = rvx__now_s() + b->timeout_s;
+    b->cur_start = rvx__now_s();
+    b->cur_deadline = b->cur_start + b->timeout_s;
     if (len) memcpy((char *)all + (size_t)b->rank * len, mine, len);
     if (b->size == 1) return RVX_OK;
     if (len) {
@@ -358,14 +359,14 @@ RVX_COLD rvx_status_t rvx__boot_gather_test(rvx__boot_t *b, size_t len, void *al
 pending:
     if (rvx__now_s() <= b->cur_deadline) return RVX_INPROGRESS;
     if (b->cur_fence)
-        rvx__log("bootstrap: rank %d waited %d s in the PMIx fence of round %u and gives up; "
-                 "is every rank running? (RVX_BOOT_TIMEOUT sets the wait)", b->rank,
-                 b->timeout_s, b->cur_round);
+        rvx__log("bootstrap: rank %d waited %.1f s in the PMIx fence of round %u and gives up; "
+                 "is every rank running? (RVX_BOOT_TIMEOUT=%d s sets the wait)", b->rank,
+                 rvx__now_s() - b->cur_start, b->cur_round, b->timeout_s);
     else
         for (r = 0; r < b->size; r++)
             if (b->cur_gets[r])
-                rvx__log("bootstrap: rank %d's value of round %u did not arrive in %d s: has it "
-                         "left the job?", r, b->cur_round, b->timeout_s);
+                rvx__log("bootstrap: rank %d's value of round %u did not arrive in %.1f s: has it "
+                         "left the job?", r, b->cur_round, rvx__now_s() - b->cur_start);
     st = RVX_ERR_TIMED_OUT;
 fail:
     rvx__pmix_abandon(b);
