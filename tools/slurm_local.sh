@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A one-machine Slurm cluster without systemd, all of it in one directory: munged with its own
-# key, socket and pid file, slurmctld and slurmd (as root), one node that declares 4 CPUs.
+# key, socket and pid file, slurmctld and slurmd (as root), one node that declares at least 4
+# CPUs. munged wants every directory above its socket executable by all: where DIR's parents are
+# not, the socket alone goes to a fresh directory under /tmp (named in DIR/munge.socket-dir).
 #
 #   tools/slurm_local.sh start DIR   start it (DIR is created afresh); then, in your shell:
 #                                    export SLURM_CONF=DIR/slurm.conf   and srun/sbatch as usual
@@ -23,14 +25,11 @@ free_port() {
   echo "$p"
 }
 
-# munged's socket directory and every directory above it must be executable by all; DIR itself
-# is made so here, its parents are checked so the failure names the culprit.
-check_path() {
-  local d
-  d=$(cd "$1" && pwd)
+# munged refuses a socket whose directory, or any directory above it, is not executable by all
+open_to_all() {
+  local d=$1
   while [ "$d" != / ]; do
-    [ "$(( 8#$(stat -c %a "$d") & 1 ))" -eq 1 ] ||
-      die "$d is not executable by all (mode $(stat -c %a "$d")): munged refuses a socket below it"
+    [ "$(( 8#$(stat -c %a "$d") & 1 ))" -eq 1 ] || return 1
     d=$(dirname "$d")
   done
 }
@@ -65,11 +64,14 @@ stop() {
   # authenticated their goodbyes
   stop_pids "$dir" slurmd slurmctld
   stop_pids "$dir" munged
+  [ -s "$dir/munge.socket-dir" ] && case $(cat "$dir/munge.socket-dir") in
+    /tmp/rvx-munge-*) rm -rf "$(cat "$dir/munge.socket-dir")" ;;
+  esac
   rm -rf "$dir"
 }
 
 start() {
-  local dir=$1 host cpus i state
+  local dir=$1 host cpus i state sock
   [ "$(id -u)" -eq 0 ] || die "start needs root (the daemons run as root here)"
   for f in /usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/srun /usr/sbin/munged /usr/sbin/mungekey; do
     [ -x $f ] || die "$f is missing (apt-get install slurm-wlm munge)"
@@ -78,7 +80,11 @@ start() {
   mkdir -p "$dir"/{munge,spool,state} || die "cannot create $dir"
   dir=$(cd "$dir" && pwd)
   chmod 755 "$dir" "$dir/munge"
-  check_path "$dir/munge"
+  sock=$dir/munge
+  if ! open_to_all "$sock"; then # e.g. a tree under a 0700 home: the socket goes under /tmp
+    sock=$(mktemp -d /tmp/rvx-munge-XXXXXX) && chmod 755 "$sock" && echo "$sock" >"$dir/munge.socket-dir" ||
+      die "cannot create a socket directory under /tmp"
+  fi
   host=$(hostname -s)
   # srun -n 4 on a 2-CPU machine would wait forever: the node declares 4 (or more) CPUs, and
   # config_overrides keeps slurmd from draining it for having fewer
@@ -92,7 +98,7 @@ SlurmctldPort=$(free_port 16817)
 SlurmdPort=$(free_port 16827)
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.sock
+AuthInfo=socket=$sock/munge.sock
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -118,7 +124,7 @@ EOF
   export SLURM_CONF=$dir/slurm.conf
   mungekey --create --keyfile="$dir/munge/munge.key" 2>"$dir/munged.log" ||
     { stop "$dir"; die "mungekey failed: $(cat "$dir/munged.log" 2>/dev/null)"; }
-  munged --socket="$dir/munge/munge.sock" --key-file="$dir/munge/munge.key" \
+  munged --socket="$sock/munge.sock" --key-file="$dir/munge/munge.key" \
          --log-file="$dir/munged.log" --pid-file="$dir/munged.pid" --seed-file="$dir/munge/seed" ||
     { tail -3 "$dir/munged.log" >&2; stop "$dir"; die "munged did not start"; }
   slurmctld -c || { tail -5 "$dir/slurmctld.log" >&2; stop "$dir"; die "slurmctld did not start"; }
