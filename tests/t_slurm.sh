@@ -116,7 +116,8 @@ pmix_cc() { # output, source, extra flags...
 
 # The checks that need the running cluster, run before the page's stop line.
 slurm_checks() {
-  local tl name src sim=(env LD_LIBRARY_PATH=build/sim) stats n
+  local tl name src stats n
+  local sim=(env -u RVX_NODE -u RVX_LOCAL_RANK -u RVX_LOCAL_SIZE LD_LIBRARY_PATH=build/sim)
   # ring and halo, 4 ranks, on each transport
   for tl in rc dc; do
     for name in ring halo; do
