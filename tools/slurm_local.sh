@@ -16,11 +16,12 @@ set -u
 
 die() { echo "slurm_local: $*" >&2; exit 1; }
 
-# A TCP port nobody listens on, from $1 up (reads /proc/net/tcp*, hex ports in column 2).
+# A TCP port nobody listens on, from $1 up (/proc/net/tcp*: local address in column 2, its port
+# in hex after the colon; state 0A is LISTEN)
 free_port() {
-  local p=$1 used
-  used=$(awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print strtonum("0x" a[2]) }' \
-         /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+  local p=$1 used h
+  used=$(awk 'NR > 1 && $4 == "0A" { sub(".*:", "", $2); print $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+         while read -r h; do echo $((16#$h)); done)
   while grep -qx "$p" <<<"$used"; do p=$((p + 1)); done
   echo "$p"
 }
