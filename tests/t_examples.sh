@@ -31,4 +31,5 @@ check "halo, 1 rank (its own neighbour)" "1 rank x 50 cells.*every cell matches"
 check "rvxrun reports a failing rank" "rank 0 exited with status 3" bash -c "! $run -n 2 -t 60 -g 1 sh -c 'exit \$((RVX_RANK == 0 ? 3 : 0))'"
 check "rvxrun bounds a hanging job" "exceeded 1 s" bash -c "$run -n 2 -t 1 sleep 30; [ \$? -eq 124 ]"
 check "rvxrun usage" "usage: rvxrun" bash -c "! $run"
+check "rvxrun --help prints its options and exits 0" "^  --nodes K" $run --help
 [ $fails -eq 0 ]

@@ -20,6 +20,10 @@ need=(
   "libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a"
   "libpmix-dev:/usr/lib/x86_64-linux-gnu/pkgconfig/pmix.pc"
   "openmpi-bin:/usr/bin/mpirun.openmpi"
+  # a one-machine Slurm for tests/t_slurm.sh; srun's PMIx plugin opens libpmix.so (libpmix-dev)
+  "slurm-wlm:/usr/sbin/slurmd"
+  "slurm-wlm-basic-plugins:/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so"
+  "munge:/usr/sbin/munged"
 )
 missing=()
 for item in "${need[@]}"; do

@@ -1,6 +1,7 @@
 /* rvxrun: start N processes of an rvx program on this machine.
  *
  *   rvxrun -n N [--nodes K] [-t SECONDS] [-g SECONDS] [-q] [--] program [args...]
+ *   rvxrun --help
  *
  * Each process gets RVX_RANK, RVX_SIZE and RVX_BOOT_DIR (a fresh private directory, removed at the
  * end). --nodes K (1..N) runs the job as K emulated nodes of consecutive ranks: rank r gets
@@ -60,20 +61,26 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-static void usage(void)
+static void usage(FILE *to, int status)
 {
-    fprintf(stderr, "usage: rvxrun -n N [--nodes K] [-t timeout_s] [-g grace_s] [-q] [--] program [args...]\n"
-                    "  --nodes K  run the N ranks as K emulated nodes (1 <= K <= N): rank r gets\n"
-                    "             RVX_NODE=r*K/N, RVX_LOCAL_RANK and RVX_LOCAL_SIZE (its place\n"
-                    "             on that node), all get RVX_NODES=K\n");
-    exit(2);
+    fprintf(to, "usage: rvxrun -n N [--nodes K] [-t timeout_s] [-g grace_s] [-q] [--] program [args...]\n"
+                "  -n N       start N ranks of program, each with RVX_RANK, RVX_SIZE and RVX_BOOT_DIR\n"
+                "  --nodes K  run the N ranks as K emulated nodes (1 <= K <= N): rank r gets\n"
+                "             RVX_NODE=r*K/N, RVX_LOCAL_RANK and RVX_LOCAL_SIZE (its place\n"
+                "             on that node), all get RVX_NODES=K (default: RVXRUN_NODES)\n"
+                "  -t S       kill every rank after S seconds and exit 124\n"
+                "  -g S       after a rank fails, give the others S seconds (default 10)\n"
+                "  -q         do not report failing ranks\n"
+                "  -h, --help this text\n");
+    exit(status);
 }
 
 int main(int argc, char **argv)
 {
     double timeout = 0, grace = 10, deadline = 0, fail_at = 0;
     int opt, quiet = 0, status_out = 0, left, termed = 0, nodes = 0;
-    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'}, {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'N'},
+                                                {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     char dir[] = "/tmp/rvx-boot-XXXXXX", num[32];
     const char *tmp = getenv("TMPDIR");
     char dirbuf[4096];
@@ -82,34 +89,35 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "+n:t:g:qh", longopts, NULL)) != -1) {
         char *end;
         switch (opt) {
-        case 'n': nranks = (int)strtol(optarg, &end, 10); if (*end || nranks < 1) usage(); break;
+        case 'n': nranks = (int)strtol(optarg, &end, 10); if (*end || nranks < 1) usage(stderr, 2); break;
         case 'N':
             nodes = (int)strtol(optarg, &end, 10);
             if (*end || !*optarg || nodes < 1) {
                 fprintf(stderr, "rvxrun: --nodes takes a number of nodes, 1 to N\n");
-                usage();
+                usage(stderr, 2);
             }
             break;
-        case 't': timeout = strtod(optarg, &end); if (*end || timeout < 0) usage(); break;
-        case 'g': grace = strtod(optarg, &end); if (*end || grace < 0) usage(); break;
+        case 't': timeout = strtod(optarg, &end); if (*end || timeout < 0) usage(stderr, 2); break;
+        case 'g': grace = strtod(optarg, &end); if (*end || grace < 0) usage(stderr, 2); break;
         case 'q': quiet = 1; break;
-        default: usage();
+        case 'h': usage(stdout, 0); break;
+        default: usage(stderr, 2);
         }
     }
-    if (!nranks || optind >= argc) usage();
+    if (!nranks || optind >= argc) usage(stderr, 2);
     if (!nodes && getenv("RVXRUN_NODES") && *getenv("RVXRUN_NODES")) {
         char *end;
         nodes = (int)strtol(getenv("RVXRUN_NODES"), &end, 10);
         if (*end || nodes < 1) {
             fprintf(stderr, "rvxrun: RVXRUN_NODES=%s is not a number of nodes, 1 to N\n",
                     getenv("RVXRUN_NODES"));
-            usage();
+            usage(stderr, 2);
         }
     }
     if (nodes > nranks) {
         fprintf(stderr, "rvxrun: --nodes (or RVXRUN_NODES) %d is more nodes than ranks (-n %d): "
                 "each node runs at least one rank\n", nodes, nranks);
-        usage();
+        usage(stderr, 2);
     }
 
     if (tmp && *tmp && strlen(tmp) < 4000) snprintf(dirbuf, sizeof(dirbuf), "%s/rvx-boot-XXXXXX", tmp);
