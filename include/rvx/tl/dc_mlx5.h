@@ -281,6 +281,7 @@ typedef struct rvx__tl_iface {
 /* The cold paths the hot ones fall into (tl/dc/poll.h). */
 RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb);
 RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len);
+RVX_COLD rvx_status_t rvx__dc_stop(rvx__tl_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req);
 RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req);
 RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc);
 RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req);
@@ -551,19 +552,22 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
 {
     rvx_request_t own;
     size_t done = 0;
+    rvx__dc_dci_t *d = NULL;
     if (len == 0) return RVX_OK;
     if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
+    if (len > RVX__MLX5_DSEG_MAX) req->tl_private[2] = 0; /* chunks: the first error */
     while (done < len) {
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
-        rvx__dc_dci_t *d = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_dci_t *nd = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         rvx__mlx5_op_t o;
-        if (RVX_UNLIKELY(!d)) return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
+        if (RVX_UNLIKELY(!nd)) return rvx__dc_stop(ep, d, req);
+        d = nd;
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_REQ;
-        o.part = !last;
+        o.part = RVX__MLX5_PART(done, n, len);
         o.req = req;
         rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
                           &o, last);
@@ -589,19 +593,22 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
 {
     rvx_request_t own;
     size_t done = 0;
+    rvx__dc_dci_t *d = NULL;
     if (len == 0) return RVX_OK;
     if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
+    if (len > RVX_PUT_BCOPY_MAX) req->tl_private[2] = 0; /* chunks: the first error */
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         int last = done + n == len;
-        rvx__dc_dci_t *d = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_dci_t *nd = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         rvx__mlx5_op_t o;
-        uint8_t *b = d ? rvx__dc_bounce(d, ep, n) : NULL;
-        if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
+        uint8_t *b = nd ? rvx__dc_bounce(nd, ep, n) : NULL;
+        if (RVX_UNLIKELY(!b)) return rvx__dc_stop(ep, d, req);
+        d = nd;
         o.kind = RVX__MLX5_ON_COPY;
-        o.part = !last;
+        o.part = RVX__MLX5_PART(done, n, len);
         o.len = (uint32_t)n;
         o.dst = (uint8_t *)dst + done;
         o.src = b;

@@ -246,6 +246,7 @@ RVX_INLINE int rvx__mlx5_rank(const rvx__mlx5_conn_t *c)
 RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb);
 RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len);
 RVX_COLD rvx_status_t rvx__mlx5_wait_req(rvx__mlx5_conn_t *c, rvx_request_t *req);
+RVX_COLD rvx_status_t rvx__mlx5_stop(rvx__mlx5_conn_t *c, rvx_request_t *req);
 RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, unsigned size,
                                          uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
                                          void *fetch, rvx_request_t *req);
@@ -443,14 +444,15 @@ RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcod
     if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
+    if (len > RVX__MLX5_DSEG_MAX) req->tl_private[2] = 0; /* chunks: the first error */
     while (done < len) {
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
         rvx__mlx5_op_t o;
-        if (RVX_UNLIKELY(c->failed)) return (rvx_status_t)(req->status = rvx__mlx5_fail_st(c));
+        if (RVX_UNLIKELY(c->failed)) return rvx__mlx5_stop(c, req);
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_REQ;
-        o.part = !last;
+        o.part = RVX__MLX5_PART(done, n, len);
         o.req = req;
         rvx__mlx5_post_rdma(c, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
                             &o, last);
@@ -481,14 +483,15 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
+    if (len > RVX__MLX5_BOUNCE_CHUNK) req->tl_private[2] = 0; /* chunks: the first error */
     while (done < len) {
         size_t n = len - done < RVX__MLX5_BOUNCE_CHUNK ? len - done : RVX__MLX5_BOUNCE_CHUNK;
         int last = done + n == len;
         rvx__mlx5_op_t o;
         uint8_t *b = c->failed ? NULL : rvx__mlx5_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return (rvx_status_t)(req->status = rvx__mlx5_fail_st(c));
+        if (RVX_UNLIKELY(!b)) return rvx__mlx5_stop(c, req);
         o.kind = RVX__MLX5_ON_COPY;
-        o.part = !last;
+        o.part = RVX__MLX5_PART(done, n, len);
         o.len = (uint32_t)n;
         o.dst = (uint8_t *)dst + done;
         o.src = b;

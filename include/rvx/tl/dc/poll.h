@@ -283,6 +283,20 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, 
     }
 }
 
+/* A transfer stops early: its endpoint failed. The chunks it posted on DCI d come back first (a
+ * failed DCI returns every WQE, then recovers), so that none of them names req, perhaps the
+ * caller's stack, once this returns. */
+RVX_COLD rvx_status_t rvx__dc_stop(rvx__tl_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
+{
+    unsigned spins = 0;
+    while (d && d->failed && d->sq.ci != d->sq.pi) {
+        rvx__dc_hold(d);
+        if (rvx__dc_drain(ep->ifc)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+    return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
+}
+
 RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req)
 {
     unsigned spins = 0;

@@ -25,10 +25,22 @@ enum {
     RVX__MLX5_ON_FETCH64
 };
 
+/* A transfer in several WQEs (chunks) completes its request once, with the first error of any
+ * chunk: the middle ones keep that error in the request's tl_private[2] (zeroed by the call),
+ * the last completes it. A call that stops early waits for its chunks before it returns. */
+enum {
+    RVX__MLX5_PART_NONE = 0, /* the operation's only WQE */
+    RVX__MLX5_PART_MID,
+    RVX__MLX5_PART_LAST
+};
+
+/* Which part chunk [done, done + n) of a len-byte transfer is. */
+#define RVX__MLX5_PART(done, n, len) \
+    ((done) + (n) < (len) ? RVX__MLX5_PART_MID : (done) ? RVX__MLX5_PART_LAST : RVX__MLX5_PART_NONE)
+
 typedef struct rvx__mlx5_op {
     uint8_t        kind;      /* RVX__MLX5_ON_* */
-    uint8_t        part;      /* not the last WQE of req's transfer: req is only named, never
-                               * completed, so an error here can become the transfer's status */
+    uint8_t        part;      /* RVX__MLX5_PART_*: a WQE of a transfer in several */
     uint32_t       len;
     uint64_t       bounce;    /* bounce ring position to give back when this WQE retires (0: none) */
     void          *dst;
@@ -65,8 +77,6 @@ typedef struct rvx__mlx5_txops {
                                       * *outstanding so that progress polls */
     uint8_t         rsvd;
     rvx_request_t  *flush_head, *flush_tail; /* pending flushes, linked by tl_private[0] */
-    rvx_request_t  *err_req;         /* the request whose transfer met the queue's error: its */
-    rvx_status_t    err_st;          /* later WQEs, flushed, complete it with that error */
 } rvx__mlx5_txops_t;
 
 /* The pool is empty: double it (the first time, 64 records). Records are found by index, so
@@ -121,7 +131,6 @@ RVX_COLD void rvx__mlx5_tx_fresh(rvx__mlx5_txops_t *tx, rvx__mlx5_txpool_t *pool
     tx->sig_out = tx->last_sig_pi = 0;
     tx->last_sig_idx_be = 0;
     tx->hold = 0;
-    tx->err_req = NULL;
 }
 
 /* The WQEBBs of the WQE starting at pi, and whether it asked for a CQE: its ctrl segment says. */
@@ -197,6 +206,17 @@ RVX_COLD int rvx__mlx5_tx_owes(const rvx__mlx5_txops_t *tx)
 
 /* ---- retiring (cold) ------------------------------------------------------------------------ */
 
+/* A record's request, as its WQE retires with st (chunks: see RVX__MLX5_PART_*). */
+RVX_COLD void rvx__mlx5_op_done(const rvx__mlx5_op_t *o, rvx_status_t st)
+{
+    uint64_t *first_err = &o->req->tl_private[2];
+    if (o->part == RVX__MLX5_PART_MID) {
+        if (st != RVX_OK && !*first_err) *first_err = (uint64_t)(int64_t)st;
+    } else {
+        o->req->status = o->part == RVX__MLX5_PART_LAST && *first_err ? (int)(int64_t)*first_err : st;
+    }
+}
+
 /* Retire [ci, end): run the records (copies, fetches, requests with status st), then complete the
  * flushes whose target is reached with flush_st. Returns the bounce position to give back (the
  * last one retired; 0: none). */
@@ -216,8 +236,7 @@ RVX_COLD uint64_t rvx__mlx5_tx_retire(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx,
             else if (o->kind == RVX__MLX5_ON_FETCH32 && o->dst) memcpy(o->dst, o->src, 4);
             else if (o->kind == RVX__MLX5_ON_FETCH64 && o->dst) memcpy(o->dst, o->src, 8);
         }
-        if (o->kind != RVX__MLX5_ON_NONE && o->req && !o->part)
-            o->req->status = st != RVX_OK && o->req == tx->err_req ? tx->err_st : st;
+        if (o->kind != RVX__MLX5_ON_NONE && o->req) rvx__mlx5_op_done(o, st);
         if (o->bounce) bounce = o->bounce;
         tx->head = e->next;
         e->next = p->free;
@@ -264,7 +283,6 @@ RVX_COLD void rvx__mlx5_tx_settle(rvx__mlx5_txops_t *tx)
     }
     *tx->outstanding -= tx->sig_out;
     tx->sig_out = 0;
-    tx->err_req = NULL;
 }
 
 /* The WQE at idx failed (or was flushed after a failure; the caller has marked its owner): the
@@ -275,11 +293,6 @@ RVX_COLD uint64_t rvx__mlx5_tx_req_err(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx
 {
     uint32_t start = rvx__mlx5_wqe_start(sq, idx), end;
     uint64_t b1 = rvx__mlx5_tx_retire(sq, tx, start, RVX_OK, flush_st), b2;
-    const rvx__mlx5_op_t *o = rvx__mlx5_tx_op_at(tx, start);
-    if (!tx->err_req && st != RVX_ERR_CANCELED && o && o->req) { /* the first error, not a flush */
-        tx->err_req = o->req;
-        tx->err_st = st;
-    }
     if (rvx__mlx5_wqe_signaled(sq, start)) {
         tx->sig_out--;
         (*tx->outstanding)--;

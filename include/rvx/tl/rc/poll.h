@@ -518,6 +518,19 @@ RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len)
     }
 }
 
+/* A transfer stops early: its conn failed. The chunks it posted come back first (the failed QP
+ * flushes them), so that none of them names req, perhaps the caller's stack, once this returns. */
+RVX_COLD rvx_status_t rvx__mlx5_stop(rvx__mlx5_conn_t *c, rvx_request_t *req)
+{
+    unsigned spins = 0;
+    rvx__mlx5_sig_tail(c); /* a CQE after the last chunk, if it was unsignaled */
+    while (c->sq.ci != c->sq.pi) {
+        if (rvx__mlx5_poll_blocking(c->ifc)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+    return (rvx_status_t)(req->status = rvx__mlx5_fail_st(c));
+}
+
 RVX_COLD rvx_status_t rvx__mlx5_wait_req(rvx__mlx5_conn_t *c, rvx_request_t *req)
 {
     unsigned spins = 0;
