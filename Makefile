@@ -58,7 +58,7 @@ DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
 PAIR_DEFS := -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
 EXAMPLE_PAIR_BINS := $(addprefix $(B)/examples-pair/,$(EXAMPLES))
 PAIR_SHARED_TESTS := $(RC_SHARED_TESTS)
-PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(PAIR_SHARED_TESTS))
+PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(PAIR_SHARED_TESTS) t_dc_teardown)
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
 PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
@@ -146,7 +146,7 @@ $(eval $(call TAG_MLX5_VARIANTS,tests-pair,$$(PAIR_DEFS)))
 # the pair with dc_mlx5 between nodes: the ring example and the shared tests that carry the data
 # (RMA, atomics, AMs, tags with GET rendezvous, flush), run by tests/run.sh as pair-dc/<name>
 PAIR_DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
-PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_atomics t_am t_tag_get t_flush)
+PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_atomics t_am t_tag_get t_flush t_dc_teardown)
 all tests: $(PAIR_DC_BINS)
 $(B)/examples-pair-dc/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
