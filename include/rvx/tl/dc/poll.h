@@ -423,7 +423,9 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
         if (rvx__dc_drain(ep->ifc)) spins = 0;
         else rvx__backoff(&spins);
         rvx__dc_tick(ep->ifc);
-        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+        /* once the wait sleeps, each round asks whether the peer lives (its keepalive, at
+         * most every 100 ms, fails within the retries): a time, not a count of rounds */
+        if (spins > RVX__BACKOFF_SLEEPING && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
     }
     return body;
 #else

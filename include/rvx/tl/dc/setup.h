@@ -210,6 +210,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 {
     unsigned i;
     if (ifc->ibcq) rvx__dc_iface_quiesce(ifc);
+    rvx__mlx5_wflush_cancel(&ifc->wflush); /* what the grace did not retire */
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
         rvx__mlx5_tx_drop(&ifc->dci[i].tx);
