@@ -43,7 +43,7 @@ RVXRUN := $(B)/bin/rvxrun
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
 RC_LIBS := -libverbs -lmlx5
 RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
-RC_SHARED_TESTS := t_rma t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_tag_bad t_destroy_inflight
+RC_SHARED_TESTS := t_rma t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_tag_bad t_destroy_inflight t_destroy_stopped
 RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
 # dc_mlx5 builds: the shared tests rc_mlx5 runs, plus the dc-only tests (tests/t_dc_*.c); run on
