@@ -1,7 +1,8 @@
 /* t_dc_teardown: a job that ends after a clean barrier ends quietly and at once, on dc_mlx5 and
  * on both pairs (shm + rc_mlx5, shm + dc_mlx5: tests/run.sh runs it on 8 ranks as 2 nodes).
  * README's program on n ranks (RVX_TEST_RANKS, 2 to 32; 2 by default): a few rounds of each rank
- * pinging the next and answering the previous, then a barrier. The odd ranks destroy their worker
+ * pinging the next and answering the previous, then one ping to every rank (at 32 ranks more
+ * peers hold credits than there are DCIs), then a barrier. The odd ranks destroy their worker
  * first; after a second barrier the even ones destroy theirs, every one with a neighbour that has
  * left. Credits are swept only every 10 s here, so every rank still holds credits for frames its
  * neighbours took but did not report: endpoint destruction must give them back without asking the
@@ -28,8 +29,20 @@ static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
 
 static void on_pong(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
 {
-    (void)t; (void)p; (void)len;
-    if (n == 1 && a[0] == (uint64_t)pongs) pongs++;
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    pongs++;
+}
+
+/* A ping to ep; waits (progressing) until `want` pongs have come in all. */
+static void ping(rvx_worker_t *w, rvx_ep_t *ep, int want)
+{
+    uint64_t a = (uint64_t)want;
+    double t0 = t_now();
+    rvx_status_t st;
+    rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &a, 1));
+    T_OK(st);
+    while (pongs < want && t_now() - t0 < 60) rvx_progress(w);
+    T_CHECK(pongs == want, "%d pongs of %d", pongs, want);
 }
 
 /* Lines of rvx or rvxsim in the file that report a failure or a retry (each is echoed). */
@@ -71,7 +84,7 @@ int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
     rvx_worker_t *w;
-    rvx_ep_t *next, *prev;
+    rvx_ep_t *next, *prev, *eps[32];
     double took;
     int me, n, i, bad;
 
@@ -82,15 +95,10 @@ int main(int argc, char **argv)
     T_OK(rvx_ep_create(w, (me + 1) % n, &next));
     T_OK(rvx_ep_create(w, (me + n - 1) % n, &prev));
     T_OK(rvx_barrier(ctx));
-    for (i = 0; i < ROUNDS; i++) {
-        uint64_t a = (uint64_t)i;
-        double t0 = t_now();
-        rvx_status_t st;
-        rvx_am_retry(w, st, rvx_am_short(next, RVX_AM_PING, &a, 1));
-        T_OK(st);
-        while (pongs <= i && t_now() - t0 < 60) rvx_progress(w);
-        T_CHECK(pongs == i + 1, "round %d: %d pongs", i, pongs);
-    }
+    for (i = 0; i < ROUNDS; i++) ping(w, next, i + 1);
+    for (i = 1; i < n; i++) T_OK(rvx_ep_create(w, (me + i) % n, &eps[i])); /* a ping's answer */
+    T_OK(rvx_barrier(ctx)); /* comes once the pinged rank has an endpoint back */
+    for (i = 1; i < n; i++) ping(w, eps[i], ROUNDS + i); /* more peers hold credits than DCIs */
     T_OK(rvx_barrier(ctx)); /* every rank has had its pongs: the exchange is over */
     if (me % 2) {
         took = destroy_quietly(w, &bad);

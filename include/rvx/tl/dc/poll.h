@@ -203,17 +203,20 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
 }
 
 /* A DCI for ep: one no one holds, else one whose holder's work has all completed (taken from
- * it). A DCI no one holds that still has work (a destroyed endpoint's) is not handed out until
- * that retires: an error of that work must not fail another endpoint. NULL: none is free. */
+ * it). A DCI no one holds that still has work (a destroyed endpoint's, to a peer that may have
+ * left: its retries can last seconds) goes only to an endpoint being destroyed, for its credits'
+ * give-back: an error of that work must not fail a living endpoint, and teardown must not wait
+ * for the retries. NULL: none is free. */
 RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
 {
-    rvx__dc_dci_t *free_d = NULL, *idle_held = NULL;
+    rvx__dc_dci_t *free_d = NULL, *idle_held = NULL, *orphan = NULL;
     unsigned k;
     for (k = 0; k < RVX_DC_NUM_DCI; k++) {
         rvx__dc_dci_t *d = &ifc->dci[(ifc->next_dci + k) % RVX_DC_NUM_DCI];
         int idle = d->sq.ci == d->sq.pi;
         if (d->failed) continue;
         if (!d->ep && idle) { idle_held = NULL; free_d = d; break; }
+        if (!d->ep && !orphan) orphan = d;
         if (d->ep && idle && !idle_held && !d->tx.flush_head && !d->am_claim) idle_held = d;
     }
     if (!free_d && idle_held) {
@@ -223,6 +226,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
         free_d = idle_held;
         ifc->dci_taken++;
     }
+    if (!free_d && ifc->closing) free_d = orphan;
     if (free_d) ifc->next_dci = (unsigned)(free_d - ifc->dci + 1) % RVX_DC_NUM_DCI;
     return free_d;
 }
@@ -728,6 +732,7 @@ RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    ep->ifc->closing = 1;
     (void)rvx__dc_release(ep);
     if (!ep->failed && p->claimed) {
         uint32_t held = p->claimed;
@@ -735,6 +740,7 @@ RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
         ep->ifc->released += held;
         rvx__dc_pool_add(ep, held);
     }
+    ep->ifc->closing = 0;
     rvx__dc_hold_del(ep);
 }
 

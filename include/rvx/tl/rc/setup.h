@@ -335,12 +335,10 @@ fail:
     return st;
 }
 
-RVX_COLD void rvx__mlx5_wflush_check(rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 {
     int i;
-    if (ifc->wflush) rvx__mlx5_wflush_check(ifc); /* done once no endpoint is busy */
-    rvx__mlx5_wflush_cancel(&ifc->wflush);
+    rvx__mlx5_wflush_cancel(&ifc->wflush); /* their work was not all seen complete */
     while (ifc->def_head) {
         rvx__mlx5_deferred_t *d = ifc->def_head;
         ifc->def_head = d->next;
