@@ -158,7 +158,7 @@ $(eval $(call TAG_MLX5_RULE,tests-pair-dc,$$(PAIR_DC_DEFS),t_tag))
 
 # dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
 # tests again, as dc/<name>_fixed
-DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am
+DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am t_destroy_inflight t_dc_teardown
 DC_FIXED_BINS := $(addprefix $(B)/tests-dc/,$(addsuffix _fixed,$(DC_FIXED_TESTS)))
 all tests: $(DC_FIXED_BINS)
 $(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h $(HEADERS)

@@ -413,7 +413,12 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 RVX_COLD void rvx__dc_ep_settle(rvx__tl_ep_t *ep)
 {
     rvx__tl_iface_t *ifc = ep->ifc;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    /* its DCI even once an error set ep->dci to no_dci: its WQEs behind the error still flush */
+    rvx__dc_dci_t *d = &ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
+#else
     rvx__dc_dci_t *d = ep->dci; /* in the pool even once recovered: it retires its records */
+#endif
     double t0 = rvx__now_s();
     unsigned spins = 0;
     int forced = 0;
