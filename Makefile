@@ -44,7 +44,7 @@ RVXRUN := $(B)/bin/rvxrun
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
 RC_LIBS := -libverbs -lmlx5
 RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
-RC_SHARED_TESTS := t_rma t_rma_fault t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_debug_rkey t_tag_bad
+RC_SHARED_TESTS := t_rma t_rma_fault t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_debug_rkey t_tag_bad t_destroy_inflight t_destroy_stopped
 RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
                 $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
 # dc_mlx5 builds: the shared tests rc_mlx5 runs, plus the dc-only tests (tests/t_dc_*.c); run on
@@ -59,7 +59,7 @@ DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
 PAIR_DEFS := -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
 EXAMPLE_PAIR_BINS := $(addprefix $(B)/examples-pair/,$(EXAMPLES))
 PAIR_SHARED_TESTS := $(RC_SHARED_TESTS)
-PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(PAIR_SHARED_TESTS))
+PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(PAIR_SHARED_TESTS) t_dc_teardown)
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
 PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
@@ -147,7 +147,7 @@ $(eval $(call TAG_MLX5_VARIANTS,tests-pair,$$(PAIR_DEFS)))
 # the pair with dc_mlx5 between nodes: the ring example and the shared tests that carry the data
 # (RMA, atomics, AMs, tags with GET rendezvous, flush), run by tests/run.sh as pair-dc/<name>
 PAIR_DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
-PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_rma_fault t_atomics t_am t_tag_get t_flush)
+PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_rma_fault t_atomics t_am t_tag_get t_flush t_dc_teardown t_destroy_inflight)
 all tests: $(PAIR_DC_BINS)
 $(B)/examples-pair-dc/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -159,7 +159,7 @@ $(eval $(call TAG_MLX5_RULE,tests-pair-dc,$$(PAIR_DC_DEFS),t_tag))
 
 # dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
 # tests again, as dc/<name>_fixed
-DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am
+DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am t_destroy_inflight t_dc_teardown
 DC_FIXED_BINS := $(addprefix $(B)/tests-dc/,$(addsuffix _fixed,$(DC_FIXED_TESTS)))
 all tests: $(DC_FIXED_BINS)
 $(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h $(HEADERS)

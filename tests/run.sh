@@ -86,7 +86,7 @@ pair_suite() { # label, tests dir, examples dir, "names on 8 ranks", "names at t
         run_one "$label/$(basename "$t")" env RVXRUN_NODES=2 LD_LIBRARY_PATH=build/sim "$t"
       fi
       case $label/$n in
-        pair/t_rma|pair/t_flush|pair/t_peer_close)
+        pair/t_rma|pair/t_flush|pair/t_peer_close|pair/t_destroy_inflight)
           run_one "pair1/$(basename "$t")" env RVXRUN_NODES=1 LD_LIBRARY_PATH=build/sim "$t" ;;
       esac
     done
@@ -102,10 +102,10 @@ pair_suite() { # label, tests dir, examples dir, "names on 8 ranks", "names at t
 }
 # a name a,b runs the first of a, b that is built (the tag tests' GET build, or the plain one)
 pair_suite pair "${PAIR_TESTS_DIR:-build/tests-pair}" "${PAIR_EXAMPLES_DIR:-build/examples-pair}" \
-  "t_rma t_atomics t_am t_tag_get,t_tag t_flush t_peer_exit" \
-  "t_peer_close t_rma_fault t_debug_rkey t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy"
+  "t_rma t_atomics t_am t_tag_get,t_tag t_flush t_peer_exit t_dc_teardown" \
+  "t_peer_close t_rma_fault t_debug_rkey t_tag_peer_death_get,t_tag_peer_death t_tag_ep_destroy_get,t_tag_ep_destroy t_destroy_inflight"
 pair_suite pair-dc "${PAIR_DC_TESTS_DIR:-build/tests-pair-dc}" "${PAIR_DC_EXAMPLES_DIR:-build/examples-pair-dc}" \
-  "t_rma t_atomics t_am t_tag_get,t_tag t_flush" "t_rma_fault"
+  "t_rma t_atomics t_am t_tag_get,t_tag t_flush t_dc_teardown" "t_rma_fault t_destroy_inflight"
 if ls build/sim/tests/t_* >/dev/null 2>&1; then
   for t in build/sim/tests/t_*; do
     [ -x "$t" ] && run_one "sim/$(basename "$t")" env -u RVXSIM_STRICT LD_LIBRARY_PATH=build/sim "$t"

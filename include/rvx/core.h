@@ -582,7 +582,9 @@ static inline rvx_status_t rvx_wait_flag(rvx_worker_t *w, rvx_ep_t *ep, const vo
     double deadline = timeout_ms < 0 ? 0 : rvx__now_s() + timeout_ms / 1000.0;
     while (!*flag) {
         if (rvx_progress(w)) { spins = 0; continue; }
-        if ((++polls & 1023) == 0) {
+        /* the peer and the deadline are looked at every 1024 spinning rounds and on every
+         * sleeping one (rvx__backoff), so a timeout is kept to within a sleep (at most 1 ms) */
+        if ((++polls & 1023) == 0 || spins > RVX__BACKOFF_SLEEPING) {
             if (ep && rvx__tl_ep_alive(&ep->tl[0]) != RVX_OK) {
                 rvx_progress(w); /* the answer may have arrived just before the peer left */
                 return *flag ? RVX_OK : RVX_ERR_PEER_FAILED;

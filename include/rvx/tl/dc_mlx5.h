@@ -273,6 +273,8 @@ typedef struct rvx__tl_iface {
     unsigned        ndirty;
     unsigned        sweep_in;    /* slow progress calls before the next look at the clock */
     int             in_sweep;
+    uint8_t         closing;     /* an endpoint's destruction gives back its credits: it may take
+                                  * a DCI still busy with a destroyed endpoint's work */
     double          sweep_t;     /* when the last sweep ran */
     uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
                                                  * (readable past a short frame's end) */

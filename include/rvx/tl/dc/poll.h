@@ -32,6 +32,16 @@ RVX_COLD void rvx__dc_req_ok(rvx__dc_dci_t *d, uint16_t idx)
     rvx__dc_fast_limit(d);
 }
 
+/* A syndrome that says the peer no longer answers. On work of a destroyed endpoint (sends,
+ * credit words, keepalives: nothing anyone waits for) that is no failure of the job and is not
+ * reported: a peer that left first is the normal end of a job. */
+RVX_INLINE int rvx__dc_gone_synd(unsigned syndrome)
+{
+    return syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ||
+           syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR ||
+           syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+}
+
 /* A WQE failed (or was flushed after a failure): the endpoint holding the DCI fails, the WQEs
  * before it completed, this one completes with the syndrome's status. Once the DCI has nothing
  * left, it recovers. */
@@ -50,9 +60,11 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
         d->failed = 1;
         d->fail_st = st;
         d->ctrl_w8 = d->ctrl_send = 0; /* one-WQEBB posts go to the slow path, which waits */
-        rvx__log("dc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, DCI 0x%x "
-                 "WQE %u): the endpoint is marked failed, the DCI recovers", ep ? ep->rank : -1,
-                 rvx__mlx5_syndrome_str(e->syndrome), e->syndrome, e->vendor_err_synd, d->qpn, idx);
+        if (ep || !rvx__dc_gone_synd(e->syndrome))
+            rvx__log("dc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, DCI "
+                     "0x%x WQE %u): the endpoint is marked failed, the DCI recovers",
+                     ep ? ep->rank : -1, rvx__mlx5_syndrome_str(e->syndrome), e->syndrome,
+                     e->vendor_err_synd, d->qpn, idx);
     }
     if (ep && !ep->failed) {
         ep->failed = 1;
@@ -190,29 +202,33 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
 #endif
 }
 
-/* A DCI for ep: one no one holds (idle ones first), else one whose holder's work has all
- * completed (taken from it). NULL: every DCI holds outstanding work. */
+/* A DCI for ep: one no one holds, else one whose holder's work has all completed (taken from
+ * it). A DCI no one holds that still has work (a destroyed endpoint's, to a peer that may have
+ * left: its retries can last seconds) goes only to an endpoint being destroyed, for its credits'
+ * give-back: an error of that work must not fail a living endpoint, and teardown must not wait
+ * for the retries. NULL: none is free. */
 RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
 {
-    rvx__dc_dci_t *busy_free = NULL, *idle_held = NULL;
+    rvx__dc_dci_t *free_d = NULL, *idle_held = NULL, *orphan = NULL;
     unsigned k;
     for (k = 0; k < RVX_DC_NUM_DCI; k++) {
         rvx__dc_dci_t *d = &ifc->dci[(ifc->next_dci + k) % RVX_DC_NUM_DCI];
         int idle = d->sq.ci == d->sq.pi;
         if (d->failed) continue;
-        if (!d->ep && idle) { idle_held = NULL; busy_free = d; break; }
-        if (!d->ep && !busy_free) busy_free = d;
+        if (!d->ep && idle) { idle_held = NULL; free_d = d; break; }
+        if (!d->ep && !orphan) orphan = d;
         if (d->ep && idle && !idle_held && !d->tx.flush_head && !d->am_claim) idle_held = d;
     }
-    if (!busy_free && idle_held) {
+    if (!free_d && idle_held) {
         idle_held->ep->dci = &ifc->no_dci; /* its holder's work is complete: it takes another
                                             * next time */
         idle_held->ep = NULL;
-        busy_free = idle_held;
+        free_d = idle_held;
         ifc->dci_taken++;
     }
-    if (busy_free) ifc->next_dci = (unsigned)(busy_free - ifc->dci + 1) % RVX_DC_NUM_DCI;
-    return busy_free;
+    if (!free_d && ifc->closing) free_d = orphan;
+    if (free_d) ifc->next_dci = (unsigned)(free_d - ifc->dci + 1) % RVX_DC_NUM_DCI;
+    return free_d;
 }
 
 /* The endpoint's DCI with room for nbb WQEBBs: its own (waiting for room), or one from the pool
@@ -426,7 +442,9 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
         if (rvx__dc_drain(ep->ifc)) spins = 0;
         else rvx__backoff(&spins);
         rvx__dc_tick(ep->ifc);
-        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+        /* once the wait sleeps, each round asks whether the peer lives (its keepalive, at
+         * most every 100 ms, fails within the retries): a time, not a count of rounds */
+        if (spins > RVX__BACKOFF_SLEEPING && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
     }
     return body;
 #else
@@ -719,26 +737,25 @@ RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
     rvx__dc_sweep(ifc, NULL, 0);
 }
 
-/* At endpoint destruction every credit goes back: the unused ones at once, those of frames in
- * flight once the peer has taken them (its count read from its control region). A peer that does
- * not take them within a second keeps them counted against this rank. */
+/* At endpoint destruction every credit goes back at once, with nothing waited for and nothing
+ * read from the peer (which may have left already): the unused ones, and those covering frames
+ * the peer has not reported yet. The pool's fetch-add goes on the endpoint's DCI after its SENDs,
+ * so when the peer's NIC adds them those frames are in its receive buffers; until its CPU takes
+ * them the pool may promise those buffers twice (an RNR NAK at worst, retried: rnr_retry 7). The
+ * frames sent so far count as paid for: a later endpoint ignores their reports
+ * (rvx__tl_ep_connect). A failed endpoint keeps what it holds (the peer may be gone). */
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    double t0 = rvx__now_s();
-    unsigned spins = 0;
-    uint64_t raddr;
-    rvx_rkey_t k;
-    rvx__dc_ctrl_key(ep, &k);
-    raddr = k.base + 8 * (1 + (uint64_t)ep->ifc->nranks + (uint64_t)ep->ifc->rank);
-    for (;;) {
-        uint64_t taken = 0;
-        (void)rvx__dc_release(ep);
-        if (!p->claimed || ep->failed || rvx__now_s() - t0 > 1.0) break;
-        if (rvx__tl_get_bcopy(ep, &taken, 8, raddr, &k, NULL) != RVX_OK) break;
-        if ((int32_t)((uint32_t)taken - ep->piggy) > 0) ep->piggy = (uint32_t)taken;
-        if ((uint32_t)taken != rvx__dc_tx_sent(ep)) rvx__backoff(&spins);
+    ep->ifc->closing = 1;
+    (void)rvx__dc_release(ep);
+    if (!ep->failed && p->claimed) {
+        uint32_t held = p->claimed;
+        p->claimed = 0;
+        ep->ifc->released += held;
+        rvx__dc_pool_add(ep, held);
     }
+    ep->ifc->closing = 0;
     rvx__dc_hold_del(ep);
 }
 

@@ -7,6 +7,7 @@
 
 RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc);
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
+RVX_COLD void rvx__dc_hold(rvx__dc_dci_t *d);
 #if RVX_CAN_RECEIVE
 RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
 RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
@@ -183,9 +184,33 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
     return RVX_OK;
 }
 
+/* Before the DCIs go, a short grace for what they still hold (credits given back, sends):
+ * peers still there get it in microseconds; one that has left is not waited for beyond
+ * RVX__DC_FINI_GRACE_S, and its failure is not reported (rvx__dc_req_err). */
+#define RVX__DC_FINI_GRACE_S 0.01
+RVX_COLD void rvx__dc_iface_quiesce(rvx__tl_iface_t *ifc)
+{
+    double t0 = rvx__now_s();
+    unsigned spins = 0, i, busy = 1;
+    while (busy && rvx__now_s() - t0 < RVX__DC_FINI_GRACE_S) {
+        for (i = busy = 0; i < RVX_DC_NUM_DCI; i++) {
+            rvx__dc_dci_t *d = &ifc->dci[i];
+            if (!d->qp || d->sq.ci == d->sq.pi) continue;
+            rvx__dc_sig_tail(d);
+            rvx__dc_hold(d);
+            busy = 1;
+        }
+        if (!busy) break;
+        if (rvx__dc_drain(ifc)) spins = 0;
+        else rvx__backoff(&spins);
+    }
+}
+
 RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 {
     unsigned i;
+    if (ifc->ibcq) rvx__dc_iface_quiesce(ifc);
+    rvx__mlx5_wflush_cancel(&ifc->wflush); /* what the grace did not retire */
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
         rvx__mlx5_tx_drop(&ifc->dci[i].tx);
@@ -368,6 +393,9 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->tx_limit = ifc->peers[rank].tx_sent;
     ep->tx_left = 0;
     ep->piggy = (uint32_t)ifc->ctrl[1 + rank];
+    /* an earlier endpoint that gave back every credit paid for all its frames: reports of them
+     * arriving now change nothing (rvx__dc_give_back) */
+    if (!ifc->peers[rank].claimed && (int32_t)(ep->tx_limit - ep->piggy) > 0) ep->piggy = ep->tx_limit;
     ifc->eps[rank] = ep;
     if (ifc->peers[rank].claimed) rvx__dc_hold_add(ep); /* the sweep gives them back */
     /* frames the rank sent while there was no endpoint: their credits go back now */
@@ -377,22 +405,71 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     return RVX_OK;
 }
 
-/* Its work completes (an unsignaled tail gets a signaled NOP), then the DCI goes back. */
+/* The endpoint's work that completes into the caller's memory (a request, a copy, a fetch)
+ * finishes, by its CQE or its DCI's error; a peer that does not answer costs at most the DCI's
+ * retries (RVX__MLX5_TEARDOWN_S), after which the DCI is failed on purpose and its flush ends
+ * every request. The rest (sends, credit words, keepalives: what a peer that has left no longer
+ * needs) is not waited for. */
+RVX_COLD void rvx__dc_ep_settle(rvx__tl_ep_t *ep)
+{
+    rvx__tl_iface_t *ifc = ep->ifc;
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    /* its DCI even once an error set ep->dci to no_dci: its WQEs behind the error still flush */
+    rvx__dc_dci_t *d = &ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
+#else
+    rvx__dc_dci_t *d = ep->dci; /* in the pool even once recovered: it retires its records */
+#endif
+    double t0 = rvx__now_s();
+    unsigned spins = 0;
+    int forced = 0;
+    if (d == &ifc->no_dci || !rvx__mlx5_tx_owes(&d->tx)) return;
+    rvx__dc_sig_tail(d); /* an unsignaled tail would never be retired */
+    rvx__dc_hold(d);     /* failed: its error CQEs are polled for */
+    while (rvx__mlx5_tx_owes(&d->tx)) {
+        if (rvx__dc_drain(ifc)) spins = 0;
+        else rvx__backoff(&spins);
+        if (rvx__now_s() - t0 < RVX__MLX5_TEARDOWN_S) continue;
+        if (forced) { /* the adapter flushed nothing in another TEARDOWN_S */
+            rvx__log("dc_mlx5: DCI 0x%x does not flush: requests to rank %d stay pending",
+                     d->qpn, ep->rank);
+            return;
+        }
+        forced = 1; /* its flush CQEs end the requests, then it recovers */
+        t0 = rvx__now_s();
+        rvx__log("dc_mlx5: rank %d did not answer for %.1f s: its endpoint's requests end",
+                 ep->rank, RVX__MLX5_TEARDOWN_S);
+        rvx__mlx5_qp_to_err(d->qp, ep->rank);
+    }
+}
+
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+/* WQEs of the endpoint still on its (shared) DCI: an error CQE for one finds no endpoint. */
+RVX_COLD void rvx__dc_disown(rvx__tl_ep_t *ep)
+{
+    rvx__dc_dci_t *d = &ep->ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
+    uint32_t i;
+    for (i = d->sq.ci; i != d->sq.pi; i++)
+        if (d->owner[i & d->sq.mask] == ep) d->owner[i & d->sq.mask] = NULL;
+}
+#endif
+
+/* The endpoint goes. Its credits go back at once (tl/dc/poll.h), its owed work completes, and a
+ * DCI it held goes back to the pool, to be handed out again once what is left on it retires
+ * (a signaled NOP after it: a peer that has left fails it unreported, see rvx__dc_req_err). */
 RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
 {
     rvx__tl_iface_t *ifc = ep->ifc;
-    unsigned spins = 0;
     if (!ep->live) return;
 #if RVX_CAN_RECEIVE
     rvx__dc_give_back(ep); /* and off the holders' list */
     ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
     if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
 #endif
-    if (ep->dci != &ifc->no_dci && !ep->dci->failed) rvx__dc_sig_tail(ep->dci);
-    while (ep->dci->sq.ci != ep->dci->sq.pi) {
-        if (!rvx__dc_drain(ifc)) rvx__backoff(&spins);
-        if (spins > 20000) break; /* the peer is gone without telling: the DCI's retries end it */
-    }
+    rvx__dc_ep_settle(ep);
+    if (ep->dci != &ifc->no_dci && ep->dci->sq.ci != ep->dci->sq.pi) rvx__dc_sig_tail(ep->dci);
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    rvx__dc_disown(ep);
+#endif
     if (ep->dci->ep == ep) ep->dci->ep = NULL; /* any CQEs still to come find no endpoint */
     if (ep->dci->ka_ep == ep) ep->dci->ka_ep = NULL;
     ep->dci = &ifc->no_dci;

@@ -488,6 +488,12 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_to_rts(struct ibv_qp *qp, int rank)
     return RVX_OK;
 }
 
+/* How long a QP's retries take to give up on a peer that does not answer: (RETRY + 1) ACK
+ * timeouts of 4.096 us x 2^TIMEOUT (8.6 s by default; rvxsim caps it at 2 s). Teardown waits this
+ * long, plus a second for a late completion, before it fails a queue on purpose. */
+#define RVX__MLX5_RETRY_S (4.096e-6 * (double)(1ull << RVX_MLX5_TIMEOUT) * (RVX_MLX5_RETRY + 1))
+#define RVX__MLX5_TEARDOWN_S (RVX__MLX5_RETRY_S + 1.0)
+
 /* Fail a QP on purpose: the NIC flushes every WQE and receive it holds with an error CQE. */
 RVX_COLD void rvx__mlx5_qp_to_err(struct ibv_qp *qp, int rank)
 {

@@ -195,10 +195,11 @@ RVX_COLD const rvx__mlx5_op_t *rvx__mlx5_tx_op_at(const rvx__mlx5_txops_t *tx, u
 }
 
 /* Whether a record not yet retired carries something a caller will look at (a request, a copy or
- * a fetch into its memory), not only bounce space. */
+ * a fetch into its memory), not only bounce space, or a flush is pending. */
 RVX_COLD int rvx__mlx5_tx_owes(const rvx__mlx5_txops_t *tx)
 {
     uint32_t i;
+    if (tx->flush_head) return 1;
     for (i = tx->head; i != RVX__MLX5_REC_NIL; i = tx->pool->r[i].next)
         if (tx->pool->r[i].op.kind != RVX__MLX5_ON_NONE) return 1;
     return 0;
@@ -345,6 +346,17 @@ RVX_COLD void rvx__mlx5_wflush_done(rvx_request_t **list)
         rvx_request_t *r = *list;
         *list = (rvx_request_t *)(uintptr_t)r->tl_private[0];
         r->status = RVX_OK;
+    }
+}
+
+/* The worker goes with flushes still pending (work of destroyed endpoints not retired): they end
+ * RVX_ERR_CANCELED, so that no request outlives its worker. */
+RVX_COLD void rvx__mlx5_wflush_cancel(rvx_request_t **list)
+{
+    while (*list) {
+        rvx_request_t *r = *list;
+        *list = (rvx_request_t *)(uintptr_t)r->tl_private[0];
+        r->status = RVX_ERR_CANCELED;
     }
 }
 

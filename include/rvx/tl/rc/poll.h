@@ -654,7 +654,9 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
         if (c->failed) return NULL;
         if (rvx__mlx5_drain(c->ifc, 0)) spins = 0;
         else rvx__backoff(&spins);
-        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+        /* once the wait sleeps, each round asks whether the peer lives (its keepalive, at
+         * most every 100 ms, fails within the retries): a time, not a count of rounds */
+        if (spins > RVX__BACKOFF_SLEEPING && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
     }
     return body;
 #else

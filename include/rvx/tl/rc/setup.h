@@ -338,6 +338,7 @@ fail:
 RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
 {
     int i;
+    rvx__mlx5_wflush_cancel(&ifc->wflush); /* their work was not all seen complete */
     while (ifc->def_head) {
         rvx__mlx5_deferred_t *d = ifc->def_head;
         ifc->def_head = d->next;
@@ -482,20 +483,39 @@ RVX_COLD int rvx__mlx5_owes(const rvx__mlx5_conn_t *c)
 }
 
 /* The endpoint goes; the QP stays (and keeps its counters) so that a later endpoint continues
- * the same stream. Work that completes into the caller's memory is finished first; the rest
- * (credit returns, keepalives: what a peer that has left no longer needs) is not waited for, and
- * retires whenever its CQEs come, or never if the worker goes first. */
+ * the same stream. Work that completes into the caller's memory is finished first, by its CQE or
+ * the QP's error (a failed QP flushes the rest at once); the rest (credit returns, keepalives:
+ * what a peer that has left no longer needs) is not waited for, and retires whenever its CQEs
+ * come, or never if the worker goes first. A peer that does not answer costs at most the QP's
+ * retries (RVX__MLX5_TEARDOWN_S): then the QP is failed on purpose and its flush ends every
+ * request (a later endpoint re-connects). */
+RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st);
+RVX_COLD void rvx__mlx5_hold(rvx__mlx5_conn_t *c);
 RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
 {
     rvx__mlx5_conn_t *c = ep->c;
     rvx__tl_iface_t *ifc = c->ifc;
+    double t0 = rvx__now_s();
     unsigned spins = 0;
-    if (!c->failed && rvx__mlx5_owes(c)) {
+    int forced = 0;
+    if (rvx__mlx5_owes(c)) {
         rvx__mlx5_sig_tail(c); /* an unsignaled tail would never be retired */
-        while (c->sq.ci != c->sq.pi && !c->failed && rvx__mlx5_owes(c)) {
-            if (!rvx__mlx5_drain(ifc, 0)) rvx__backoff(&spins);
-            if (spins > 20000) break; /* the peer is gone without telling: let the QP be */
+        rvx__mlx5_hold(c);     /* failed: its flush CQEs are polled for */
+    }
+    while (rvx__mlx5_owes(c)) {
+        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        else rvx__backoff(&spins);
+        if (rvx__now_s() - t0 < RVX__MLX5_TEARDOWN_S) continue;
+        if (forced) { /* the adapter flushed nothing in another TEARDOWN_S */
+            rvx__log("rc_mlx5: the QP to rank %d does not flush: its requests stay pending",
+                     rvx__mlx5_rank(c));
+            break;
         }
+        forced = 1;
+        t0 = rvx__now_s();
+        rvx__log("rc_mlx5: rank %d did not answer for %.1f s: its endpoint's requests end",
+                 rvx__mlx5_rank(c), RVX__MLX5_TEARDOWN_S);
+        rvx__mlx5_to_err(c, RVX_ERR_CANCELED);
     }
     c->ep = NULL;
     ifc->nlive--;

@@ -1,0 +1,117 @@
+/* t_dc_teardown: a job that ends after a clean barrier ends quietly and at once, on dc_mlx5 and
+ * on both pairs (shm + rc_mlx5, shm + dc_mlx5: tests/run.sh runs it on 8 ranks as 2 nodes).
+ * README's program on n ranks (RVX_TEST_RANKS, 2 to 32; 2 by default): a few rounds of each rank
+ * pinging the next and answering the previous, then one ping to every rank (at 32 ranks more
+ * peers hold credits than there are DCIs), then a barrier. The odd ranks destroy their worker
+ * first; after a second barrier the even ones destroy theirs, every one with a neighbour that has
+ * left. Credits are swept only every 10 s here, so every rank still holds credits for frames its
+ * neighbours took but did not report: endpoint destruction must give them back without asking the
+ * peer (which, for the even ranks, is gone).
+ * Checked by events: nothing rvx or rvxsim writes on stderr during the destruction reports a
+ * failure or a retry. Also, loosely, by time: the model's retries are set to 8 s
+ * (RVXSIM_RETRY_TIMEOUT_MS), so a destroy that waited for a departed peer takes 8 s and one that
+ * did not takes milliseconds; the bound of 4 s lies between, far from what load adds to the
+ * latter (the time is printed). */
+#define RVX_DC_CREDIT_IDLE_US 10000000 /* no sweep reports frames taken during the test */
+#define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong)
+#include <rvx/rvx.h>
+#include "testlib.h"
+
+#define ROUNDS 3 /* frames per neighbour, well under half a batch of credits: none reported */
+
+static volatile int pongs;
+
+static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)p; (void)len;
+    rvx_am_reply_short(t, RVX_AM_PONG, a, n);
+}
+
+static void on_pong(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
+{
+    (void)t; (void)a; (void)n; (void)p; (void)len;
+    pongs++;
+}
+
+/* A ping to ep; waits (progressing) until `want` pongs have come in all. */
+static void ping(rvx_worker_t *w, rvx_ep_t *ep, int want)
+{
+    uint64_t a = (uint64_t)want;
+    double t0 = t_now();
+    rvx_status_t st;
+    rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &a, 1));
+    T_OK(st);
+    while (pongs < want && t_now() - t0 < 60) rvx_progress(w);
+    T_CHECK(pongs == want, "%d pongs of %d", pongs, want);
+}
+
+/* Lines of rvx or rvxsim in the file that report a failure or a retry (each is echoed). */
+static int failure_lines(FILE *f)
+{
+    char line[512];
+    int n = 0;
+    rewind(f);
+    while (fgets(line, sizeof(line), f)) {
+        fputs(line, stdout);
+        if (strncmp(line, "rvx", 3) != 0) continue;
+        if (strstr(line, "fail") || strstr(line, "retr") || strstr(line, "gone")) n++;
+    }
+    return n;
+}
+
+/* rvx_worker_destroy with stderr captured; returns its time, *bad the failure lines. */
+static double destroy_quietly(rvx_worker_t *w, int *bad)
+{
+    FILE *log = tmpfile();
+    int saved;
+    double t0, took;
+    if (!log) { perror("tmpfile"); exit(1); }
+    fflush(stderr);
+    saved = dup(2);
+    dup2(fileno(log), 2);
+    t0 = t_now();
+    rvx_worker_destroy(w);
+    took = t_now() - t0;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    *bad = failure_lines(log);
+    fclose(log);
+    return took;
+}
+
+int main(int argc, char **argv)
+{
+    rvx_context_t *ctx;
+    rvx_worker_t *w;
+    rvx_ep_t *next, *prev, *eps[32];
+    double took;
+    int me, n, i, bad;
+
+    setenv("RVXSIM_RETRY_TIMEOUT_MS", "8000", 0); /* waiting for a departed peer takes 8 s */
+    t_spawn_upto(argc, argv, 2, 32, 120);
+    me = t_start(&ctx, &w);
+    n = rvx_size(ctx);
+    T_OK(rvx_ep_create(w, (me + 1) % n, &next));
+    T_OK(rvx_ep_create(w, (me + n - 1) % n, &prev));
+    T_OK(rvx_barrier(ctx));
+    for (i = 0; i < ROUNDS; i++) ping(w, next, i + 1);
+    for (i = 1; i < n; i++) T_OK(rvx_ep_create(w, (me + i) % n, &eps[i])); /* a ping's answer */
+    T_OK(rvx_barrier(ctx)); /* comes once the pinged rank has an endpoint back */
+    for (i = 1; i < n; i++) ping(w, eps[i], ROUNDS + i); /* more peers hold credits than DCIs */
+    T_OK(rvx_barrier(ctx)); /* every rank has had its pongs: the exchange is over */
+    if (me % 2) {
+        took = destroy_quietly(w, &bad);
+        T_OK(rvx_barrier(ctx));
+    } else {
+        T_OK(rvx_barrier(ctx)); /* the odd ranks' workers are gone */
+        took = destroy_quietly(w, &bad);
+    }
+    printf("rank %d of %d: worker destroyed in %.1f ms (%s), %d failure line(s)\n", me, n,
+           took * 1e3, me % 2 ? "neighbours there" : "a neighbour gone", bad);
+    T_CHECK(bad == 0, "a clean job reported %d failure(s) at teardown", bad);
+    T_CHECK(took < 4.0, "rvx_worker_destroy waited %.2f s for a peer that had left", took);
+    T_OK(rvx_barrier(ctx));
+    rvx_finalize(ctx);
+    return t_exit();
+}
