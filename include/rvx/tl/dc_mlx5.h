@@ -519,13 +519,14 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
                                           uint64_t raddr, const rvx_rkey_t *rkey)
 {
     size_t done = 0;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
+    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
+    if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
+        return RVX_ERR_REMOTE_ACCESS;
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         rvx__dc_dci_t *d;
         rvx__mlx5_op_t o;
         uint8_t *b;
-        if (RVX_UNLIKELY(ep->failed)) return rvx__dc_ep_status(ep); /* no chunk after an error */
         if (n <= RVX__TL_SHORT_MAX) {
             rvx_status_t st = rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
             if (st != RVX_OK) return st;
@@ -542,6 +543,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, ep->ifc->bounce_lkey,
                           raddr + done, rkey, &o, 0);
         done += n;
+        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_ep_status(ep); /* none after an error */
     }
     return RVX_OK;
 }
@@ -563,7 +565,7 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
     while (done < len) {
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
-        rvx__dc_dci_t *nd = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_dci_t *nd = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         rvx__mlx5_op_t o;
         if (RVX_UNLIKELY(!nd)) return rvx__dc_stop(ep, d, req);
         d = nd;
@@ -574,6 +576,7 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
         rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
                           &o, last);
         done += n;
+        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_stop(ep, d, req); /* none after an error */
     }
     return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
 }
@@ -597,14 +600,16 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     size_t done = 0;
     rvx__dc_dci_t *d = NULL;
     if (len == 0) return RVX_OK;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
+    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
+    if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
+        return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     if (len > RVX_PUT_BCOPY_MAX) req->tl_private[2] = 0; /* chunks: the first error */
     while (done < len) {
         size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
         int last = done + n == len;
-        rvx__dc_dci_t *nd = ep->failed ? NULL : rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+        rvx__dc_dci_t *nd = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
         rvx__mlx5_op_t o;
         uint8_t *b = nd ? rvx__dc_bounce(nd, ep, n) : NULL;
         if (RVX_UNLIKELY(!b)) return rvx__dc_stop(ep, d, req);
@@ -619,6 +624,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, ep->ifc->bounce_lkey,
                           raddr + done, rkey, &o, last);
         done += n;
+        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_stop(ep, d, req); /* none after an error */
     }
     return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
 }

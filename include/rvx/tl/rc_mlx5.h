@@ -408,12 +408,13 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
 {
     rvx__mlx5_conn_t *c = ep->c;
     size_t done = 0;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
+    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
+    if (len > RVX__MLX5_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
+        return RVX_ERR_REMOTE_ACCESS;
     while (done < len) {
         size_t n = len - done < RVX__MLX5_BOUNCE_CHUNK ? len - done : RVX__MLX5_BOUNCE_CHUNK;
         rvx__mlx5_op_t o;
         uint8_t *b;
-        if (RVX_UNLIKELY(c->failed)) return rvx__mlx5_fail_st(c); /* no chunk after an error */
         if (n <= RVX__TL_SHORT_MAX) {
             rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
             done += n;
@@ -428,6 +429,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bs->lkey,
                             raddr + done, rkey, &o, 0);
         done += n;
+        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__mlx5_fail_st(c); /* none after an error */
     }
     return RVX_OK;
 }
@@ -449,7 +451,6 @@ RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcod
         size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
         int last = done + n == len;
         rvx__mlx5_op_t o;
-        if (RVX_UNLIKELY(c->failed)) return rvx__mlx5_stop(c, req);
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_REQ;
         o.part = RVX__MLX5_PART(done, n, len);
@@ -457,6 +458,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcod
         rvx__mlx5_post_rdma(c, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
                             &o, last);
         done += n;
+        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__mlx5_stop(c, req); /* none after an error */
     }
     return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
 }
@@ -480,7 +482,9 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
+    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
+    if (len > RVX__MLX5_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
+        return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     if (len > RVX__MLX5_BOUNCE_CHUNK) req->tl_private[2] = 0; /* chunks: the first error */
@@ -488,7 +492,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         size_t n = len - done < RVX__MLX5_BOUNCE_CHUNK ? len - done : RVX__MLX5_BOUNCE_CHUNK;
         int last = done + n == len;
         rvx__mlx5_op_t o;
-        uint8_t *b = c->failed ? NULL : rvx__mlx5_bounce(c, n);
+        uint8_t *b = rvx__mlx5_bounce(c, n);
         if (RVX_UNLIKELY(!b)) return rvx__mlx5_stop(c, req);
         o.kind = RVX__MLX5_ON_COPY;
         o.part = RVX__MLX5_PART(done, n, len);
@@ -500,6 +504,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bs->lkey,
                             raddr + done, rkey, &o, last);
         done += n;
+        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__mlx5_stop(c, req); /* none after an error */
     }
     return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
 }

@@ -31,12 +31,11 @@ typedef struct rvx_rkey {
 } rvx_rkey_t;
 
 /* Whether [raddr, raddr + len) lies in the region the key's owner announced. The NIC holds the
- * real bounds; a copied or zero-copy transfer asks here first, so one that would fail posts no
- * chunk at all (and an absurd length returns at once). */
+ * real bounds; a transfer of several chunks (and a zero-copy one) asks here first, so one that
+ * would fail posts no chunk at all and an absurd length returns at once. */
 RVX_INLINE int rvx__mlx5_rkey_covers(const rvx_rkey_t *k, uint64_t raddr, size_t len)
 {
-    uint64_t off = raddr - k->base;
-    return raddr >= k->base && off <= k->len && (uint64_t)len <= k->len - off;
+    return (uint64_t)len <= k->len && raddr - k->base <= k->len - (uint64_t)len;
 }
 
 /* A BlueFlame register; send queues that share one share the half toggle. `cur` is the half to
