@@ -42,6 +42,7 @@ struct sim_env {
 	long delay_us;
 	long reg_cost_ns_per_page;
 	long force_rnr;
+	long drop_read_resp;     /* RVXSIM_DROP_READ_RESP: READ/atomic response packets to lose */
 	long retry_timeout_ms;   /* cap of the transport retry timer */
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
@@ -227,6 +228,8 @@ struct sim_qp {
 	uint64_t rnr_wait_until;
 	uint32_t rnr_seq;
 	bool rnr_waiting;
+	bool seq_err_retry;          /* a go-back to seq_err_seq after an implied NAK is under way */
+	uint32_t seq_err_seq;
 	/* current message being packetised */
 	int tx_state;
 	uint8_t *tx_data;
@@ -295,6 +298,8 @@ struct sim_ctx {
 	bool peer_lost;              /* RVXSIM_KILL_PEER_AFTER fired */
 	_Atomic uint64_t app_progress_ns; /* last engine pass run by an application thread */
 	long forced_rnr;
+	long dropped_read_resp;      /* RVXSIM_DROP_READ_RESP responses lost so far */
+	uint32_t dropped_qpn, dropped_seq; /* the last one, not lost twice */
 	struct remote_cache *remotes;
 };
 
