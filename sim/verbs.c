@@ -2279,3 +2279,41 @@ SIM_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_a
 	sim_unsupported("ibv_resolve_eth_l2_from_gid");
 	return EOPNOTSUPP;
 }
+
+/* These names have two versions, as in rdma-core: the default IBVERBS_1.1 entries defined above,
+ * and IBVERBS_1.0 entries for binaries linked before 2006 (sim/abi.c). "@@@" binds each
+ * definition to its default version and leaves no unversioned name for the map to claim. */
+#define SIM_DEFAULT_1_1(name) __asm__(".symver " #name ", " #name "@@@IBVERBS_1.1");
+SIM_DEFAULT_1_1(ibv_ack_async_event)
+SIM_DEFAULT_1_1(ibv_ack_cq_events)
+SIM_DEFAULT_1_1(ibv_alloc_pd)
+SIM_DEFAULT_1_1(ibv_attach_mcast)
+SIM_DEFAULT_1_1(ibv_close_device)
+SIM_DEFAULT_1_1(ibv_create_ah)
+SIM_DEFAULT_1_1(ibv_create_cq)
+SIM_DEFAULT_1_1(ibv_create_qp)
+SIM_DEFAULT_1_1(ibv_create_srq)
+SIM_DEFAULT_1_1(ibv_dealloc_pd)
+SIM_DEFAULT_1_1(ibv_dereg_mr)
+SIM_DEFAULT_1_1(ibv_destroy_ah)
+SIM_DEFAULT_1_1(ibv_destroy_cq)
+SIM_DEFAULT_1_1(ibv_destroy_qp)
+SIM_DEFAULT_1_1(ibv_destroy_srq)
+SIM_DEFAULT_1_1(ibv_detach_mcast)
+SIM_DEFAULT_1_1(ibv_free_device_list)
+SIM_DEFAULT_1_1(ibv_get_async_event)
+SIM_DEFAULT_1_1(ibv_get_cq_event)
+SIM_DEFAULT_1_1(ibv_get_device_guid)
+SIM_DEFAULT_1_1(ibv_get_device_list)
+SIM_DEFAULT_1_1(ibv_get_device_name)
+SIM_DEFAULT_1_1(ibv_modify_qp)
+SIM_DEFAULT_1_1(ibv_modify_srq)
+SIM_DEFAULT_1_1(ibv_open_device)
+SIM_DEFAULT_1_1(ibv_query_device)
+SIM_DEFAULT_1_1(ibv_query_gid)
+SIM_DEFAULT_1_1(ibv_query_pkey)
+SIM_DEFAULT_1_1(ibv_query_port)
+SIM_DEFAULT_1_1(ibv_query_qp)
+SIM_DEFAULT_1_1(ibv_query_srq)
+SIM_DEFAULT_1_1(ibv_reg_mr)
+SIM_DEFAULT_1_1(ibv_resize_cq)

@@ -20,6 +20,8 @@ need=(
   "libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a"
   "libpmix-dev:/usr/lib/x86_64-linux-gnu/pkgconfig/pmix.pc"
   "openmpi-bin:/usr/bin/mpirun.openmpi"
+  "perftest:/usr/bin/ib_write_lat"
+  "python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py"
 )
 missing=()
 for item in "${need[@]}"; do
