@@ -175,8 +175,23 @@ struct sq_rec {
 
 enum { TX_IDLE = 0, TX_ACTIVE };
 
+/* A DCI work request's target (mlx5dv_wr_set_dc_addr). */
+struct sim_wr_dc {
+	struct ibv_ah *ah;
+	uint32_t dctn;
+	uint64_t key;
+};
+struct sim_wr_batch;
+
 struct sim_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;        /* ibv_qp_to_qp_ex, when created with send_ops_flags */
+	};
+	struct mlx5dv_qp_ex dvqpx;       /* mlx5dv_qp_ex_from_ibv_qp_ex */
+	struct sim_wr_batch *wrb;        /* ibv_wr_* staging (wr.c), or NULL */
+	struct sim_wr_dc *wr_dc;
+	uint8_t *wr_mem;
 	struct sim_ctx *sc;
 	uint32_t qpn;
 	enum ibv_qp_type type;
@@ -446,5 +461,15 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_q
 						 int dc_type, uint64_t access_key);
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
+
+
+/* ---- the ibv_wr_* API (wr.c) ---- */
+int sim_wr_init(struct sim_qp *qp, uint64_t send_ops_flags);
+void sim_wr_free(struct sim_qp *qp);
+/* the WQE builder of ibv_post_send; dc[i] addresses the i-th WR of a DCI */
+int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+		  const struct sim_wr_dc *dc);
+SIM_PRIV int rvxsim_priv_qp_enable_wr(struct ibv_qp *qp, uint64_t send_ops_flags);
+SIM_PRIV struct mlx5dv_qp_ex *rvxsim_priv_qp_dv(struct ibv_qp_ex *qp);
 
 #endif

@@ -132,6 +132,7 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 			      struct ibv_device_attr_ex *attr, size_t size);
 static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a);
 static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
+static int get_srq_num_op(struct ibv_srq *srq, uint32_t *num);
 static int req_notify_op(struct ibv_cq *cq, int solicited);
 static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
@@ -166,6 +167,7 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	sc->vctx.query_device_ex = query_device_ex_op;
 	sc->vctx.create_cq_ex = create_cq_ex_op;
 	sc->vctx.create_qp_ex = create_qp_ex_op;
+	sc->vctx.get_srq_num = get_srq_num_op;
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->next_qpn = 0x100 + sc->index * 0x10000;
@@ -770,15 +772,14 @@ static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_
 
 static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
+	struct ibv_qp *qp;
+
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		sim_unsupported("ibv_create_qp_ex(IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: ibv_wr_* API)");
-		return NULL;
-	}
-	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		sim_unsupported("ibv_create_qp_ex(comp_mask)");
 		return NULL;
 	}
@@ -787,7 +788,36 @@ static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_ini
 		return NULL;
 	}
 	/* ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr */
-	return rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, 0);
+	qp = rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, 0);
+	if (qp && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		int err = rvxsim_priv_qp_enable_wr(qp, a->send_ops_flags);
+		if (err) {
+			ibv_destroy_qp(qp);
+			errno = err;
+			return NULL;
+		}
+	}
+	return qp;
+}
+
+/* The ibv_wr_* API on a new QP (wr.c); an error destroys nothing, the caller does. */
+SIM_PRIV int rvxsim_priv_qp_enable_wr(struct ibv_qp *qp, uint64_t send_ops_flags)
+{
+	return sim_wr_init(to_sqp(qp), send_ops_flags);
+}
+
+/* mlx5dv_qp_ex_from_ibv_qp_ex: the QP's mlx5dv view (wr_set_dc_addr is set on a DCI only) */
+SIM_PRIV struct mlx5dv_qp_ex *rvxsim_priv_qp_dv(struct ibv_qp_ex *qpx)
+{
+	return qpx ? &((struct sim_qp *)qpx)->dvqpx : NULL;
+}
+
+/* ibv_get_srq_num: libmlx5 answers the SRQ number of any SRQ (mlx5_get_srq_num), which is what
+ * a DC initiator needs nothing of but perftest exchanges for DC and XRC alike. */
+static int get_srq_num_op(struct ibv_srq *srq, uint32_t *num)
+{
+	*num = to_ssrq(srq)->srqn;
+	return 0;
 }
 
 static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
@@ -1024,6 +1054,7 @@ static void qp_free(struct sim_qp *qp)
 	free(qp->rq_wrid);
 	free(qp->out);
 	dc_free(qp);
+	sim_wr_free(qp);
 	free(qp);
 }
 
@@ -1416,21 +1447,41 @@ SIM_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode 
 	return 0;
 }
 
-/* Builds one mlx5 WQE per work request, as libmlx5 does, then rings the doorbell. */
 static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct sim_qp *qp = to_sqp(ibqp);
-	uint8_t w[SIM_MAX_WQE_SIZE];
-	uint32_t mask = qp->sq_wqe_cnt - 1;
-	int nreq = 0, err = 0;
-	uint32_t last_ds = 0, last_pi = 0;
-	bool last_inline = false;
 
 	if (qp->dc_type) {     /* libmlx5 sends through a DCI with ibv_wr_* and mlx5dv_wr_set_dc_addr */
 		sim_unsupported("ibv_post_send on a DC QP");
 		*bad = wr;
 		return EOPNOTSUPP;
 	}
+	return sim_post_send(qp, wr, bad, NULL);
+}
+
+/* A DCI's address segment as mlx5dv_wr_set_dc_addr writes it: the AH's 48-byte address vector
+ * with the DCT number (extended form) and the DC access key. */
+static void dc_wr_addr(const struct sim_wr_dc *a, uint8_t *seg)
+{
+	struct mlx5_wqe_datagram_seg *d = (void *)seg;
+	const struct sim_ah *ah = (const struct sim_ah *)a->ah;
+
+	memcpy(&d->av, ah->av, sizeof(d->av));
+	d->av.dqp_dct = (d->av.dqp_dct & htobe32(0xff000000u)) |
+			htobe32(MLX5_EXTENDED_UD_AV | (a->dctn & 0xffffff));
+	d->av.key.dc_key = htobe64(a->key);
+}
+
+/* Builds one mlx5 WQE per work request, as libmlx5 does, then rings the doorbell. */
+int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+		  const struct sim_wr_dc *dc)
+{
+	uint8_t w[SIM_MAX_WQE_SIZE];
+	uint32_t mask = qp->sq_wqe_cnt - 1;
+	int nreq = 0, err = 0;
+	uint32_t last_ds = 0, last_pi = 0;
+	bool last_inline = false;
+
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
 		err = EINVAL;
@@ -1470,6 +1521,14 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			}
 			sim_ud_wr_dgram(wr, w + off);
 			off += 48;
+		} else if (qp->dc_type == SIM_DCI) {
+			if (!dc || !dc[nreq].ah) {
+				err = EINVAL;
+				*bad = wr;
+				goto out;
+			}
+			dc_wr_addr(&dc[nreq], w + off);
+			off += 48;
 		}
 		if (opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		    opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS ||
@@ -1503,7 +1562,7 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			uint8_t *p = w + off + 4;
 			for (int i = 0; i < wr->num_sge; i++)
 				len += wr->sg_list[i].length;
-			if (len > qp->max_inline) {
+			if (len > (qp->dc_type == SIM_DCI ? SIM_MAX_WQE_SIZE - off - 4 : qp->max_inline)) {
 				err = ENOMEM;
 				*bad = wr;
 				goto out;
@@ -2180,8 +2239,8 @@ SIM_EXPORT int ibv_dofork_range(void *base, size_t size)
 
 SIM_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	return NULL;   /* QPs are not created with send_ops_flags in the model */
+	/* as rdma-core: only a QP created with send_ops_flags has the extended view */
+	return to_sqp(qp)->wrb ? &to_sqp(qp)->qpx : NULL;
 }
 
 SIM_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
