@@ -289,6 +289,13 @@ struct fabric_inbox;
 
 struct sim_ctx {
 	struct verbs_context vctx;   /* extended context; vctx.context is the ibv_context */
+	/* The adapter behind the context. Contexts of one device in one process share the first
+	 * one's port, LID, GID, QPN space, objects and engine, as contexts of one device share the
+	 * hardware: hw is that context (itself for the first); users counts the open contexts on
+	 * it, and it is torn down when the last one closes. */
+	struct sim_ctx *hw;
+	int users;
+	bool closed;
 	struct sim_dev *dev;
 	int index;
 	uint16_t lid;
@@ -318,9 +325,15 @@ struct sim_ctx {
 	struct remote_cache *remotes;
 };
 
-static inline struct sim_ctx *to_sctx(struct ibv_context *c)
+/* the context's own record (its handle: ops, async fd) */
+static inline struct sim_ctx *ctx_self(struct ibv_context *c)
 {
 	return (struct sim_ctx *)((char *)c - offsetof(struct sim_ctx, vctx.context));
+}
+/* the adapter the context opens (see sim_ctx.hw) */
+static inline struct sim_ctx *to_sctx(struct ibv_context *c)
+{
+	return ctx_self(c)->hw;
 }
 static inline struct sim_qp *to_sqp(struct ibv_qp *q) { return (struct sim_qp *)q; }
 static inline struct sim_cq *to_scq(struct ibv_cq *c) { return (struct sim_cq *)c; }

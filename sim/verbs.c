@@ -138,22 +138,17 @@ static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int post_srq_recv_op(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
-SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+/* The context of this process that holds each device's adapter (see sim_ctx.hw). */
+static struct sim_ctx *adapters[SIM_MAX_DEVICES];
+static pthread_mutex_t adapter_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A context's handle: the ibv_context with its ops table and async event pipe. */
+static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 {
-	struct sim_ctx *sc;
-	struct ibv_context *c;
+	struct ibv_context *c = &sc->vctx.context;
 	int p[2];
 
-	sim_count_verb();
-	pthread_once(&dev_once, devices_init);
-	sc = calloc(1, sizeof(*sc));
-	if (!sc) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	sc->dev = (struct sim_dev *)dev;
-	sc->index = sc->dev->index;
-	c = &sc->vctx.context;
+	c->device = dev;
 	c->device = dev;
 	c->ops.poll_cq = poll_cq_op;
 	c->ops.req_notify_cq = req_notify_op;
@@ -169,17 +164,34 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	sc->vctx.create_qp_ex = create_qp_ex_op;
 	sc->vctx.get_srq_num = get_srq_num_op;
 	pthread_mutex_init(&c->mutex, NULL);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	c->async_fd = p[0];
+	sc->async_wfd = p[1];
+	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	return 0;
+}
+
+static void ctx_handle_fini(struct sim_ctx *sc)
+{
+	struct ibv_context *c = &sc->vctx.context;
+
+	close(c->async_fd);
+	close(sc->async_wfd);
+	if (c->cmd_fd >= 0)
+		close(c->cmd_fd);
+	pthread_mutex_destroy(&c->mutex);
+}
+
+/* The adapter of the first context opened on a device: LID, inbox, engine. */
+static int adapter_init(struct sim_ctx *sc)
+{
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->next_qpn = 0x100 + sc->index * 0x10000;
 	sc->next_cqn = 0x400;
 	sc->next_srqn = 0x20;
 	sc->next_mkey = 1;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		goto fail;
-	fcntl(p[1], F_SETFL, O_NONBLOCK);
-	c->async_fd = p[0];
-	sc->async_wfd = p[1];
-	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	pthread_mutex_lock(&tab_lock);
 	if (!qp_tabs[sc->index])
 		qp_tabs[sc->index] = calloc(QP_TAB_SIZE, sizeof(struct sim_qp *));
@@ -196,25 +208,74 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 		fabric_close(sc);
 		goto fail_tab;
 	}
-	return c;
+	return 0;
 fail_tab:
 	release_tab(sc->index);
 fail_fd:
-	close(p[0]);
-	close(p[1]);
-	if (c->cmd_fd >= 0)
-		close(c->cmd_fd);
-fail:
-	free(sc);
-	errno = ENODEV;
-	return NULL;
+	pthread_mutex_destroy(&sc->lock);
+	return -1;
 }
+
+SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+{
+	struct sim_ctx *sc;
+	struct sim_dev *sd = (struct sim_dev *)dev;
+
+	sim_count_verb();
+	pthread_once(&dev_once, devices_init);
+	sc = calloc(1, sizeof(*sc));
+	if (!sc || ctx_handle_init(sc, dev)) {
+		free(sc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	sc->dev = sd;
+	sc->index = sd->index;
+	pthread_mutex_lock(&adapter_lock);
+	sc->hw = adapters[sc->index];
+	if (sc->hw) {
+		sc->hw->users++;
+	} else if (adapter_init(sc) == 0) {
+		sc->hw = sc;
+		sc->users = 1;
+		adapters[sc->index] = sc;
+	}
+	pthread_mutex_unlock(&adapter_lock);
+	if (!sc->hw) {
+		ctx_handle_fini(sc);
+		free(sc);
+		errno = ENODEV;
+		return NULL;
+	}
+	return &sc->vctx.context;
+}
+
+static void adapter_fini(struct sim_ctx *sc);
 
 SIM_EXPORT int ibv_close_device(struct ibv_context *ctx)
 {
-	struct sim_ctx *sc = to_sctx(ctx);
+	struct sim_ctx *self = ctx_self(ctx), *hw = self->hw;
+	bool last;
 
 	sim_count_verb();
+	pthread_mutex_lock(&adapter_lock);
+	last = --hw->users == 0;
+	if (last)
+		adapters[hw->index] = NULL;
+	pthread_mutex_unlock(&adapter_lock);
+	/* the adapter's own record stays while other contexts use it; its handle goes now */
+	ctx_handle_fini(self);
+	if (self != hw)
+		free(self);
+	else
+		hw->closed = true;
+	if (last)
+		adapter_fini(hw);
+	return 0;
+}
+
+static void adapter_fini(struct sim_ctx *sc)
+{
 	engine_stop(sc);
 	fabric_close(sc);
 	/* objects the application did not destroy: free what we own */
@@ -226,14 +287,8 @@ SIM_EXPORT int ibv_close_device(struct ibv_context *ctx)
 	}
 	free(sc->mr_tab);
 	release_tab(sc->index);
-	close(ctx->async_fd);
-	close(sc->async_wfd);
-	if (ctx->cmd_fd >= 0)
-		close(ctx->cmd_fd);
 	pthread_mutex_destroy(&sc->lock);
-	pthread_mutex_destroy(&ctx->mutex);
 	free(sc);
-	return 0;
 }
 
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx)
@@ -944,6 +999,7 @@ static int req_notify_op(struct ibv_cq *ibcq, int solicited)
 void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj)
 {
 	struct ibv_async_event ev;
+	struct sim_ctx *owner;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = type;
@@ -963,7 +1019,15 @@ void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj)
 		ev.element.qp = obj;
 		break;
 	}
-	if (write(sc->async_wfd, &ev, sizeof(ev)) < 0) {
+	/* the event goes to the context that created the object (contexts share the adapter) */
+	owner = sc;
+	if (type == IBV_EVENT_CQ_ERR)
+		owner = ctx_self(ev.element.cq->context);
+	else if (type == IBV_EVENT_SRQ_LIMIT_REACHED || type == IBV_EVENT_SRQ_ERR)
+		owner = ctx_self(ev.element.srq->context);
+	else if (type != IBV_EVENT_PORT_ACTIVE && type != IBV_EVENT_PORT_ERR)
+		owner = ctx_self(ev.element.qp->context);
+	if (write(owner->async_wfd, &ev, sizeof(ev)) < 0) {
 		/* queue full: the event is dropped, as a full kernel event queue would */
 	}
 }
