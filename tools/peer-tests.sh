@@ -18,6 +18,7 @@ $py -c 'import pyverbs' 2>/dev/null || { echo "SKIP: python3-pyverbs not install
 goal=" test_device test_pd test_mr test_cq test_cqex test_cq_events test_qp test_qpex test_atomic
  test_addr test_parent_domain test_relaxed_ordering test_mlx5_dc test_mlx5_cq test_mlx5_raw_wqe
  test_mlx5_uar test_mlx5_query_port test_mlx5_huge_page "
+goal=" $(echo $goal) "
 mods=${PEER_MODULES:-$(cd "$dir" && ls test_*.py | sed 's/\.py$//')}
 logs=build/peer-tests
 mkdir -p "$logs"
