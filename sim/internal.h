@@ -484,5 +484,6 @@ int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 		  const struct sim_wr_dc *dc);
 SIM_PRIV int rvxsim_priv_qp_enable_wr(struct ibv_qp *qp, uint64_t send_ops_flags);
 SIM_PRIV struct mlx5dv_qp_ex *rvxsim_priv_qp_dv(struct ibv_qp_ex *qp);
+SIM_PRIV int rvxsim_priv_env_cqe_size(void);
 
 #endif

@@ -266,7 +266,7 @@ SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_q
 SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a,
 					      struct mlx5dv_cq_init_attr *m)
 {
-	uint32_t size = 64;
+	int size = 0;
 
 	if (m) {
 		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
@@ -285,7 +285,21 @@ SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ib
 			size = m->cqe_size;
 		}
 	}
-	return rvxsim_priv_create_cq_ex(ctx, a, size);
+	if (!size && (size = rvxsim_priv_env_cqe_size()) < 0)
+		return NULL;
+	return rvxsim_priv_create_cq_ex(ctx, a, (uint32_t)size);
+}
+
+/* mlx5dv_query_port: the model's one port is an InfiniBand (or RoCE) port of an adapter without
+ * an e-switch in switchdev mode, for which mlx5_ib answers no vport fields: flags 0 [inferred:
+ * mlx5_ib fills the vport and steering fields only in switchdev mode]. */
+SIM_EXPORT int _mlx5dv_query_port(struct ibv_context *ctx, uint32_t port_num, struct mlx5dv_port *info,
+				  size_t info_len)
+{
+	if (!rvxsim_priv_is_sim(ctx) || port_num != 1 || !info)
+		return EINVAL;
+	memset(info, 0, MIN(info_len, sizeof(*info)));
+	return 0;
 }
 
 SIM_EXPORT int mlx5dv_set_context_attr(struct ibv_context *ctx, enum mlx5dv_set_ctx_attr_type type,

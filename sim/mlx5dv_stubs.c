@@ -32,7 +32,6 @@ void rvxsim_priv_unsupported(const char *verb);
 	void name(void) { rvxsim_priv_unsupported(#name); }
 
 STUB_INT(_mlx5dv_mkey_check)
-STUB_INT(_mlx5dv_query_port)
 STUB_PTR(mlx5dv_alloc_dm)
 STUB_PTR(mlx5dv_alloc_var)
 STUB_PTR(mlx5dv_create_flow)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <time.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 static struct sim_dev devices[SIM_MAX_DEVICES];
 static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
@@ -138,6 +139,26 @@ static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int post_srq_recv_op(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
+/* libmlx5's MLX_{CQ,QP,SRQ}_ALLOC_TYPE=HUGE puts the object's buffer on huge pages and fails the
+ * create (ENOMEM) when the system has none; the model keeps its buffers on ordinary pages but
+ * fails the same way, by asking for one huge page. PREFER_HUGE and the others fall back. */
+static bool huge_refused(const char *var)
+{
+	const char *s = getenv(var);
+	void *p;
+
+	if (!s || strcmp(s, "HUGE"))
+		return false;
+	p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+		 -1, 0);
+	if (p == MAP_FAILED) {
+		errno = ENOMEM;
+		return true;
+	}
+	munmap(p, 2u << 20);
+	return false;
+}
+
 /* The context of this process that holds each device's adapter (see sim_ctx.hw). */
 static struct sim_ctx *adapters[SIM_MAX_DEVICES];
 static pthread_mutex_t adapter_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -148,7 +169,6 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	struct ibv_context *c = &sc->vctx.context;
 	int p[2];
 
-	c->device = dev;
 	c->device = dev;
 	c->ops.poll_cq = poll_cq_op;
 	c->ops.req_notify_cq = req_notify_op;
@@ -739,6 +759,8 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 	struct sim_cq *cq;
 
 	sim_count_verb();
+	if (huge_refused("MLX_CQ_ALLOC_TYPE"))
+		return NULL;
 	if (cqe < 1 || cqe > SIM_MAX_CQE || vec < 0 || vec >= ctx->num_comp_vectors ||
 	    (cqe_size != 64 && cqe_size != 128)) {
 		errno = EINVAL;
@@ -819,10 +841,25 @@ SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
 	return (struct ibv_cq_ex *)cq;
 }
 
-static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a)
+/* The CQE size of a CQ created without one: libmlx5's MLX5_CQE_SIZE, read at each create
+ * (64 when unset; anything but 64 or 128 fails the create with EINVAL, as get_cqe_size does). */
+SIM_PRIV int rvxsim_priv_env_cqe_size(void)
 {
 	const char *s = getenv("MLX5_CQE_SIZE");
-	return rvxsim_priv_create_cq_ex(ctx, a, s && atoi(s) == 128 ? 128 : 64);
+	int n = s ? atoi(s) : 64;
+
+	if (n != 64 && n != 128) {
+		sim_log("rvxsim: MLX5_CQE_SIZE=%s: a CQE is 64 or 128 bytes", s);
+		errno = EINVAL;
+		return -1;
+	}
+	return n;
+}
+
+static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a)
+{
+	int size = rvxsim_priv_env_cqe_size();
+	return size < 0 ? NULL : rvxsim_priv_create_cq_ex(ctx, a, (uint32_t)size);
 }
 
 static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
@@ -902,9 +939,9 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 SIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 					struct ibv_comp_channel *ch, int vec)
 {
-	const char *s = getenv("MLX5_CQE_SIZE");
-	uint32_t size = s && atoi(s) == 128 ? 128 : 64;
-	struct ibv_cq *cq = rvxsim_priv_create_cq(ctx, cqe, ch, vec, size, false);
+	int size = rvxsim_priv_env_cqe_size();
+	struct ibv_cq *cq = size < 0 ? NULL :
+			    rvxsim_priv_create_cq(ctx, cqe, ch, vec, (uint32_t)size, false);
 	if (cq)
 		cq->cq_context = cq_context;
 	return cq;
@@ -1147,6 +1184,8 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	int err;
 
 	sim_count_verb();
+	if (huge_refused("MLX_QP_ALLOC_TYPE"))
+		return NULL;
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD &&
 	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
 		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UD and DC only)",
@@ -1731,7 +1770,9 @@ static int post_recv_op(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	struct sim_qp *qp = to_sqp(ibqp);
 	int err = 0, n = 0;
 
-	if (qp->srq) {
+	/* a QP in RESET takes no receive (libmlx5's mlx5_post_recv; rdma-core's tests,
+	 * post_rq_state_bad_flow, expect EINVAL); from INIT on it does */
+	if (qp->srq || qp->state == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}
@@ -1775,7 +1816,10 @@ SIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init
 	struct sim_srq *s;
 
 	sim_count_verb();
-	if (ia->attr.max_wr == 0 || ia->attr.max_wr > SIM_MAX_SRQ_WR || ia->attr.max_sge > 31) {
+	if (huge_refused("MLX_SRQ_ALLOC_TYPE"))
+		return NULL;
+	/* max_wr 0 is a one-WQE SRQ for libmlx5 and the kernel (align_queue_size(max_wr + 1)) */
+	if (ia->attr.max_wr > SIM_MAX_SRQ_WR || ia->attr.max_sge > 31) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -2284,9 +2328,12 @@ SIM_EXPORT int ibv_fork_init(void)
 	return 0;
 }
 
+/* The model's adapter never writes process memory behind the kernel's back (its engine is a
+ * thread of the process), so fork needs nothing: rdma-core's answer on a kernel with copy-on-fork
+ * support for pinned pages. */
 SIM_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 {
-	return IBV_FORK_DISABLED;
+	return IBV_FORK_UNNEEDED;
 }
 
 SIM_EXPORT int ibv_dontfork_range(void *base, size_t size)
