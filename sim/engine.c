@@ -235,7 +235,7 @@ static void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len
 		*why = "key not registered";
 		return NULL;
 	}
-	if (m->mr.pd != qp->qp.pd) {
+	if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd)) {
 		*why = "memory region of another protection domain";
 		return NULL;
 	}

@@ -91,8 +91,16 @@ struct sim_mr {
 
 struct sim_pd {
 	struct ibv_pd pd;
-	_Atomic int users;           /* MRs, QPs, SRQs and AHs made in it */
+	_Atomic int users;           /* MRs, QPs, SRQs, AHs and parent domains made in it */
+	struct ibv_pd *prot;         /* a parent domain's protection domain; NULL for a PD */
 };
+
+/* the protection domain a PD or parent domain stands for: what keys are checked against */
+static inline struct ibv_pd *pd_prot(struct ibv_pd *pd)
+{
+	struct sim_pd *p = (struct sim_pd *)pd;
+	return p->prot ? p->prot : pd;
+}
 
 static inline void pd_get(struct ibv_pd *pd) { atomic_fetch_add(&((struct sim_pd *)pd)->users, 1); }
 static inline void pd_put(struct ibv_pd *pd) { atomic_fetch_sub(&((struct sim_pd *)pd)->users, 1); }

@@ -134,6 +134,8 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a);
 static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
 static int get_srq_num_op(struct ibv_srq *srq, uint32_t *num);
+static struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
+					     struct ibv_parent_domain_init_attr *a);
 static int req_notify_op(struct ibv_cq *cq, int solicited);
 static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
@@ -183,6 +185,7 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	sc->vctx.create_cq_ex = create_cq_ex_op;
 	sc->vctx.create_qp_ex = create_qp_ex_op;
 	sc->vctx.get_srq_num = get_srq_num_op;
+	sc->vctx.alloc_parent_domain = alloc_parent_domain_op;
 	pthread_mutex_init(&c->mutex, NULL);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -511,11 +514,45 @@ SIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	struct sim_pd *p = (struct sim_pd *)pd;
+
 	sim_count_verb();
-	if (atomic_load(&((struct sim_pd *)pd)->users))
+	if (atomic_load(&p->users))
 		return EBUSY;
+	if (p->prot)
+		pd_put(p->prot);
 	free(pd);
 	return 0;
+}
+
+/* ibv_alloc_parent_domain (libmlx5's mlx5_alloc_parent_domain): a PD standing for attr->pd,
+ * which it holds (that PD's dealloc is EBUSY meanwhile). Thread domains do not exist on the model
+ * (ibv_alloc_td finds no entry), so td must be NULL. The custom allocators are accepted and not
+ * called: the model places its queues in memory of its own, as a provider may when an allocator
+ * answers IBV_ALLOCATOR_USE_DEFAULT. */
+static struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
+					     struct ibv_parent_domain_init_attr *a)
+{
+	const uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	struct sim_pd *pd;
+
+	if (!a->pd || a->pd->context != ctx || ((struct sim_pd *)a->pd)->prot || a->td ||
+	    (a->comp_mask & ~known)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sim_count_verb();
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->pd.context = ctx;
+	pd->pd.handle = a->pd->handle;
+	pd->prot = a->pd;
+	pd_get(a->pd);
+	return &pd->pd;
 }
 
 struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key)
@@ -825,6 +862,13 @@ SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
 	}
 	if (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
 		sim_unsupported("create_cq_ex(comp_mask)");
+		return NULL;
+	}
+	/* a CQ's PD must be a parent domain of its context (libmlx5's create_cq) */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || !((struct sim_pd *)a->parent_domain)->prot ||
+	     a->parent_domain->context != ctx)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
