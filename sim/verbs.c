@@ -919,7 +919,10 @@ static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_ini
 		sim_unsupported("ibv_create_qp_ex(comp_mask)");
 		return NULL;
 	}
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+	/* BLOCK_SELF_MCAST_LB is taken (libmlx5 and mlx5_ib accept it on a ConnectX-6, block_lb_mc);
+	 * the model has no multicast, so it changes nothing. The others are refused. */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
 		sim_unsupported("ibv_create_qp_ex(create_flags)");
 		return NULL;
 	}
