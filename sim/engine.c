@@ -183,6 +183,11 @@ static void qp_set_err(struct sim_qp *qp)
 	qp->rnr_waiting = false;
 	qp->rd_active = false;
 	qp->rx_active = false;
+	/* an SRQ-attached QP that enters the error state takes no more receive WQEs: the Last WQE
+	 * Reached affiliated event (IBA; mlx5_ib's IB_EVENT_QP_LAST_WQE_REACHED), so that its
+	 * owner knows when it may destroy the QP */
+	if (qp->srq)
+		sim_async_event(qp->sc, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qp);
 }
 
 void engine_qp_to_err(struct sim_qp *qp)

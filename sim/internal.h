@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <pthread.h>
+#include <sys/types.h>
 #include <endian.h>
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
@@ -304,6 +305,7 @@ struct sim_ctx {
 	struct sim_ctx *hw;
 	int users;
 	bool closed;
+	pid_t pid;                   /* the process whose adapter it is (a forked child has none) */
 	struct sim_dev *dev;
 	int index;
 	uint16_t lid;

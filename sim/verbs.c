@@ -255,12 +255,14 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	sc->dev = sd;
 	sc->index = sd->index;
 	pthread_mutex_lock(&adapter_lock);
-	sc->hw = adapters[sc->index];
+	/* a child of fork inherits the parent's record but not its engine: it opens its own */
+	sc->hw = adapters[sc->index] && adapters[sc->index]->pid == getpid() ? adapters[sc->index] : NULL;
 	if (sc->hw) {
 		sc->hw->users++;
 	} else if (adapter_init(sc) == 0) {
 		sc->hw = sc;
 		sc->users = 1;
+		sc->pid = getpid();
 		adapters[sc->index] = sc;
 	}
 	pthread_mutex_unlock(&adapter_lock);
