@@ -140,6 +140,7 @@ struct sim_cq {
 	uint32_t arm_sn;             /* last sn seen in an arm doorbell */
 	/* software (ibv_poll_cq) side */
 	uint32_t cons_index;
+	bool direct;                 /* mlx5dv_init_obj gave its buffer out: its owner polls it */
 	uint32_t sw_arm_sn;
 	uint32_t empty_polls;
 	pthread_spinlock_t poll_lock;

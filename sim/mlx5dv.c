@@ -82,6 +82,7 @@ static int init_cq(struct ibv_cq *ibcq, struct mlx5dv_cq *out, bool compat)
 {
 	struct sim_cq *cq = to_scq(ibcq);
 
+	cq->direct = true;
 	out->buf = cq->buf;
 	out->dbrec = cq->dbrec;
 	out->cqe_cnt = cq->cqe_cnt;

@@ -140,6 +140,7 @@ static int req_notify_op(struct ibv_cq *cq, int solicited);
 static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int post_srq_recv_op(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static void cq_clean(struct sim_cq *cq, struct sim_qp *qp);
 
 /* libmlx5's MLX_{CQ,QP,SRQ}_ALLOC_TYPE=HUGE puts the object's buffer on huge pages and fails the
  * create (ENOMEM) when the system has none; the model keeps its buffers on ordinary pages but
@@ -577,32 +578,18 @@ static void reg_cost(size_t length, void *addr)
 		;
 }
 
+static int mr_access_ok(unsigned access);
+
 SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 					   uint64_t iova, unsigned int access)
 {
 	struct sim_ctx *sc = to_sctx(pd->context);
 	struct sim_mr *m;
 	uint32_t idx;
-	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
 
 	sim_count_verb();
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
-		errno = EINVAL;
+	if (mr_access_ok(access))
 		return NULL;
-	}
-	if (access & ~known) {
-		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-			      IBV_ACCESS_HUGETLB)) {
-			sim_unsupported(access & IBV_ACCESS_ON_DEMAND ? "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)" :
-					"ibv_reg_mr(access flag)");
-			return NULL;
-		}
-		errno = EINVAL;
-		return NULL;
-	}
 	if (!addr && length) {
 		errno = EINVAL;
 		return NULL;
@@ -694,12 +681,68 @@ SIM_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, 
 	return NULL;
 }
 
+/* The access flags reg_mr and rereg_mr take (0, or EINVAL / EOPNOTSUPP with errno set). */
+static int mr_access_ok(unsigned access)
+{
+	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+
+	/* remote write or atomic without local write: EINVAL (the kernel's ib_check_mr_access) */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return errno = EINVAL;
+	if (access & ~known) {
+		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+			      IBV_ACCESS_HUGETLB)) {
+			sim_unsupported(access & IBV_ACCESS_ON_DEMAND ? "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)" :
+					"ibv_reg_mr(access flag)");
+			return errno = EOPNOTSUPP;
+		}
+		return errno = EINVAL;
+	}
+	return 0;
+}
+
+/* ibv_rereg_mr as libibverbs checks its input (IBV_REREG_MR_ERR_INPUT with EINVAL) and mlx5
+ * applies it: new access flags, PD or range, under the engine's lock so that no request sees half
+ * of it. The keys stay (the kernel may keep or change them; keeping is one of its answers). */
 SIM_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			    size_t length, int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	sim_unsupported("ibv_rereg_mr");
-	return EOPNOTSUPP;
+	struct sim_mr *m = (struct sim_mr *)mr;
+	struct sim_ctx *sc = to_sctx(mr->context);
+	struct ibv_pd *old = mr->pd;
+
+	sim_count_verb();
+	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context->device != mr->context->device))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && mr_access_ok((unsigned)access))
+		return IBV_REREG_MR_ERR_CMD;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		pd_get(pd);
+	pthread_mutex_lock(&sc->lock);
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		m->access = access;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)length - (int64_t)m->length);
+		mr->addr = addr;
+		mr->length = length;
+		m->addr = (uintptr_t)addr;
+		m->iova = (uintptr_t)addr;
+		m->length = length;
+	}
+	pthread_mutex_unlock(&sc->lock);
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		pd_put(old);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ completion channel, CQ */
@@ -1558,6 +1601,11 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	if (qp->dc_type)
 		dc_modified(qp, cur, next);
 	pthread_mutex_unlock(&sc->lock);
+	if (next == IBV_QPS_RESET) {
+		cq_clean(to_scq(ibqp->recv_cq), qp);
+		if (ibqp->send_cq != ibqp->recv_cq)
+			cq_clean(to_scq(ibqp->send_cq), qp);
+	}
 	TRACE("qp 0x%x: modify %d -> %d (mask 0x%x)", qp->qpn, cur, next, mask);
 	engine_kick(sc);
 	return 0;
@@ -2084,6 +2132,62 @@ static void sq_complete(struct sim_qp *qp, uint16_t idx, struct ibv_wc *wc)
 
 	wc->wr_id = qp->sq_wrid[start & mask];
 	qp->sw_sq_tail = start + qp->sq_bbs[start & mask];
+}
+
+static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc);
+
+static struct mlx5_cqe64 *cqe64_at(struct sim_cq *cq, uint32_t i)
+{
+	return (void *)(cq->buf + (size_t)(i & (cq->cqe_cnt - 1)) * cq->cqe_size +
+			(cq->cqe_size == 128 ? 64 : 0));
+}
+
+static bool cqe_ready(struct sim_cq *cq, uint32_t i)
+{
+	uint8_t op_own = *(volatile uint8_t *)&cqe64_at(cq, i)->op_own;
+	return (op_own >> 4) != MLX5_CQE_INVALID &&
+	       (op_own & MLX5_CQE_OWNER_MASK) == !!(i & cq->cqe_cnt);
+}
+
+/* A QP moved to RESET leaves no completion behind: libmlx5's modify_qp cleans its CQEs out of
+ * the CQs it polls (mlx5_cq_clean: the later entries move up over them, the consumer index moves
+ * past them, an SRQ gets its WQEs back), so a QP brought up again does not meet completions of
+ * work from before. Not for a CQ whose buffer mlx5dv_init_obj gave out: its owner keeps the
+ * consumer index, and cleaning it is the owner's business. */
+static void cq_clean(struct sim_cq *cq, struct sim_qp *qp)
+{
+	uint32_t end, i, freed = 0;
+
+	if (!cq || cq->direct)
+		return;
+	pthread_spin_lock(&cq->poll_lock);
+	for (end = cq->cons_index; cqe_ready(cq, end) && end - cq->cons_index < cq->cqe_cnt; end++)
+		;
+	atomic_thread_fence(memory_order_acquire);
+	for (i = end; i-- != cq->cons_index;) {
+		struct mlx5_cqe64 *c = cqe64_at(cq, i);
+		if ((be32toh(c->sop_drop_qpn) & 0xffffff) == qp->qpn) {
+			uint8_t op = c->op_own >> 4;
+			if (qp->srq && (op == MLX5_CQE_RESP_SEND || op == MLX5_CQE_RESP_SEND_IMM ||
+					op == MLX5_CQE_RESP_WR_IMM || op == MLX5_CQE_RESP_ERR)) {
+				struct ibv_wc w;
+				rq_complete(qp, be16toh(c->wqe_counter), &w);
+			}
+			freed++;
+		} else if (freed) {
+			uint8_t *src = (uint8_t *)c - (cq->cqe_size == 128 ? 64 : 0);
+			struct mlx5_cqe64 *d = cqe64_at(cq, i + freed);
+			uint8_t owner = d->op_own & MLX5_CQE_OWNER_MASK;
+			memcpy((uint8_t *)d - (cq->cqe_size == 128 ? 64 : 0), src, cq->cqe_size);
+			d->op_own = (uint8_t)((d->op_own & ~MLX5_CQE_OWNER_MASK) | owner);
+		}
+	}
+	if (freed) {
+		cq->cons_index += freed;
+		atomic_thread_fence(memory_order_release);
+		cq->dbrec[0] = htobe32(cq->cons_index & 0xffffff);
+	}
+	pthread_spin_unlock(&cq->poll_lock);
 }
 
 static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc)
