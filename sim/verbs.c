@@ -1078,11 +1078,61 @@ SIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-SIM_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/* ibv_resize_cq: a new buffer of roundup_pow2(cqe + 1) entries holding the CQEs not yet polled,
+ * from its first entry; EINVAL when they would not fit (mlx5_ib's resize_cq refuses to lose
+ * completions) or cqe is out of range. Done with the engine stopped (its lock) and the poller
+ * out. A CQ whose buffer mlx5dv_init_obj gave out is refused: its owner holds the old buffer. */
+SIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq; (void)cqe;
-	sim_unsupported("ibv_resize_cq");
-	return EOPNOTSUPP;
+	struct sim_cq *cq = to_scq(ibcq);
+	struct sim_ctx *sc = to_sctx(ibcq->context);
+	uint32_t cnt, n, old_cnt;
+	uint8_t *buf, *old;
+
+	sim_count_verb();
+	if (cq->direct) {
+		sim_unsupported("ibv_resize_cq on a CQ given out by mlx5dv_init_obj");
+		return EOPNOTSUPP;
+	}
+	if (cqe < 1 || cqe > SIM_MAX_CQE)
+		return EINVAL;
+	cnt = roundup_pow2((uint32_t)cqe + 1);
+	if (cnt == cq->cqe_cnt)
+		return 0;
+	buf = zalloc_aligned(4096, (size_t)cnt * cq->cqe_size);
+	if (!buf)
+		return ENOMEM;
+	for (uint32_t i = 0; i < cnt; i++)
+		buf[(size_t)i * cq->cqe_size + cq->cqe_size - 1] = MLX5_CQE_INVALID << 4;
+	pthread_mutex_lock(&sc->lock);
+	pthread_spin_lock(&cq->poll_lock);
+	n = cq->pi - cq->cons_index;
+	if (n >= cnt) {
+		pthread_spin_unlock(&cq->poll_lock);
+		pthread_mutex_unlock(&sc->lock);
+		free(buf);
+		return EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *d = buf + (size_t)i * cq->cqe_size;
+		memcpy(d, cq->buf + (size_t)((cq->cons_index + i) & (cq->cqe_cnt - 1)) * cq->cqe_size,
+		       cq->cqe_size);
+		d[cq->cqe_size - 1] &= (uint8_t)~MLX5_CQE_OWNER_MASK;   /* first lap: owner 0 */
+	}
+	old = cq->buf;
+	old_cnt = cq->cqe_cnt;
+	cq->buf = buf;
+	cq->cqe_cnt = cnt;
+	cq->pi = n;
+	cq->cons_index = 0;
+	cq->dbrec[0] = 0;
+	ibcq->cqe = (int)cnt - 1;
+	pthread_spin_unlock(&cq->poll_lock);
+	pthread_mutex_unlock(&sc->lock);
+	free(old);
+	sim_count_obj(SIM_OBJ_CQES, (int64_t)cnt - (int64_t)old_cnt);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, ((int64_t)cnt - (int64_t)old_cnt) * cq->cqe_size);
+	return 0;
 }
 
 SIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context)

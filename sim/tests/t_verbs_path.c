@@ -492,6 +492,32 @@ int main(void)
 		CHECK(ibv_destroy_comp_channel(ch) == 0);
 	}
 
+	/* ibv_resize_cq with completions pending (produced or not yet): every one is polled after
+	 * it, in order; a smaller size is taken as well, and ibv_cq.cqe reports at least the size */
+	st_ctx = "resize cq";
+	{
+		struct vq R, S;
+		vq_create(&R);
+		vq_create(&S);
+		vq_connect_pair(&R, &S);
+		for (int round = 0; round < 2; round++) {
+			int want = round ? 16 : 1000;
+			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 64, LM->lkey };
+			for (i = 0; i < 3; i++) {
+				wr_one(&wr, sg, 900 + i, IBV_WR_RDMA_WRITE, (uintptr_t)rbuf, RM->rkey);
+				post_send(R.qp, &wr);
+			}
+			CHECK_EQ(ibv_resize_cq(R.scq, want), 0);
+			CHECK(R.scq->cqe >= want);
+			for (i = 0; i < 3; i++)
+				expect_wc(R.scq, 900 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, R.qp->qp_num, -1);
+		}
+		CHECK_EQ(ibv_resize_cq(R.scq, 0), EINVAL);
+		CHECK(ibv_destroy_qp(R.qp) == 0 && ibv_destroy_qp(S.qp) == 0);
+		CHECK(ibv_destroy_cq(R.scq) == 0 && ibv_destroy_cq(R.rcq) == 0);
+		CHECK(ibv_destroy_cq(S.scq) == 0 && ibv_destroy_cq(S.rcq) == 0);
+	}
+
 	st_ctx = "teardown";
 	CHECK(ibv_destroy_qp(A.qp) == 0);
 	CHECK(ibv_destroy_qp(B.qp) == 0);
