@@ -83,6 +83,7 @@ struct sim_ctx;
 
 struct sim_mr {
 	struct ibv_mr mr;
+	_Atomic int *dm_refs;        /* a DM MR: its device memory's count of MRs (dm.c) */
 	uint64_t iova;
 	uintptr_t addr;
 	size_t length;
@@ -334,6 +335,7 @@ struct sim_ctx {
 	long dropped_read_resp;      /* RVXSIM_DROP_READ_RESP responses lost so far */
 	uint32_t dropped_qpn, dropped_seq; /* the last one, not lost twice */
 	struct remote_cache *remotes;
+	_Atomic size_t dm_used;      /* device memory allocated (dm.c) */
 };
 
 /* the context's own record (its handle: ops, async fd) */
@@ -486,6 +488,14 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_q
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
 
+
+/* ---- device memory (dm.c) ---- */
+#define SIM_DM_SIZE (128u << 10)     /* a ConnectX-6's MEMIC [inferred from mlx5_ib's max_memic_size] */
+struct ibv_dm *sim_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int sim_free_dm(struct ibv_dm *dm);
+struct ibv_mr *sim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+			     unsigned int access);
+void *zalloc_aligned(size_t align, size_t size);
 
 /* ---- the ibv_wr_* API (wr.c) ---- */
 int sim_wr_init(struct sim_qp *qp, uint64_t send_ops_flags);

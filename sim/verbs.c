@@ -42,7 +42,7 @@ static void devices_init(void)
 	sim_sysfs_init(devices, SIM_MAX_DEVICES);
 }
 
-static void *zalloc_aligned(size_t align, size_t size)
+void *zalloc_aligned(size_t align, size_t size)
 {
 	void *p;
 	if (posix_memalign(&p, align, size))
@@ -187,6 +187,9 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	sc->vctx.create_qp_ex = create_qp_ex_op;
 	sc->vctx.get_srq_num = get_srq_num_op;
 	sc->vctx.alloc_parent_domain = alloc_parent_domain_op;
+	sc->vctx.alloc_dm = sim_alloc_dm;
+	sc->vctx.free_dm = sim_free_dm;
+	sc->vctx.reg_dm_mr = sim_reg_dm_mr;
 	pthread_mutex_init(&c->mutex, NULL);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -667,6 +670,8 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 		}
 	pthread_mutex_unlock(&sc->lock);
 	pd_put(m->mr.pd);
+	if (m->dm_refs)
+		atomic_fetch_sub(m->dm_refs, 1);
 	sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*m));
 	free(m);
@@ -1023,7 +1028,7 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 	/* the model's atomics: 4 and 8 bytes (masked ones through opmod 0x08/0x09) */
 	ex.pci_atomic_caps.fetch_add = ex.pci_atomic_caps.swap = ex.pci_atomic_caps.compare_swap =
 		IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP | IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
-	ex.max_dm_size = 0;
+	ex.max_dm_size = SIM_DM_SIZE;
 	memcpy(attr, &ex, MIN(size, sizeof(ex)));
 	return 0;
 }
