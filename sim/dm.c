@@ -12,13 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sim_dm {
-	struct ibv_dm dm;
-	uint8_t *buf;
-	size_t length;
-	_Atomic int mrs;             /* DM MRs on it: free is EBUSY meanwhile */
-};
-
 static int to_dm(struct ibv_dm *ibdm, uint64_t off, const void *src, size_t len)
 {
 	struct sim_dm *dm = (struct sim_dm *)ibdm;

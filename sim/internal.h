@@ -491,6 +491,12 @@ SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
 
 /* ---- device memory (dm.c) ---- */
 #define SIM_DM_SIZE (128u << 10)     /* a ConnectX-6's MEMIC [inferred from mlx5_ib's max_memic_size] */
+struct sim_dm {
+	struct ibv_dm dm;
+	uint8_t *buf;                /* what mlx5dv_init_obj maps: the model's "device memory" */
+	size_t length;
+	_Atomic int mrs;             /* DM MRs on it: free is EBUSY meanwhile */
+};
 struct ibv_dm *sim_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
 int sim_free_dm(struct ibv_dm *dm);
 struct ibv_mr *sim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,

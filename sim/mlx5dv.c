@@ -115,9 +115,19 @@ static int init_srq(struct ibv_srq *ibsrq, struct mlx5dv_srq *out)
 static int init_obj(struct mlx5dv_obj *obj, uint64_t type, bool compat)
 {
 	if (type & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH |
-			       MLX5DV_OBJ_PD)) {
-		rvxsim_priv_unsupported("mlx5dv_init_obj(RWQ/DM)");
+			       MLX5DV_OBJ_PD | MLX5DV_OBJ_DM)) {
+		rvxsim_priv_unsupported("mlx5dv_init_obj(RWQ)");
 		return EOPNOTSUPP;
+	}
+	/* the DM's mapping, which the application writes as libmlx5 maps MEMIC into it; no
+	 * remote_va (MLX5DV_DM_MASK_REMOTE_VA stays off) */
+	if (type & MLX5DV_OBJ_DM) {
+		struct sim_dm *dm = (struct sim_dm *)obj->dm.in;
+		if (!rvxsim_priv_is_sim(dm->dm.context))
+			return EINVAL;
+		obj->dm.out->buf = dm->buf;
+		obj->dm.out->length = dm->length;
+		obj->dm.out->comp_mask = 0;
 	}
 	if ((type & MLX5DV_OBJ_QP) && (!rvxsim_priv_is_sim(obj->qp.in->context) ||
 				       init_qp(obj->qp.in, obj->qp.out)))
