@@ -15,7 +15,7 @@ build/sim/tests/t_%: sim/tests/t_%.c sim/tests/simtest.h
 	@mkdir -p $(dir $@)
 	$(SIM_TEST_CC) $(SIM_TEST_CFLAGS) -o $@ $< $(SIM_TEST_LIBS)
 
-$(filter build/sim/tests/t_dc_% build/sim/tests/t_wr_api,$(SIM_TESTS)): sim/tests/t_dc_common.h
+$(filter build/sim/tests/t_dc_% build/sim/tests/t_wr_api build/sim/tests/t_read_retry,$(SIM_TESTS)): sim/tests/t_dc_common.h
 
 .PHONY: sim-tests
 sim-tests: $(SIM_TESTS)
