@@ -66,7 +66,7 @@ PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
              $(B)/pmix/t_finalize_gone $(B)/pmix/peer_kill
 LAUNCH_BINS := $(B)/launch/peer_kill
 
-.PHONY: all deps run test test-loaded bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain scale
+.PHONY: peer-tests all deps run test test-loaded bench icount compare compare-mlx5 curves install clean examples tests hwcheck explain scale
 .DEFAULT_GOAL := all
 
 all: $(RVXRUN) $(EXAMPLE_BINS) $(EXAMPLE_RC_BINS) $(EXAMPLE_PAIR_BINS) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(PAIR_TEST_BINS) $(BENCH_BINS) $(PMIX_BINS) $(LAUNCH_BINS) $(if $(wildcard sim/sim.mk),sim sim-tests)
@@ -373,6 +373,12 @@ run: deps all
 
 test: deps all
 	@tests/run.sh
+	$(if $(RDMA_CORE_TESTS),@tools/peer-tests.sh $(RDMA_CORE_TESTS))
+
+# rdma-core's own tests on rvxsim, one line of counts per module (docs/rvxsim.md): RDMA_CORE_TESTS
+# is the tests/ directory of rdma-core at tag v44.0 (not carried here; git archive v44.0 tests)
+peer-tests: deps sim
+	@tools/peer-tests.sh $(RDMA_CORE_TESTS)
 
 # The suite beside CPU hogs (twice the CPUs), LOADED_RUNS times in a row: what load breaks
 test-loaded: deps all

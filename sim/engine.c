@@ -183,6 +183,11 @@ static void qp_set_err(struct sim_qp *qp)
 	qp->rnr_waiting = false;
 	qp->rd_active = false;
 	qp->rx_active = false;
+	/* an SRQ-attached QP that enters the error state takes no more receive WQEs: the Last WQE
+	 * Reached affiliated event (IBA; mlx5_ib's IB_EVENT_QP_LAST_WQE_REACHED), so that its
+	 * owner knows when it may destroy the QP */
+	if (qp->srq)
+		sim_async_event(qp->sc, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qp);
 }
 
 void engine_qp_to_err(struct sim_qp *qp)
@@ -235,7 +240,7 @@ static void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len
 		*why = "key not registered";
 		return NULL;
 	}
-	if (m->mr.pd != qp->qp.pd) {
+	if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd)) {
 		*why = "memory region of another protection domain";
 		return NULL;
 	}
@@ -766,6 +771,15 @@ static int sq_retire(struct sim_qp *qp, uint64_t now)
 	return work;
 }
 
+static bool rec_wants_response(const struct sq_rec *r)
+{
+	return r->opcode == MLX5_OPCODE_RDMA_READ || r->opcode == MLX5_OPCODE_ATOMIC_CS ||
+	       r->opcode == MLX5_OPCODE_ATOMIC_FA || r->opcode == MLX5_OPCODE_ATOMIC_MASKED_CS ||
+	       r->opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
+}
+
+static void rewind_to(struct sim_qp *qp, uint32_t i);
+
 static void rec_done(struct sim_qp *qp, struct sq_rec *r, uint8_t synd)
 {
 	(void)qp;
@@ -776,16 +790,50 @@ static void rec_done(struct sim_qp *qp, struct sq_rec *r, uint8_t synd)
 	r->ready_ns = sim_now_ns() + sim_env.delay_us * 1000ull;
 }
 
-/* Everything with a sequence number below seq is acknowledged. */
-static void ack_below(struct sim_qp *qp, uint32_t seq)
+/* Everything with a sequence number below seq is acknowledged, except that a READ or atomic
+ * completes only with its own response: an ACK or response past one still waiting for it means
+ * that response was lost. Returns that record's index, or out_head when there is none. */
+static uint32_t ack_below(struct sim_qp *qp, uint32_t seq)
 {
-	for (uint32_t i = qp->out_tail; i != qp->out_head; i++) {
+	uint32_t i;
+
+	for (i = qp->out_tail; i != qp->out_head; i++) {
 		struct sq_rec *r = rec_at(qp, i);
 		if ((int32_t)(r->seq - seq) >= 0)
 			break;
-		if (r->opcode != MLX5_OPCODE_NOP)
-			rec_done(qp, r, 0);
+		if (r->opcode == MLX5_OPCODE_NOP || r->done)
+			continue;
+		if (rec_wants_response(r))
+			return i;
+		rec_done(qp, r, 0);
 	}
+	return qp->out_head;
+}
+
+/* An implied NAK (IBA requester rules; the kernel's rxe does the same in check_psn): the READ or
+ * atomic at record i missed its response while a later message was answered, so it and
+ * everything after it go out again, counted as one transport retry. A go-back already under
+ * way for the same message is not started twice; the transport timer covers a lost one. */
+static void implied_nak(struct sim_qp *qp, uint32_t i)
+{
+	struct sq_rec *r = rec_at(qp, i);
+
+	if (qp->rnr_waiting || (qp->seq_err_retry && qp->seq_err_seq == r->seq))
+		return;
+	if (qp->retry_left <= 0) {
+		qp_fault(qp, r->idx, "transport retry count exceeded: the response of this %s never "
+			 "came from lid 0x%x qp 0x%x", opname(r->opcode), qp->attr.ah_attr.dlid,
+			 qp->attr.dest_qp_num);
+		rec_done(qp, r, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+		r->ready_ns = 0;
+		return;
+	}
+	qp->retry_left--;
+	TRACE("qp 0x%x: wqe 0x%x (%s) answered past without its response: sending again from it "
+	      "(%d retries left)", qp->qpn, r->idx, opname(r->opcode), qp->retry_left);
+	qp->seq_err_retry = true;
+	qp->seq_err_seq = r->seq;
+	rewind_to(qp, i);
 }
 
 static struct sq_rec *rec_by_seq(struct sim_qp *qp, uint32_t seq)
@@ -816,6 +864,7 @@ static void scatter(struct sq_rec *r, uint32_t off, const uint8_t *data, uint32_
 static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
 	struct sq_rec *r;
+	uint32_t i;
 
 	if (qp->state != IBV_QPS_RTS)
 		return;
@@ -825,12 +874,18 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 	switch (p->type) {
 	case PKT_ACK:
 		qp->retry_left = qp->attr.retry_cnt;
-		ack_below(qp, p->seq + 1);
+		if ((i = ack_below(qp, p->seq + 1)) != qp->out_head) {
+			implied_nak(qp, i);
+			break;
+		}
 		if ((int32_t)(p->seq - qp->rnr_seq) >= 0)
 			qp->rnr_left = qp->attr.rnr_retry;
 		break;
 	case PKT_NAK:
-		ack_below(qp, p->seq);
+		if ((i = ack_below(qp, p->seq)) != qp->out_head) {
+			implied_nak(qp, i);
+			break;
+		}
 		r = rec_by_seq(qp, p->seq);
 		if (!r || r->done)
 			break;
@@ -866,7 +921,10 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 		break;
 	case PKT_READ_RESP:
 		qp->retry_left = qp->attr.retry_cnt;
-		ack_below(qp, p->seq);
+		if ((i = ack_below(qp, p->seq)) != qp->out_head) {
+			implied_nak(qp, i);
+			break;
+		}
 		r = rec_by_seq(qp, p->seq);
 		if (!r || r->done)
 			break;
@@ -889,7 +947,10 @@ static void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p
 		break;
 	case PKT_ATOMIC_RESP:
 		qp->retry_left = qp->attr.retry_cnt;
-		ack_below(qp, p->seq);
+		if ((i = ack_below(qp, p->seq)) != qp->out_head) {
+			implied_nak(qp, i);
+			break;
+		}
 		r = rec_by_seq(qp, p->seq);
 		if (!r || r->done)
 			break;
@@ -1372,6 +1433,22 @@ static void trace_pkt(const struct pkt *p)
 		  (p->flags & PKT_F_LAST) ? " LAST" : "");
 }
 
+/* RVXSIM_DROP_READ_RESP: the first response packet of each of the first N READs/atomics answered
+ * to this device is lost, once per message, so that its retransmission gets through. */
+static bool drop_read_resp(struct sim_ctx *sc, const struct pkt *p)
+{
+	if ((p->type != PKT_READ_RESP && p->type != PKT_ATOMIC_RESP) || p->off != 0 ||
+	    sc->dropped_read_resp >= sim_env.drop_read_resp ||
+	    (sc->dropped_read_resp && sc->dropped_qpn == p->dst_qpn && sc->dropped_seq == p->seq))
+		return false;
+	sc->dropped_read_resp++;
+	sc->dropped_qpn = p->dst_qpn;
+	sc->dropped_seq = p->seq;
+	TRACE("RVXSIM_DROP_READ_RESP: %s for qp 0x%x seq %u lost", pktname(p->type), p->dst_qpn,
+	      p->seq);
+	return true;
+}
+
 static int drain_inbox(struct sim_ctx *sc)
 {
 	int work = 0;
@@ -1381,7 +1458,7 @@ static int drain_inbox(struct sim_ctx *sc)
 		struct sim_qp *qp = qp_by_num(sc, p->dst_qpn);
 		if (sim_env.trace)
 			trace_pkt(p);
-		if (qp && !(sc->peer_lost && p->src_lid != sc->lid))
+		if (qp && !(sc->peer_lost && p->src_lid != sc->lid) && !drop_read_resp(sc, p))
 			handle_response(sc, qp, p);
 		fabric_pop(sc, true);
 		work = 1;
@@ -1737,6 +1814,7 @@ static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 				qp->retry_left--;
 				TRACE("qp 0x%x: no answer for wqe 0x%x: sending again (%d retries left)",
 				      qp->qpn, r->idx, qp->retry_left);
+				qp->seq_err_retry = false;
 				rewind_to(qp, i);
 				work = 1;
 			} else {

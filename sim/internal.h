@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <pthread.h>
+#include <sys/types.h>
 #include <endian.h>
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
@@ -42,6 +43,7 @@ struct sim_env {
 	long delay_us;
 	long reg_cost_ns_per_page;
 	long force_rnr;
+	long drop_read_resp;     /* RVXSIM_DROP_READ_RESP: READ/atomic response packets to lose */
 	long retry_timeout_ms;   /* cap of the transport retry timer */
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
@@ -81,6 +83,7 @@ struct sim_ctx;
 
 struct sim_mr {
 	struct ibv_mr mr;
+	_Atomic int *dm_refs;        /* a DM MR: its device memory's count of MRs (dm.c) */
 	uint64_t iova;
 	uintptr_t addr;
 	size_t length;
@@ -90,8 +93,16 @@ struct sim_mr {
 
 struct sim_pd {
 	struct ibv_pd pd;
-	_Atomic int users;           /* MRs, QPs, SRQs and AHs made in it */
+	_Atomic int users;           /* MRs, QPs, SRQs, AHs and parent domains made in it */
+	struct ibv_pd *prot;         /* a parent domain's protection domain; NULL for a PD */
 };
+
+/* the protection domain a PD or parent domain stands for: what keys are checked against */
+static inline struct ibv_pd *pd_prot(struct ibv_pd *pd)
+{
+	struct sim_pd *p = (struct sim_pd *)pd;
+	return p->prot ? p->prot : pd;
+}
 
 static inline void pd_get(struct ibv_pd *pd) { atomic_fetch_add(&((struct sim_pd *)pd)->users, 1); }
 static inline void pd_put(struct ibv_pd *pd) { atomic_fetch_sub(&((struct sim_pd *)pd)->users, 1); }
@@ -130,6 +141,7 @@ struct sim_cq {
 	uint32_t arm_sn;             /* last sn seen in an arm doorbell */
 	/* software (ibv_poll_cq) side */
 	uint32_t cons_index;
+	bool direct;                 /* mlx5dv_init_obj gave its buffer out: its owner polls it */
 	uint32_t sw_arm_sn;
 	uint32_t empty_polls;
 	pthread_spinlock_t poll_lock;
@@ -174,8 +186,23 @@ struct sq_rec {
 
 enum { TX_IDLE = 0, TX_ACTIVE };
 
+/* A DCI work request's target (mlx5dv_wr_set_dc_addr). */
+struct sim_wr_dc {
+	struct ibv_ah *ah;
+	uint32_t dctn;
+	uint64_t key;
+};
+struct sim_wr_batch;
+
 struct sim_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;        /* ibv_qp_to_qp_ex, when created with send_ops_flags */
+	};
+	struct mlx5dv_qp_ex dvqpx;       /* mlx5dv_qp_ex_from_ibv_qp_ex */
+	struct sim_wr_batch *wrb;        /* ibv_wr_* staging (wr.c), or NULL */
+	struct sim_wr_dc *wr_dc;
+	uint8_t *wr_mem;
 	struct sim_ctx *sc;
 	uint32_t qpn;
 	enum ibv_qp_type type;
@@ -227,6 +254,8 @@ struct sim_qp {
 	uint64_t rnr_wait_until;
 	uint32_t rnr_seq;
 	bool rnr_waiting;
+	bool seq_err_retry;          /* a go-back to seq_err_seq after an implied NAK is under way */
+	uint32_t seq_err_seq;
 	/* current message being packetised */
 	int tx_state;
 	uint8_t *tx_data;
@@ -271,6 +300,14 @@ struct fabric_inbox;
 
 struct sim_ctx {
 	struct verbs_context vctx;   /* extended context; vctx.context is the ibv_context */
+	/* The adapter behind the context. Contexts of one device in one process share the first
+	 * one's port, LID, GID, QPN space, objects and engine, as contexts of one device share the
+	 * hardware: hw is that context (itself for the first); users counts the open contexts on
+	 * it, and it is torn down when the last one closes. */
+	struct sim_ctx *hw;
+	int users;
+	bool closed;
+	pid_t pid;                   /* the process whose adapter it is (a forked child has none) */
 	struct sim_dev *dev;
 	int index;
 	uint16_t lid;
@@ -295,12 +332,21 @@ struct sim_ctx {
 	bool peer_lost;              /* RVXSIM_KILL_PEER_AFTER fired */
 	_Atomic uint64_t app_progress_ns; /* last engine pass run by an application thread */
 	long forced_rnr;
+	long dropped_read_resp;      /* RVXSIM_DROP_READ_RESP responses lost so far */
+	uint32_t dropped_qpn, dropped_seq; /* the last one, not lost twice */
 	struct remote_cache *remotes;
+	_Atomic size_t dm_used;      /* device memory allocated (dm.c) */
 };
 
-static inline struct sim_ctx *to_sctx(struct ibv_context *c)
+/* the context's own record (its handle: ops, async fd) */
+static inline struct sim_ctx *ctx_self(struct ibv_context *c)
 {
 	return (struct sim_ctx *)((char *)c - offsetof(struct sim_ctx, vctx.context));
+}
+/* the adapter the context opens (see sim_ctx.hw) */
+static inline struct sim_ctx *to_sctx(struct ibv_context *c)
+{
+	return ctx_self(c)->hw;
 }
 static inline struct sim_qp *to_sqp(struct ibv_qp *q) { return (struct sim_qp *)q; }
 static inline struct sim_cq *to_scq(struct ibv_cq *c) { return (struct sim_cq *)c; }
@@ -441,5 +487,30 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_q
 						 int dc_type, uint64_t access_key);
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
+
+
+/* ---- device memory (dm.c) ---- */
+#define SIM_DM_SIZE (128u << 10)     /* a ConnectX-6's MEMIC [inferred from mlx5_ib's max_memic_size] */
+struct sim_dm {
+	struct ibv_dm dm;
+	uint8_t *buf;                /* what mlx5dv_init_obj maps: the model's "device memory" */
+	size_t length;
+	_Atomic int mrs;             /* DM MRs on it: free is EBUSY meanwhile */
+};
+struct ibv_dm *sim_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int sim_free_dm(struct ibv_dm *dm);
+struct ibv_mr *sim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+			     unsigned int access);
+void *zalloc_aligned(size_t align, size_t size);
+
+/* ---- the ibv_wr_* API (wr.c) ---- */
+int sim_wr_init(struct sim_qp *qp, uint64_t send_ops_flags);
+void sim_wr_free(struct sim_qp *qp);
+/* the WQE builder of ibv_post_send; dc[i] addresses the i-th WR of a DCI */
+int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+		  const struct sim_wr_dc *dc);
+SIM_PRIV int rvxsim_priv_qp_enable_wr(struct ibv_qp *qp, uint64_t send_ops_flags);
+SIM_PRIV struct mlx5dv_qp_ex *rvxsim_priv_qp_dv(struct ibv_qp_ex *qp);
+SIM_PRIV int rvxsim_priv_env_cqe_size(void);
 
 #endif

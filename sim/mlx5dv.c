@@ -82,6 +82,7 @@ static int init_cq(struct ibv_cq *ibcq, struct mlx5dv_cq *out, bool compat)
 {
 	struct sim_cq *cq = to_scq(ibcq);
 
+	cq->direct = true;
 	out->buf = cq->buf;
 	out->dbrec = cq->dbrec;
 	out->cqe_cnt = cq->cqe_cnt;
@@ -114,9 +115,19 @@ static int init_srq(struct ibv_srq *ibsrq, struct mlx5dv_srq *out)
 static int init_obj(struct mlx5dv_obj *obj, uint64_t type, bool compat)
 {
 	if (type & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH |
-			       MLX5DV_OBJ_PD)) {
-		rvxsim_priv_unsupported("mlx5dv_init_obj(RWQ/DM)");
+			       MLX5DV_OBJ_PD | MLX5DV_OBJ_DM)) {
+		rvxsim_priv_unsupported("mlx5dv_init_obj(RWQ)");
 		return EOPNOTSUPP;
+	}
+	/* the DM's mapping, which the application writes as libmlx5 maps MEMIC into it; no
+	 * remote_va (MLX5DV_DM_MASK_REMOTE_VA stays off) */
+	if (type & MLX5DV_OBJ_DM) {
+		struct sim_dm *dm = (struct sim_dm *)obj->dm.in;
+		if (!rvxsim_priv_is_sim(dm->dm.context))
+			return EINVAL;
+		obj->dm.out->buf = dm->buf;
+		obj->dm.out->length = dm->length;
+		obj->dm.out->comp_mask = 0;
 	}
 	if ((type & MLX5DV_OBJ_QP) && (!rvxsim_priv_is_sim(obj->qp.in->context) ||
 				       init_qp(obj->qp.in, obj->qp.out)))
@@ -151,6 +162,23 @@ SIM_EXPORT int mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t type)
 	return init_obj(obj, type, true);
 }
 
+/* The ibv_wr_* API when the QP was asked for with send_ops_flags (the QP is destroyed if the
+ * model cannot give it, as libmlx5 fails the create). */
+static struct ibv_qp *with_wr(struct ibv_qp *qp, struct ibv_qp_init_attr_ex *a)
+{
+	int err;
+
+	if (!qp || !(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return qp;
+	err = rvxsim_priv_qp_enable_wr(qp, a->send_ops_flags);
+	if (err) {
+		ibv_destroy_qp(qp);
+		errno = err;
+		return NULL;
+	}
+	return qp;
+}
+
 /* DCI and DCT, refused where rdma-core 44's create_qp/create_dct or the kernel's
  * process_vendor_flags/check_qp_attr refuse them on a ConnectX-6 (errno as they set it). */
 static struct ibv_qp *create_dc(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a,
@@ -177,13 +205,14 @@ static struct ibv_qp *create_dc(struct ibv_context *ctx, struct ibv_qp_init_attr
 		return NULL;
 	}
 	if (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) {
-		rvxsim_priv_unsupported("mlx5dv_create_qp(DC send_ops_flags)");
+		/* mlx5-specific builders (mkeys, memcpy, raw WQEs): none on the model */
+		rvxsim_priv_unsupported("mlx5dv_create_qp(mlx5dv send_ops_flags)");
 		return NULL;
 	}
 	if (type == MLX5DV_DCTYPE_DCT) {
 		/* create_dct: PD only, no vendor masks but DC and create flags; ALLOW_SCATTER is
 		 * not a DCT flag; the kernel wants an SRQ and a receive CQ */
-		if ((a->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) ||
+		if ((a->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) ||   /* no send_ops_flags either */
 		    (m->comp_mask & ~(uint64_t)(MLX5DV_QP_INIT_ATTR_MASK_DC |
 						MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS)) ||
 		    (flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE) || !a->srq || !a->recv_cq)
@@ -216,12 +245,13 @@ SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_q
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD)) {
-		rvxsim_priv_unsupported("mlx5dv_create_qp(ibv_qp_init_attr_ex comp_mask beyond PD)");
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		rvxsim_priv_unsupported("mlx5dv_create_qp(ibv_qp_init_attr_ex comp_mask beyond PD and "
+					"send_ops_flags)");
 		return NULL;
 	}
 	if (m && (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC || a->qp_type == IBV_QPT_DRIVER))
-		return create_dc(ctx, a, m);
+		return with_wr(create_dc(ctx, a, m), a);
 	if (!m && a->qp_type == IBV_QPT_DRIVER) {
 		errno = EINVAL;
 		return NULL;
@@ -241,13 +271,13 @@ SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_q
 		}
 	}
 	/* ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr */
-	return rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, flags);
+	return with_wr(rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, flags), a);
 }
 
 SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a,
 					      struct mlx5dv_cq_init_attr *m)
 {
-	uint32_t size = 64;
+	int size = 0;
 
 	if (m) {
 		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
@@ -266,7 +296,21 @@ SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ib
 			size = m->cqe_size;
 		}
 	}
-	return rvxsim_priv_create_cq_ex(ctx, a, size);
+	if (!size && (size = rvxsim_priv_env_cqe_size()) < 0)
+		return NULL;
+	return rvxsim_priv_create_cq_ex(ctx, a, (uint32_t)size);
+}
+
+/* mlx5dv_query_port: the model's one port is an InfiniBand (or RoCE) port of an adapter without
+ * an e-switch in switchdev mode, for which mlx5_ib answers no vport fields: flags 0 [inferred:
+ * mlx5_ib fills the vport and steering fields only in switchdev mode]. */
+SIM_EXPORT int _mlx5dv_query_port(struct ibv_context *ctx, uint32_t port_num, struct mlx5dv_port *info,
+				  size_t info_len)
+{
+	if (!rvxsim_priv_is_sim(ctx) || port_num != 1 || !info)
+		return EINVAL;
+	memset(info, 0, MIN(info_len, sizeof(*info)));
+	return 0;
 }
 
 SIM_EXPORT int mlx5dv_set_context_attr(struct ibv_context *ctx, enum mlx5dv_set_ctx_attr_type type,
@@ -285,7 +329,5 @@ SIM_EXPORT int mlx5dv_get_clock_info(struct ibv_context *ctx, struct mlx5dv_cloc
 
 SIM_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 {
-	(void)qp;
-	rvxsim_priv_unsupported("mlx5dv_qp_ex_from_ibv_qp_ex");
-	return NULL;
+	return rvxsim_priv_qp_dv(qp);
 }

@@ -8,9 +8,9 @@ SIM_LIBDIR := build/sim
 SIM_CC     := gcc
 SIM_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -fPIC -pthread -fvisibility=hidden
 SIM_HDRS   := sim/internal.h
-SIM_VERBS_SRCS := sim/verbs.c sim/engine.c sim/fabric.c sim/trace.c sim/dc.c sim/sysfs.c sim/ud.c
+SIM_VERBS_SRCS := sim/verbs.c sim/engine.c sim/fabric.c sim/trace.c sim/dc.c sim/sysfs.c sim/ud.c sim/abi.c sim/wr.c sim/dm.c
 SIM_VERBS_OBJS := $(patsubst sim/%.c,$(SIM_LIBDIR)/obj/%.o,$(SIM_VERBS_SRCS))
-SIM_MLX5_OBJS  := $(SIM_LIBDIR)/obj/mlx5dv.o
+SIM_MLX5_OBJS  := $(SIM_LIBDIR)/obj/mlx5dv.o $(SIM_LIBDIR)/obj/mlx5dv_stubs.o
 
 SIM_IBVERBS := $(SIM_LIBDIR)/libibverbs.so.1
 SIM_MLX5    := $(SIM_LIBDIR)/libmlx5.so.1

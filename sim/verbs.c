@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <time.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 static struct sim_dev devices[SIM_MAX_DEVICES];
 static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
@@ -41,7 +42,7 @@ static void devices_init(void)
 	sim_sysfs_init(devices, SIM_MAX_DEVICES);
 }
 
-static void *zalloc_aligned(size_t align, size_t size)
+void *zalloc_aligned(size_t align, size_t size)
 {
 	void *p;
 	if (posix_memalign(&p, align, size))
@@ -132,27 +133,45 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 			      struct ibv_device_attr_ex *attr, size_t size);
 static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a);
 static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
+static int get_srq_num_op(struct ibv_srq *srq, uint32_t *num);
+static struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
+					     struct ibv_parent_domain_init_attr *a);
 static int req_notify_op(struct ibv_cq *cq, int solicited);
 static int post_send_op(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int post_recv_op(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int post_srq_recv_op(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static void cq_clean(struct sim_cq *cq, struct sim_qp *qp);
 
-SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+/* libmlx5's MLX_{CQ,QP,SRQ}_ALLOC_TYPE=HUGE puts the object's buffer on huge pages and fails the
+ * create (ENOMEM) when the system has none; the model keeps its buffers on ordinary pages but
+ * fails the same way, by asking for one huge page. PREFER_HUGE and the others fall back. */
+static bool huge_refused(const char *var)
 {
-	struct sim_ctx *sc;
-	struct ibv_context *c;
+	const char *s = getenv(var);
+	void *p;
+
+	if (!s || strcmp(s, "HUGE"))
+		return false;
+	p = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+		 -1, 0);
+	if (p == MAP_FAILED) {
+		errno = ENOMEM;
+		return true;
+	}
+	munmap(p, 2u << 20);
+	return false;
+}
+
+/* The context of this process that holds each device's adapter (see sim_ctx.hw). */
+static struct sim_ctx *adapters[SIM_MAX_DEVICES];
+static pthread_mutex_t adapter_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A context's handle: the ibv_context with its ops table and async event pipe. */
+static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
+{
+	struct ibv_context *c = &sc->vctx.context;
 	int p[2];
 
-	sim_count_verb();
-	pthread_once(&dev_once, devices_init);
-	sc = calloc(1, sizeof(*sc));
-	if (!sc) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	sc->dev = (struct sim_dev *)dev;
-	sc->index = sc->dev->index;
-	c = &sc->vctx.context;
 	c->device = dev;
 	c->ops.poll_cq = poll_cq_op;
 	c->ops.req_notify_cq = req_notify_op;
@@ -166,18 +185,40 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	sc->vctx.query_device_ex = query_device_ex_op;
 	sc->vctx.create_cq_ex = create_cq_ex_op;
 	sc->vctx.create_qp_ex = create_qp_ex_op;
+	sc->vctx.get_srq_num = get_srq_num_op;
+	sc->vctx.alloc_parent_domain = alloc_parent_domain_op;
+	sc->vctx.alloc_dm = sim_alloc_dm;
+	sc->vctx.free_dm = sim_free_dm;
+	sc->vctx.reg_dm_mr = sim_reg_dm_mr;
 	pthread_mutex_init(&c->mutex, NULL);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	c->async_fd = p[0];
+	sc->async_wfd = p[1];
+	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	return 0;
+}
+
+static void ctx_handle_fini(struct sim_ctx *sc)
+{
+	struct ibv_context *c = &sc->vctx.context;
+
+	close(c->async_fd);
+	close(sc->async_wfd);
+	if (c->cmd_fd >= 0)
+		close(c->cmd_fd);
+	pthread_mutex_destroy(&c->mutex);
+}
+
+/* The adapter of the first context opened on a device: LID, inbox, engine. */
+static int adapter_init(struct sim_ctx *sc)
+{
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->next_qpn = 0x100 + sc->index * 0x10000;
 	sc->next_cqn = 0x400;
 	sc->next_srqn = 0x20;
 	sc->next_mkey = 1;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		goto fail;
-	fcntl(p[1], F_SETFL, O_NONBLOCK);
-	c->async_fd = p[0];
-	sc->async_wfd = p[1];
-	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	pthread_mutex_lock(&tab_lock);
 	if (!qp_tabs[sc->index])
 		qp_tabs[sc->index] = calloc(QP_TAB_SIZE, sizeof(struct sim_qp *));
@@ -194,25 +235,76 @@ SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 		fabric_close(sc);
 		goto fail_tab;
 	}
-	return c;
+	return 0;
 fail_tab:
 	release_tab(sc->index);
 fail_fd:
-	close(p[0]);
-	close(p[1]);
-	if (c->cmd_fd >= 0)
-		close(c->cmd_fd);
-fail:
-	free(sc);
-	errno = ENODEV;
-	return NULL;
+	pthread_mutex_destroy(&sc->lock);
+	return -1;
 }
+
+SIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+{
+	struct sim_ctx *sc;
+	struct sim_dev *sd = (struct sim_dev *)dev;
+
+	sim_count_verb();
+	pthread_once(&dev_once, devices_init);
+	sc = calloc(1, sizeof(*sc));
+	if (!sc || ctx_handle_init(sc, dev)) {
+		free(sc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	sc->dev = sd;
+	sc->index = sd->index;
+	pthread_mutex_lock(&adapter_lock);
+	/* a child of fork inherits the parent's record but not its engine: it opens its own */
+	sc->hw = adapters[sc->index] && adapters[sc->index]->pid == getpid() ? adapters[sc->index] : NULL;
+	if (sc->hw) {
+		sc->hw->users++;
+	} else if (adapter_init(sc) == 0) {
+		sc->hw = sc;
+		sc->users = 1;
+		sc->pid = getpid();
+		adapters[sc->index] = sc;
+	}
+	pthread_mutex_unlock(&adapter_lock);
+	if (!sc->hw) {
+		ctx_handle_fini(sc);
+		free(sc);
+		errno = ENODEV;
+		return NULL;
+	}
+	return &sc->vctx.context;
+}
+
+static void adapter_fini(struct sim_ctx *sc);
 
 SIM_EXPORT int ibv_close_device(struct ibv_context *ctx)
 {
-	struct sim_ctx *sc = to_sctx(ctx);
+	struct sim_ctx *self = ctx_self(ctx), *hw = self->hw;
+	bool last;
 
 	sim_count_verb();
+	pthread_mutex_lock(&adapter_lock);
+	last = --hw->users == 0;
+	if (last)
+		adapters[hw->index] = NULL;
+	pthread_mutex_unlock(&adapter_lock);
+	/* the adapter's own record stays while other contexts use it; its handle goes now */
+	ctx_handle_fini(self);
+	if (self != hw)
+		free(self);
+	else
+		hw->closed = true;
+	if (last)
+		adapter_fini(hw);
+	return 0;
+}
+
+static void adapter_fini(struct sim_ctx *sc)
+{
 	engine_stop(sc);
 	fabric_close(sc);
 	/* objects the application did not destroy: free what we own */
@@ -224,14 +316,8 @@ SIM_EXPORT int ibv_close_device(struct ibv_context *ctx)
 	}
 	free(sc->mr_tab);
 	release_tab(sc->index);
-	close(ctx->async_fd);
-	close(sc->async_wfd);
-	if (ctx->cmd_fd >= 0)
-		close(ctx->cmd_fd);
 	pthread_mutex_destroy(&sc->lock);
-	pthread_mutex_destroy(&ctx->mutex);
 	free(sc);
-	return 0;
 }
 
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx)
@@ -434,11 +520,45 @@ SIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	struct sim_pd *p = (struct sim_pd *)pd;
+
 	sim_count_verb();
-	if (atomic_load(&((struct sim_pd *)pd)->users))
+	if (atomic_load(&p->users))
 		return EBUSY;
+	if (p->prot)
+		pd_put(p->prot);
 	free(pd);
 	return 0;
+}
+
+/* ibv_alloc_parent_domain (libmlx5's mlx5_alloc_parent_domain): a PD standing for attr->pd,
+ * which it holds (that PD's dealloc is EBUSY meanwhile). Thread domains do not exist on the model
+ * (ibv_alloc_td finds no entry), so td must be NULL. The custom allocators are accepted and not
+ * called: the model places its queues in memory of its own, as a provider may when an allocator
+ * answers IBV_ALLOCATOR_USE_DEFAULT. */
+static struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
+					     struct ibv_parent_domain_init_attr *a)
+{
+	const uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	struct sim_pd *pd;
+
+	if (!a->pd || a->pd->context != ctx || ((struct sim_pd *)a->pd)->prot || a->td ||
+	    (a->comp_mask & ~known)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sim_count_verb();
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->pd.context = ctx;
+	pd->pd.handle = a->pd->handle;
+	pd->prot = a->pd;
+	pd_get(a->pd);
+	return &pd->pd;
 }
 
 struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key)
@@ -461,32 +581,18 @@ static void reg_cost(size_t length, void *addr)
 		;
 }
 
+static int mr_access_ok(unsigned access);
+
 SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 					   uint64_t iova, unsigned int access)
 {
 	struct sim_ctx *sc = to_sctx(pd->context);
 	struct sim_mr *m;
 	uint32_t idx;
-	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
 
 	sim_count_verb();
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
-		errno = EINVAL;
+	if (mr_access_ok(access))
 		return NULL;
-	}
-	if (access & ~known) {
-		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-			      IBV_ACCESS_HUGETLB)) {
-			sim_unsupported(access & IBV_ACCESS_ON_DEMAND ? "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)" :
-					"ibv_reg_mr(access flag)");
-			return NULL;
-		}
-		errno = EINVAL;
-		return NULL;
-	}
 	if (!addr && length) {
 		errno = EINVAL;
 		return NULL;
@@ -564,6 +670,8 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 		}
 	pthread_mutex_unlock(&sc->lock);
 	pd_put(m->mr.pd);
+	if (m->dm_refs)
+		atomic_fetch_sub(m->dm_refs, 1);
 	sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*m));
 	free(m);
@@ -578,12 +686,68 @@ SIM_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, 
 	return NULL;
 }
 
+/* The access flags reg_mr and rereg_mr take (0, or EINVAL / EOPNOTSUPP with errno set). */
+static int mr_access_ok(unsigned access)
+{
+	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+
+	/* remote write or atomic without local write: EINVAL (the kernel's ib_check_mr_access) */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return errno = EINVAL;
+	if (access & ~known) {
+		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+			      IBV_ACCESS_HUGETLB)) {
+			sim_unsupported(access & IBV_ACCESS_ON_DEMAND ? "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)" :
+					"ibv_reg_mr(access flag)");
+			return errno = EOPNOTSUPP;
+		}
+		return errno = EINVAL;
+	}
+	return 0;
+}
+
+/* ibv_rereg_mr as libibverbs checks its input (IBV_REREG_MR_ERR_INPUT with EINVAL) and mlx5
+ * applies it: new access flags, PD or range, under the engine's lock so that no request sees half
+ * of it. The keys stay (the kernel may keep or change them; keeping is one of its answers). */
 SIM_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			    size_t length, int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	sim_unsupported("ibv_rereg_mr");
-	return EOPNOTSUPP;
+	struct sim_mr *m = (struct sim_mr *)mr;
+	struct sim_ctx *sc = to_sctx(mr->context);
+	struct ibv_pd *old = mr->pd;
+
+	sim_count_verb();
+	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context->device != mr->context->device))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && mr_access_ok((unsigned)access))
+		return IBV_REREG_MR_ERR_CMD;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		pd_get(pd);
+	pthread_mutex_lock(&sc->lock);
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		m->access = access;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)length - (int64_t)m->length);
+		mr->addr = addr;
+		mr->length = length;
+		m->addr = (uintptr_t)addr;
+		m->iova = (uintptr_t)addr;
+		m->length = length;
+	}
+	pthread_mutex_unlock(&sc->lock);
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		pd_put(old);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ completion channel, CQ */
@@ -682,6 +846,8 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 	struct sim_cq *cq;
 
 	sim_count_verb();
+	if (huge_refused("MLX_CQ_ALLOC_TYPE"))
+		return NULL;
 	if (cqe < 1 || cqe > SIM_MAX_CQE || vec < 0 || vec >= ctx->num_comp_vectors ||
 	    (cqe_size != 64 && cqe_size != 128)) {
 		errno = EINVAL;
@@ -748,6 +914,13 @@ SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
 		sim_unsupported("create_cq_ex(comp_mask)");
 		return NULL;
 	}
+	/* a CQ's PD must be a parent domain of its context (libmlx5's create_cq) */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || !((struct sim_pd *)a->parent_domain)->prot ||
+	     a->parent_domain->context != ctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (a->flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
 				    IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
@@ -762,32 +935,78 @@ SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
 	return (struct ibv_cq_ex *)cq;
 }
 
-static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a)
+/* The CQE size of a CQ created without one: libmlx5's MLX5_CQE_SIZE, read at each create
+ * (64 when unset; anything but 64 or 128 fails the create with EINVAL, as get_cqe_size does). */
+SIM_PRIV int rvxsim_priv_env_cqe_size(void)
 {
 	const char *s = getenv("MLX5_CQE_SIZE");
-	return rvxsim_priv_create_cq_ex(ctx, a, s && atoi(s) == 128 ? 128 : 64);
+	int n = s ? atoi(s) : 64;
+
+	if (n != 64 && n != 128) {
+		sim_log("rvxsim: MLX5_CQE_SIZE=%s: a CQE is 64 or 128 bytes", s);
+		errno = EINVAL;
+		return -1;
+	}
+	return n;
+}
+
+static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a)
+{
+	int size = rvxsim_priv_env_cqe_size();
+	return size < 0 ? NULL : rvxsim_priv_create_cq_ex(ctx, a, (uint32_t)size);
 }
 
 static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
+	struct ibv_qp *qp;
+
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		sim_unsupported("ibv_create_qp_ex(IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: ibv_wr_* API)");
-		return NULL;
-	}
-	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		sim_unsupported("ibv_create_qp_ex(comp_mask)");
 		return NULL;
 	}
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+	/* BLOCK_SELF_MCAST_LB is taken (libmlx5 and mlx5_ib accept it on a ConnectX-6, block_lb_mc);
+	 * the model has no multicast, so it changes nothing. The others are refused. */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
 		sim_unsupported("ibv_create_qp_ex(create_flags)");
 		return NULL;
 	}
 	/* ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr */
-	return rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, 0);
+	qp = rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, 0);
+	if (qp && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		int err = rvxsim_priv_qp_enable_wr(qp, a->send_ops_flags);
+		if (err) {
+			ibv_destroy_qp(qp);
+			errno = err;
+			return NULL;
+		}
+	}
+	return qp;
+}
+
+/* The ibv_wr_* API on a new QP (wr.c); an error destroys nothing, the caller does. */
+SIM_PRIV int rvxsim_priv_qp_enable_wr(struct ibv_qp *qp, uint64_t send_ops_flags)
+{
+	return sim_wr_init(to_sqp(qp), send_ops_flags);
+}
+
+/* mlx5dv_qp_ex_from_ibv_qp_ex: the QP's mlx5dv view (wr_set_dc_addr is set on a DCI only) */
+SIM_PRIV struct mlx5dv_qp_ex *rvxsim_priv_qp_dv(struct ibv_qp_ex *qpx)
+{
+	return qpx ? &((struct sim_qp *)qpx)->dvqpx : NULL;
+}
+
+/* ibv_get_srq_num: libmlx5 answers the SRQ number of any SRQ (mlx5_get_srq_num), which is what
+ * a DC initiator needs nothing of but perftest exchanges for DC and XRC alike. */
+static int get_srq_num_op(struct ibv_srq *srq, uint32_t *num)
+{
+	*num = to_ssrq(srq)->srqn;
+	return 0;
 }
 
 static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
@@ -809,7 +1028,7 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 	/* the model's atomics: 4 and 8 bytes (masked ones through opmod 0x08/0x09) */
 	ex.pci_atomic_caps.fetch_add = ex.pci_atomic_caps.swap = ex.pci_atomic_caps.compare_swap =
 		IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP | IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
-	ex.max_dm_size = 0;
+	ex.max_dm_size = SIM_DM_SIZE;
 	memcpy(attr, &ex, MIN(size, sizeof(ex)));
 	return 0;
 }
@@ -817,9 +1036,9 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 SIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 					struct ibv_comp_channel *ch, int vec)
 {
-	const char *s = getenv("MLX5_CQE_SIZE");
-	uint32_t size = s && atoi(s) == 128 ? 128 : 64;
-	struct ibv_cq *cq = rvxsim_priv_create_cq(ctx, cqe, ch, vec, size, false);
+	int size = rvxsim_priv_env_cqe_size();
+	struct ibv_cq *cq = size < 0 ? NULL :
+			    rvxsim_priv_create_cq(ctx, cqe, ch, vec, (uint32_t)size, false);
 	if (cq)
 		cq->cq_context = cq_context;
 	return cq;
@@ -864,11 +1083,61 @@ SIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-SIM_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/* ibv_resize_cq: a new buffer of roundup_pow2(cqe + 1) entries holding the CQEs not yet polled,
+ * from its first entry; EINVAL when they would not fit (mlx5_ib's resize_cq refuses to lose
+ * completions) or cqe is out of range. Done with the engine stopped (its lock) and the poller
+ * out. A CQ whose buffer mlx5dv_init_obj gave out is refused: its owner holds the old buffer. */
+SIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq; (void)cqe;
-	sim_unsupported("ibv_resize_cq");
-	return EOPNOTSUPP;
+	struct sim_cq *cq = to_scq(ibcq);
+	struct sim_ctx *sc = to_sctx(ibcq->context);
+	uint32_t cnt, n, old_cnt;
+	uint8_t *buf, *old;
+
+	sim_count_verb();
+	if (cq->direct) {
+		sim_unsupported("ibv_resize_cq on a CQ given out by mlx5dv_init_obj");
+		return EOPNOTSUPP;
+	}
+	if (cqe < 1 || cqe > SIM_MAX_CQE)
+		return EINVAL;
+	cnt = roundup_pow2((uint32_t)cqe + 1);
+	if (cnt == cq->cqe_cnt)
+		return 0;
+	buf = zalloc_aligned(4096, (size_t)cnt * cq->cqe_size);
+	if (!buf)
+		return ENOMEM;
+	for (uint32_t i = 0; i < cnt; i++)
+		buf[(size_t)i * cq->cqe_size + cq->cqe_size - 1] = MLX5_CQE_INVALID << 4;
+	pthread_mutex_lock(&sc->lock);
+	pthread_spin_lock(&cq->poll_lock);
+	n = cq->pi - cq->cons_index;
+	if (n >= cnt) {
+		pthread_spin_unlock(&cq->poll_lock);
+		pthread_mutex_unlock(&sc->lock);
+		free(buf);
+		return EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *d = buf + (size_t)i * cq->cqe_size;
+		memcpy(d, cq->buf + (size_t)((cq->cons_index + i) & (cq->cqe_cnt - 1)) * cq->cqe_size,
+		       cq->cqe_size);
+		d[cq->cqe_size - 1] &= (uint8_t)~MLX5_CQE_OWNER_MASK;   /* first lap: owner 0 */
+	}
+	old = cq->buf;
+	old_cnt = cq->cqe_cnt;
+	cq->buf = buf;
+	cq->cqe_cnt = cnt;
+	cq->pi = n;
+	cq->cons_index = 0;
+	cq->dbrec[0] = 0;
+	ibcq->cqe = (int)cnt - 1;
+	pthread_spin_unlock(&cq->poll_lock);
+	pthread_mutex_unlock(&sc->lock);
+	free(old);
+	sim_count_obj(SIM_OBJ_CQES, (int64_t)cnt - (int64_t)old_cnt);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, ((int64_t)cnt - (int64_t)old_cnt) * cq->cqe_size);
+	return 0;
 }
 
 SIM_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context)
@@ -914,6 +1183,7 @@ static int req_notify_op(struct ibv_cq *ibcq, int solicited)
 void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj)
 {
 	struct ibv_async_event ev;
+	struct sim_ctx *owner;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = type;
@@ -933,7 +1203,15 @@ void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj)
 		ev.element.qp = obj;
 		break;
 	}
-	if (write(sc->async_wfd, &ev, sizeof(ev)) < 0) {
+	/* the event goes to the context that created the object (contexts share the adapter) */
+	owner = sc;
+	if (type == IBV_EVENT_CQ_ERR)
+		owner = ctx_self(ev.element.cq->context);
+	else if (type == IBV_EVENT_SRQ_LIMIT_REACHED || type == IBV_EVENT_SRQ_ERR)
+		owner = ctx_self(ev.element.srq->context);
+	else if (type != IBV_EVENT_PORT_ACTIVE && type != IBV_EVENT_PORT_ERR)
+		owner = ctx_self(ev.element.qp->context);
+	if (write(owner->async_wfd, &ev, sizeof(ev)) < 0) {
 		/* queue full: the event is dropped, as a full kernel event queue would */
 	}
 }
@@ -1024,6 +1302,7 @@ static void qp_free(struct sim_qp *qp)
 	free(qp->rq_wrid);
 	free(qp->out);
 	dc_free(qp);
+	sim_wr_free(qp);
 	free(qp);
 }
 
@@ -1052,6 +1331,8 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	int err;
 
 	sim_count_verb();
+	if (huge_refused("MLX_QP_ALLOC_TYPE"))
+		return NULL;
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD &&
 	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
 		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UD and DC only)",
@@ -1375,6 +1656,11 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	if (qp->dc_type)
 		dc_modified(qp, cur, next);
 	pthread_mutex_unlock(&sc->lock);
+	if (next == IBV_QPS_RESET) {
+		cq_clean(to_scq(ibqp->recv_cq), qp);
+		if (ibqp->send_cq != ibqp->recv_cq)
+			cq_clean(to_scq(ibqp->send_cq), qp);
+	}
 	TRACE("qp 0x%x: modify %d -> %d (mask 0x%x)", qp->qpn, cur, next, mask);
 	engine_kick(sc);
 	return 0;
@@ -1416,21 +1702,41 @@ SIM_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode 
 	return 0;
 }
 
-/* Builds one mlx5 WQE per work request, as libmlx5 does, then rings the doorbell. */
 static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct sim_qp *qp = to_sqp(ibqp);
-	uint8_t w[SIM_MAX_WQE_SIZE];
-	uint32_t mask = qp->sq_wqe_cnt - 1;
-	int nreq = 0, err = 0;
-	uint32_t last_ds = 0, last_pi = 0;
-	bool last_inline = false;
 
 	if (qp->dc_type) {     /* libmlx5 sends through a DCI with ibv_wr_* and mlx5dv_wr_set_dc_addr */
 		sim_unsupported("ibv_post_send on a DC QP");
 		*bad = wr;
 		return EOPNOTSUPP;
 	}
+	return sim_post_send(qp, wr, bad, NULL);
+}
+
+/* A DCI's address segment as mlx5dv_wr_set_dc_addr writes it: the AH's 48-byte address vector
+ * with the DCT number (extended form) and the DC access key. */
+static void dc_wr_addr(const struct sim_wr_dc *a, uint8_t *seg)
+{
+	struct mlx5_wqe_datagram_seg *d = (void *)seg;
+	const struct sim_ah *ah = (const struct sim_ah *)a->ah;
+
+	memcpy(&d->av, ah->av, sizeof(d->av));
+	d->av.dqp_dct = (d->av.dqp_dct & htobe32(0xff000000u)) |
+			htobe32(MLX5_EXTENDED_UD_AV | (a->dctn & 0xffffff));
+	d->av.key.dc_key = htobe64(a->key);
+}
+
+/* Builds one mlx5 WQE per work request, as libmlx5 does, then rings the doorbell. */
+int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+		  const struct sim_wr_dc *dc)
+{
+	uint8_t w[SIM_MAX_WQE_SIZE];
+	uint32_t mask = qp->sq_wqe_cnt - 1;
+	int nreq = 0, err = 0;
+	uint32_t last_ds = 0, last_pi = 0;
+	bool last_inline = false;
+
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
 		err = EINVAL;
@@ -1470,6 +1776,14 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			}
 			sim_ud_wr_dgram(wr, w + off);
 			off += 48;
+		} else if (qp->dc_type == SIM_DCI) {
+			if (!dc || !dc[nreq].ah) {
+				err = EINVAL;
+				*bad = wr;
+				goto out;
+			}
+			dc_wr_addr(&dc[nreq], w + off);
+			off += 48;
 		}
 		if (opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		    opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS ||
@@ -1503,7 +1817,7 @@ static int post_send_op(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			uint8_t *p = w + off + 4;
 			for (int i = 0; i < wr->num_sge; i++)
 				len += wr->sg_list[i].length;
-			if (len > qp->max_inline) {
+			if (len > (qp->dc_type == SIM_DCI ? SIM_MAX_WQE_SIZE - off - 4 : qp->max_inline)) {
 				err = ENOMEM;
 				*bad = wr;
 				goto out;
@@ -1608,7 +1922,9 @@ static int post_recv_op(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	struct sim_qp *qp = to_sqp(ibqp);
 	int err = 0, n = 0;
 
-	if (qp->srq) {
+	/* a QP in RESET takes no receive (libmlx5's mlx5_post_recv; rdma-core's tests,
+	 * post_rq_state_bad_flow, expect EINVAL); from INIT on it does */
+	if (qp->srq || qp->state == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}
@@ -1652,7 +1968,10 @@ SIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init
 	struct sim_srq *s;
 
 	sim_count_verb();
-	if (ia->attr.max_wr == 0 || ia->attr.max_wr > SIM_MAX_SRQ_WR || ia->attr.max_sge > 31) {
+	if (huge_refused("MLX_SRQ_ALLOC_TYPE"))
+		return NULL;
+	/* max_wr 0 is a one-WQE SRQ for libmlx5 and the kernel (align_queue_size(max_wr + 1)) */
+	if (ia->attr.max_wr > SIM_MAX_SRQ_WR || ia->attr.max_sge > 31) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1868,6 +2187,62 @@ static void sq_complete(struct sim_qp *qp, uint16_t idx, struct ibv_wc *wc)
 
 	wc->wr_id = qp->sq_wrid[start & mask];
 	qp->sw_sq_tail = start + qp->sq_bbs[start & mask];
+}
+
+static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc);
+
+static struct mlx5_cqe64 *cqe64_at(struct sim_cq *cq, uint32_t i)
+{
+	return (void *)(cq->buf + (size_t)(i & (cq->cqe_cnt - 1)) * cq->cqe_size +
+			(cq->cqe_size == 128 ? 64 : 0));
+}
+
+static bool cqe_ready(struct sim_cq *cq, uint32_t i)
+{
+	uint8_t op_own = *(volatile uint8_t *)&cqe64_at(cq, i)->op_own;
+	return (op_own >> 4) != MLX5_CQE_INVALID &&
+	       (op_own & MLX5_CQE_OWNER_MASK) == !!(i & cq->cqe_cnt);
+}
+
+/* A QP moved to RESET leaves no completion behind: libmlx5's modify_qp cleans its CQEs out of
+ * the CQs it polls (mlx5_cq_clean: the later entries move up over them, the consumer index moves
+ * past them, an SRQ gets its WQEs back), so a QP brought up again does not meet completions of
+ * work from before. Not for a CQ whose buffer mlx5dv_init_obj gave out: its owner keeps the
+ * consumer index, and cleaning it is the owner's business. */
+static void cq_clean(struct sim_cq *cq, struct sim_qp *qp)
+{
+	uint32_t end, i, freed = 0;
+
+	if (!cq || cq->direct)
+		return;
+	pthread_spin_lock(&cq->poll_lock);
+	for (end = cq->cons_index; cqe_ready(cq, end) && end - cq->cons_index < cq->cqe_cnt; end++)
+		;
+	atomic_thread_fence(memory_order_acquire);
+	for (i = end; i-- != cq->cons_index;) {
+		struct mlx5_cqe64 *c = cqe64_at(cq, i);
+		if ((be32toh(c->sop_drop_qpn) & 0xffffff) == qp->qpn) {
+			uint8_t op = c->op_own >> 4;
+			if (qp->srq && (op == MLX5_CQE_RESP_SEND || op == MLX5_CQE_RESP_SEND_IMM ||
+					op == MLX5_CQE_RESP_WR_IMM || op == MLX5_CQE_RESP_ERR)) {
+				struct ibv_wc w;
+				rq_complete(qp, be16toh(c->wqe_counter), &w);
+			}
+			freed++;
+		} else if (freed) {
+			uint8_t *src = (uint8_t *)c - (cq->cqe_size == 128 ? 64 : 0);
+			struct mlx5_cqe64 *d = cqe64_at(cq, i + freed);
+			uint8_t owner = d->op_own & MLX5_CQE_OWNER_MASK;
+			memcpy((uint8_t *)d - (cq->cqe_size == 128 ? 64 : 0), src, cq->cqe_size);
+			d->op_own = (uint8_t)((d->op_own & ~MLX5_CQE_OWNER_MASK) | owner);
+		}
+	}
+	if (freed) {
+		cq->cons_index += freed;
+		atomic_thread_fence(memory_order_release);
+		cq->dbrec[0] = htobe32(cq->cons_index & 0xffffff);
+	}
+	pthread_spin_unlock(&cq->poll_lock);
 }
 
 static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc)
@@ -2161,9 +2536,12 @@ SIM_EXPORT int ibv_fork_init(void)
 	return 0;
 }
 
+/* The model's adapter never writes process memory behind the kernel's back (its engine is a
+ * thread of the process), so fork needs nothing: rdma-core's answer on a kernel with copy-on-fork
+ * support for pinned pages. */
 SIM_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 {
-	return IBV_FORK_DISABLED;
+	return IBV_FORK_UNNEEDED;
 }
 
 SIM_EXPORT int ibv_dontfork_range(void *base, size_t size)
@@ -2180,8 +2558,8 @@ SIM_EXPORT int ibv_dofork_range(void *base, size_t size)
 
 SIM_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	return NULL;   /* QPs are not created with send_ops_flags in the model */
+	/* as rdma-core: only a QP created with send_ops_flags has the extended view */
+	return to_sqp(qp)->wrb ? &to_sqp(qp)->qpx : NULL;
 }
 
 SIM_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
@@ -2279,3 +2657,41 @@ SIM_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_a
 	sim_unsupported("ibv_resolve_eth_l2_from_gid");
 	return EOPNOTSUPP;
 }
+
+/* These names have two versions, as in rdma-core: the default IBVERBS_1.1 entries defined above,
+ * and IBVERBS_1.0 entries for binaries linked before 2006 (sim/abi.c). "@@@" binds each
+ * definition to its default version and leaves no unversioned name for the map to claim. */
+#define SIM_DEFAULT_1_1(name) __asm__(".symver " #name ", " #name "@@@IBVERBS_1.1");
+SIM_DEFAULT_1_1(ibv_ack_async_event)
+SIM_DEFAULT_1_1(ibv_ack_cq_events)
+SIM_DEFAULT_1_1(ibv_alloc_pd)
+SIM_DEFAULT_1_1(ibv_attach_mcast)
+SIM_DEFAULT_1_1(ibv_close_device)
+SIM_DEFAULT_1_1(ibv_create_ah)
+SIM_DEFAULT_1_1(ibv_create_cq)
+SIM_DEFAULT_1_1(ibv_create_qp)
+SIM_DEFAULT_1_1(ibv_create_srq)
+SIM_DEFAULT_1_1(ibv_dealloc_pd)
+SIM_DEFAULT_1_1(ibv_dereg_mr)
+SIM_DEFAULT_1_1(ibv_destroy_ah)
+SIM_DEFAULT_1_1(ibv_destroy_cq)
+SIM_DEFAULT_1_1(ibv_destroy_qp)
+SIM_DEFAULT_1_1(ibv_destroy_srq)
+SIM_DEFAULT_1_1(ibv_detach_mcast)
+SIM_DEFAULT_1_1(ibv_free_device_list)
+SIM_DEFAULT_1_1(ibv_get_async_event)
+SIM_DEFAULT_1_1(ibv_get_cq_event)
+SIM_DEFAULT_1_1(ibv_get_device_guid)
+SIM_DEFAULT_1_1(ibv_get_device_list)
+SIM_DEFAULT_1_1(ibv_get_device_name)
+SIM_DEFAULT_1_1(ibv_modify_qp)
+SIM_DEFAULT_1_1(ibv_modify_srq)
+SIM_DEFAULT_1_1(ibv_open_device)
+SIM_DEFAULT_1_1(ibv_query_device)
+SIM_DEFAULT_1_1(ibv_query_gid)
+SIM_DEFAULT_1_1(ibv_query_pkey)
+SIM_DEFAULT_1_1(ibv_query_port)
+SIM_DEFAULT_1_1(ibv_query_qp)
+SIM_DEFAULT_1_1(ibv_query_srq)
+SIM_DEFAULT_1_1(ibv_reg_mr)
+SIM_DEFAULT_1_1(ibv_resize_cq)

@@ -24,6 +24,8 @@ need=(
   "slurm-wlm:/usr/sbin/slurmd"
   "slurm-wlm-basic-plugins:/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so"
   "munge:/usr/sbin/munged"
+  "perftest:/usr/bin/ib_write_lat"
+  "python3-pyverbs:/usr/lib/python3/dist-packages/pyverbs/__init__.py"
 )
 missing=()
 for item in "${need[@]}"; do

@@ -5,6 +5,7 @@
 #include "simtest.h"
 #include <dlfcn.h>
 #include <link.h>
+#include <rdma/ib_user_verbs.h>
 
 /* Symbols and versions programs linked against rdma-core 44 bind to (facts section 6). */
 static const struct { const char *name, *ver; } syms[] = {
@@ -75,6 +76,52 @@ static void rc_attr_ex(struct ibv_qp_init_attr_ex *ix, struct ibv_cq *cq, struct
 	ix->cap.max_send_sge = ix->cap.max_recv_sge = 1;
 	ix->comp_mask = IBV_QP_INIT_ATTR_PD;
 	ix->pd = pd;
+}
+
+/* The rest of rdma-core 44's ABI is there (tests/t_sim_abi.sh compares the whole lists); what
+ * the model lacks fails as rdma-core 44 answers when the feature is off: NULL or EOPNOTSUPP. */
+static void unmodelled(struct ibv_device *dev)
+{
+	struct ibv_context *ctx = ibv_open_device(dev);
+	uint32_t in[4] = { 0 }, out[4];
+	void *(*list_1_0)(int *);
+	void (*copy_qp)(struct ibv_qp_attr *, struct ib_uverbs_qp_attr *);
+
+	st_ctx = "unmodelled";
+	REQUIRE(ctx != NULL);
+	errno = 0;
+	CHECK(mlx5dv_devx_obj_create(ctx, in, sizeof(in), out, sizeof(out)) == NULL && errno == EOPNOTSUPP);
+	errno = 0;
+	CHECK(mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX) == NULL && errno == EOPNOTSUPP);
+	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EOPNOTSUPP);
+	CHECK_EQ(mlx5dv_dci_stream_id_reset(NULL, 0), EOPNOTSUPP);
+	/* an IBVERBS_1.0 entry (old structures) refuses; the default one is the working verb */
+	list_1_0 = (void *(*)(int *))dlvsym(RTLD_DEFAULT, "ibv_get_device_list", "IBVERBS_1.0");
+	if (CHECK(list_1_0 != NULL)) {
+		errno = 0;
+		CHECK(list_1_0(NULL) == NULL && errno == EOPNOTSUPP);
+	}
+	/* the marshalling librdmacm uses copies for real */
+	copy_qp = (void (*)(struct ibv_qp_attr *, struct ib_uverbs_qp_attr *))dlvsym(
+		RTLD_DEFAULT, "ibv_copy_qp_attr_from_kern", "IBVERBS_1.0");
+	if (CHECK(copy_qp != NULL)) {
+		struct ib_uverbs_qp_attr k;
+		struct ibv_qp_attr a;
+		memset(&k, 0, sizeof(k));
+		memset(&a, 0xff, sizeof(a));
+		k.qp_state = IBV_QPS_RTS;
+		k.dest_qp_num = 0x1234;
+		k.ah_attr.dlid = 0x55;
+		k.ah_attr.grh.dgid[15] = 9;
+		k.max_rd_atomic = 16;
+		k.rnr_retry = 7;
+		copy_qp(&a, &k);
+		CHECK(a.qp_state == IBV_QPS_RTS && a.dest_qp_num == 0x1234 && a.ah_attr.dlid == 0x55 &&
+		      a.ah_attr.grh.dgid.raw[15] == 9 && a.max_rd_atomic == 16 && a.rnr_retry == 7 &&
+		      a.sq_psn == 0 && a.cap.max_inline_data == 0);
+	}
+	CHECK(ibv_close_device(ctx) == 0);
+	st_ctx = NULL;
 }
 
 int main(int argc, char **argv)
@@ -312,6 +359,7 @@ int main(int argc, char **argv)
 			CHECK(ibv_close_device(c2) == 0);
 	}
 
+	unmodelled(list[0]);
 	ibv_free_device_list(list);
 
 	/* The model's configurations: two devices, and RoCE. */

@@ -492,6 +492,73 @@ int main(void)
 		CHECK(ibv_destroy_comp_channel(ch) == 0);
 	}
 
+	/* ibv_resize_cq with completions pending (produced or not yet): every one is polled after
+	 * it, in order; a smaller size is taken as well, and ibv_cq.cqe reports at least the size */
+	st_ctx = "resize cq";
+	{
+		struct vq R, S;
+		vq_create(&R);
+		vq_create(&S);
+		vq_connect_pair(&R, &S);
+		for (int round = 0; round < 2; round++) {
+			int want = round ? 16 : 1000;
+			sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 64, LM->lkey };
+			for (i = 0; i < 3; i++) {
+				wr_one(&wr, sg, 900 + i, IBV_WR_RDMA_WRITE, (uintptr_t)rbuf, RM->rkey);
+				post_send(R.qp, &wr);
+			}
+			CHECK_EQ(ibv_resize_cq(R.scq, want), 0);
+			CHECK(R.scq->cqe >= want);
+			for (i = 0; i < 3; i++)
+				expect_wc(R.scq, 900 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, R.qp->qp_num, -1);
+		}
+		CHECK_EQ(ibv_resize_cq(R.scq, 0), EINVAL);
+		CHECK(ibv_destroy_qp(R.qp) == 0 && ibv_destroy_qp(S.qp) == 0);
+		CHECK(ibv_destroy_cq(R.scq) == 0 && ibv_destroy_cq(R.rcq) == 0);
+		CHECK(ibv_destroy_cq(S.scq) == 0 && ibv_destroy_cq(S.rcq) == 0);
+	}
+
+	/* device memory: 4-byte aligned copies, a zero-based MR on it that a remote write fills */
+	st_ctx = "device memory";
+	{
+		struct ibv_device_attr_ex dx;
+		struct ibv_alloc_dm_attr da = { .length = 256 };
+		struct ibv_dm *dm;
+		struct ibv_mr *dmr;
+		struct vq R, S;
+		uint8_t in[64], out[64];
+
+		CHECK(ibv_query_device_ex(D.ctx, NULL, &dx) == 0 && dx.max_dm_size >= 256);
+		dm = ibv_alloc_dm(D.ctx, &da);
+		REQUIRE(dm != NULL);
+		for (i = 0; i < 64; i++)
+			in[i] = (uint8_t)(i + 1);
+		CHECK_EQ(ibv_memcpy_to_dm(dm, 8, in, 64), 0);
+		CHECK_EQ(ibv_memcpy_from_dm(out, dm, 8, 64), 0);
+		CHECK(!memcmp(in, out, 64));
+		CHECK_EQ(ibv_memcpy_to_dm(dm, 2, in, 8), EINVAL);
+		CHECK(ibv_memcpy_from_dm(out, dm, 252, 8) != 0);
+		dmr = ibv_reg_dm_mr(D.pd, dm, 0, 256, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
+				    IBV_ACCESS_REMOTE_WRITE);
+		REQUIRE(dmr != NULL);
+		CHECK_EQ(ibv_free_dm(dm), EBUSY);
+		vq_create(&R);
+		vq_create(&S);
+		vq_connect_pair(&R, &S);
+		memset(lbuf, 0x5a, 32);
+		sg[0] = (struct ibv_sge){ (uintptr_t)lbuf, 32, LM->lkey };
+		wr_one(&wr, sg, 950, IBV_WR_RDMA_WRITE, 128, dmr->rkey);   /* zero-based: offset 128 */
+		post_send(R.qp, &wr);
+		expect_wc(R.scq, 950, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, R.qp->qp_num, -1);
+		CHECK_EQ(ibv_memcpy_from_dm(out, dm, 128, 32), 0);
+		CHECK(!memcmp(out, lbuf, 32));
+		CHECK(ibv_destroy_qp(R.qp) == 0 && ibv_destroy_qp(S.qp) == 0);
+		CHECK(ibv_destroy_cq(R.scq) == 0 && ibv_destroy_cq(R.rcq) == 0);
+		CHECK(ibv_destroy_cq(S.scq) == 0 && ibv_destroy_cq(S.rcq) == 0);
+		CHECK(ibv_dereg_mr(dmr) == 0);
+		CHECK_EQ(ibv_free_dm(dm), 0);
+	}
+
 	st_ctx = "teardown";
 	CHECK(ibv_destroy_qp(A.qp) == 0);
 	CHECK(ibv_destroy_qp(B.qp) == 0);

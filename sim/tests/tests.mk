@@ -4,7 +4,7 @@
 
 SIM_TEST_NAMES := abi geometry opcodes srq wrap cq_owner moderation faults \
                   twoproc peer_death rnr verbs_path idle_cpu many_qps stopped_peer stats \
-                  dc_objects dc_ops dc_errors dc_multi ud_verbs ud_direct counters
+                  dc_objects dc_ops dc_errors dc_multi ud_verbs ud_direct counters read_retry async_events wr_api
 SIM_TESTS := $(addprefix build/sim/tests/t_,$(SIM_TEST_NAMES))
 
 SIM_TEST_CC     ?= gcc
@@ -15,7 +15,7 @@ build/sim/tests/t_%: sim/tests/t_%.c sim/tests/simtest.h
 	@mkdir -p $(dir $@)
 	$(SIM_TEST_CC) $(SIM_TEST_CFLAGS) -o $@ $< $(SIM_TEST_LIBS)
 
-$(filter build/sim/tests/t_dc_%,$(SIM_TESTS)): sim/tests/t_dc_common.h
+$(filter build/sim/tests/t_dc_% build/sim/tests/t_wr_api build/sim/tests/t_read_retry,$(SIM_TESTS)): sim/tests/t_dc_common.h
 
 .PHONY: sim-tests
 sim-tests: $(SIM_TESTS)
