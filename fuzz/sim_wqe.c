@@ -14,7 +14,7 @@
 static struct sim_ctx sc;
 static struct sim_mr mrs[3];
 static struct sim_mr *tab[8];
-static struct ibv_pd pd_a, pd_b;
+static struct sim_pd pd_a, pd_b;      /* the model's PDs (engine.c reads their protection domain) */
 static uint8_t region[3][4096];
 static uint8_t ring[256 * 64];
 
@@ -29,7 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     sim_env.trace = 0;
     for (i = 0; i < 3; i++) {
         mrs[i].mr.lkey = mrs[i].mr.rkey = (i + 1) << 8 | 0x5a;
-        mrs[i].mr.pd = i == 2 ? &pd_b : &pd_a;
+        mrs[i].mr.pd = i == 2 ? &pd_b.pd : &pd_a.pd;
         mrs[i].iova = mrs[i].addr = (uintptr_t)region[i];
         mrs[i].length = sizeof(region[i]);
         mrs[i].access = i == 1 ? 0 : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size -= 10;
     memset(&qp, 0, sizeof(qp));
     qp.sc = &sc;
-    qp.qp.pd = &pd_a;
+    qp.qp.pd = &pd_a.pd;
     qp.qpn = 0x1234;
     cnt = 1u << (1 + (cfg & 7));          /* 2 .. 256 WQEBBs */
     qp.sq_wqe_cnt = cnt;

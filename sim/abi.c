@@ -147,9 +147,13 @@ const char *ibv_get_sysfs_path(void)
 #define STUB_PTR(name) STUB_PTR_AS(name, #name)
 #define STUB_VOID(name) STUB_VOID_AS(name, #name)
 /* a non-default entry NAME@VER: a C name of its own bound to it (not listed in the map) */
+#ifdef SIM_VERSIONED
 #define COMPAT_AT(kind, name, ver)                                                                 \
 	kind##_AS(rvxsim_compat_##name, #name "@" ver)                                             \
 	__asm__(".symver rvxsim_compat_" #name ", " #name "@" ver);
+#else
+#define COMPAT_AT(kind, name, ver) kind##_AS(rvxsim_compat_##name, #name "@" ver)
+#endif
 #define COMPAT(kind, name) COMPAT_AT(kind, name, "IBVERBS_1.0")
 
 COMPAT(STUB_VOID, ibv_ack_async_event)

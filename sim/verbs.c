@@ -2661,7 +2661,11 @@ SIM_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_a
 /* These names have two versions, as in rdma-core: the default IBVERBS_1.1 entries defined above,
  * and IBVERBS_1.0 entries for binaries linked before 2006 (sim/abi.c). "@@@" binds each
  * definition to its default version and leaves no unversioned name for the map to claim. */
+#ifdef SIM_VERSIONED
 #define SIM_DEFAULT_1_1(name) __asm__(".symver " #name ", " #name "@@@IBVERBS_1.1");
+#else
+#define SIM_DEFAULT_1_1(name)
+#endif
 SIM_DEFAULT_1_1(ibv_ack_async_event)
 SIM_DEFAULT_1_1(ibv_ack_cq_events)
 SIM_DEFAULT_1_1(ibv_alloc_pd)
