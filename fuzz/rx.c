@@ -18,7 +18,13 @@
  * Per input the state goes back to the one after set-up: the endpoint is marked failed and its
  * protocol operations closed, posted receives cancelled, and the transport's endpoint state
  * restored from a snapshot. A request still RVX_INPROGRESS after that is a hang: abort().
- * rvx's own log lines go to /dev/null (libFuzzer and the sanitizers write to fd 2 directly). */
+ * rvx's own log lines go to /dev/null (libFuzzer and the sanitizers write to fd 2 directly);
+ * FUZZ_VERBOSE=1 keeps them, FUZZ_TRACE=1 prints each request's status before the reset.
+ *
+ *   dc_mlx5  as rc_mlx5, for every DCI and the DCT (fuzz/rx_dc.h): the adapter also executes
+ *            RDMA and atomics on the harness's regions, so credits are claimed and reported as
+ *            on the wire, and the input writes the control region's words and frames' prefixes
+ *            as a peer would; after every operation the endpoint's credits are checked. */
 #define _GNU_SOURCE 1
 #define RVX_TAG 1
 #define RVX_AM_HANDLERS(X) X(H0, on_am) X(H1, on_am_reply)
@@ -213,6 +219,9 @@ static void tl_op(in_t *in, unsigned op)
     }
 }
 #define FRAME_MAX (RVX__SHM_NSLOTS * RVX__SHM_SLOT - 8) /* the longest frame a ring holds */
+
+#elif RVX_TL == RVX_TL_DC_MLX5 /* the harness is the NIC: fuzz/rx_dc.h */
+#include "rx_dc.h"
 
 #else /* rc_mlx5: the harness is the NIC */
 
@@ -624,6 +633,9 @@ static void reset(void)
     unsigned i;
 #if RVX_TL == RVX_TL_SHM
     ep->tl[0].failed = 1;
+#elif RVX_TL == RVX_TL_DC_MLX5
+    nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+    nic_check_retired();
 #else
     nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
     /* the adapter has flushed every WQE, each with its CQE: what is not retired now never will
@@ -634,6 +646,9 @@ static void reset(void)
         abort();
     }
 #endif
+    if (getenv("FUZZ_TRACE"))
+        for (i = 0; i < nreq; i++)
+            if (req_used[i]) fprintf(stdout, "fuzz/rx: request %u: %s\n", i, rvx_status_str(reqs[i].status));
     rvx__proto_ep_close(ep);
     for (i = 0; i < nreq; i++)
         if (req_used[i] && reqs[i].status == RVX_INPROGRESS) rvx_tag_cancel(w, &reqs[i]);
@@ -760,6 +775,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             tl_op(&in, op >> 4);
             break;
         }
+#if RVX_TL == RVX_TL_DC_MLX5
+        dc_invariants();
+#endif
     }
     reset();
     return 0;
