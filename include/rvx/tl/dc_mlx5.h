@@ -158,7 +158,8 @@ typedef struct rvx__tl_ep {
 #if RVX_CAN_RECEIVE
     uint32_t              tx_left;     /* frames that may go before looking further */
     uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
-    uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
+    uint32_t              piggy;       /* frames of ours the peer said it took: the largest report
+                                        * taken (a message's, or the control region's) */
 #endif
     int                   rank;
     uint8_t               failed;
@@ -739,11 +740,14 @@ RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
     return (int32_t)(c - sent) > 0 ? sent : c;
 }
 
-/* The send limit from the latest reports: frames taken plus credits held. */
+/* The send limit from the latest reports: frames taken plus credits held. The report taken is
+ * kept as the largest so far, so that a word written lower (a faulty or hostile peer's) cannot
+ * put the limit behind the frames sent. */
 RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
 {
     uint32_t sent = rvx__dc_tx_sent(ep);
-    ep->tx_limit = rvx__dc_consumed(ep) + ep->ifc->peers[ep->rank].claimed;
+    ep->piggy = rvx__dc_consumed(ep);
+    ep->tx_limit = ep->piggy + ep->ifc->peers[ep->rank].claimed;
     ep->tx_left = ep->tx_limit - sent;
 }
 
