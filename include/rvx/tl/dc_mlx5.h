@@ -730,14 +730,17 @@ RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
 }
 
 /* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
- * it said in a message (both only grow), and never more than we sent: a report beyond that (a
- * faulty or hostile peer's) would be credits it never granted, and their give-back would leave
- * the count of credits held wrapped and put credits into its pool that no one took out. */
+ * it said in a message (both only grow), kept between the frames sent less the credits held and
+ * the frames sent. A report outside (a faulty or hostile peer's, in either word) would be credits
+ * never granted, or a limit behind the frames sent; either wrapped the credits to spend, and
+ * their give-back the count of credits held, putting credits into the pool no one took out. */
 RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
 {
     uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
     uint32_t c = (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy, sent = rvx__dc_tx_sent(ep);
-    return (int32_t)(c - sent) > 0 ? sent : c;
+    uint32_t held = ep->ifc->peers[ep->rank].claimed;
+    if ((int32_t)(c - sent) > 0) return sent;
+    return sent - c > held ? sent - held : c;
 }
 
 /* The send limit from the latest reports: frames taken plus credits held. The report taken is
