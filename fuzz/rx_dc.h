@@ -31,7 +31,7 @@ static uint32_t own_cq_dbrec[2];
 static uint32_t nic_sq[NDCI];      /* per DCI, the next WQE the adapter looks at */
 static unsigned nic_err[NDCI];     /* per DCI: its next WQE fails with this, later ones flushed */
 
-#define NIFC (&w->iface[0])
+#define NIFC (&NET_IFC)
 
 static int dci_index(const struct ibv_qp *qp)
 {
@@ -88,8 +88,8 @@ int mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 
 /* ---- the adapter's state, the snapshot of set-up -------------------------------------------- */
 
-static rvx__tl_ep_t ep_snap;
-static rvx__tl_iface_t ifc_snap;
+static net_ep_t ep_snap;
+static net_ifc_t ifc_snap;
 static rvx__dc_peer_t peer0_snap;
 static uint64_t ctrl_snap[3];
 static rvx__mlx5_bf_t bf_snap;
@@ -111,9 +111,9 @@ static void cq_fill(uint32_t from, uint32_t to)
     for (i = 0; i < n; i++) rvx__mlx5_cqe(&NIFC->cq, from + i)->op_own = 0xf1;
 }
 
-static void tl_setup(void)
+static void nic_setup(void)
 {
-    rvx__tl_iface_t *ifc = NIFC;
+    net_ifc_t *ifc = NIFC;
     rvx__mlx5_srq_t *s = &ifc->srq;
     uint32_t i;
     uint8_t *p;
@@ -143,7 +143,7 @@ static void tl_setup(void)
     nic_srq_next = nic_srq_taken = 0;
     cq_fill(0, ifc->cq.cnt);
     rvx__mlx5_txpool_fini(&ifc->txrecs);
-    ep_snap = ep->tl[0];
+    ep_snap = NET_EP;
     ifc_snap = *ifc;
     peer0_snap = ifc->peers[0];
     memcpy(ctrl_snap, ifc->ctrl, sizeof(ctrl_snap));
@@ -211,7 +211,7 @@ static void rx_cqe(uint32_t imm_host, const uint8_t *body, size_t len)
 }
 
 /* A frame of the input: the prefix the input set (dc_pre), then its body. */
-static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
+static void nic_deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
 {
     static uint8_t f[RVX__DC_FRAME];
     if (len > sizeof(f) - RVX__DC_PREFIX) len = sizeof(f) - RVX__DC_PREFIX;
@@ -219,7 +219,7 @@ static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
     memcpy(f + RVX__DC_PREFIX, body, len);
     rx_cqe(chan << 16 | (info & 0xffff), f, len + RVX__DC_PREFIX);
 }
-#define FRAME_MAX (RVX__DC_FRAME - RVX__DC_PREFIX)
+#define NIC_FRAME_MAX (RVX__DC_FRAME - RVX__DC_PREFIX)
 
 /* ---- executing WQEs ------------------------------------------------------------------------- */
 
@@ -427,15 +427,15 @@ static void nic_fail(unsigned synd)
     nic_run();
     for (i = 0; i < NDCI; i++) /* a DCI that recovered is back in RTS: no error waits on it */
         if (NIFC->dci[i].sq.ci == NIFC->dci[i].sq.pi && !NIFC->dci[i].failed) nic_err[i] = 0;
-    if (!ep->tl[0].failed) {
-        ep->tl[0].failed = 1;
-        ep->tl[0].err = RVX_ERR_PEER_FAILED;
+    if (!NET_EP.failed) {
+        NET_EP.failed = 1;
+        NET_EP.err = RVX_ERR_PEER_FAILED;
     }
 }
 
-static void tl_reset(void)
+static void nic_reset(void)
 {
-    rvx__tl_iface_t *ifc = NIFC;
+    net_ifc_t *ifc = NIFC;
     rvx__dc_hold_t *holders = ifc->holders;
     rvx__dc_backoff_t *backoff = ifc->backoff;
     unsigned ch = ifc->cap_holders, cb = ifc->cap_backoff, i;
@@ -446,7 +446,7 @@ static void tl_reset(void)
     }
     rvx__mlx5_txpool_fini(&ifc->txrecs);
     ep_snap.ka_ms = rvx__dc_ms(); /* a keepalive is due as long after the input's start as after set-up */
-    ep->tl[0] = ep_snap;
+    NET_EP = ep_snap;
     /* the records' arrays grow during inputs and stay: counts as after set-up */
     ifc_snap.holders = holders;
     ifc_snap.cap_holders = ch;
@@ -473,11 +473,11 @@ static void tl_reset(void)
     dc_pre.consumed = 0;
 }
 
-static void tl_check(void)
+static void nic_check(void)
 {
-    rvx__tl_iface_t *ifc = NIFC;
+    net_ifc_t *ifc = NIFC;
     uint32_t i;
-    if (memcmp(&ep->tl[0], &ep_snap, sizeof(ep_snap)) || memcmp(ifc, &ifc_snap, sizeof(*ifc)) ||
+    if (memcmp(&NET_EP, &ep_snap, sizeof(ep_snap)) || memcmp(ifc, &ifc_snap, sizeof(*ifc)) ||
         memcmp(&ifc->peers[0], &peer0_snap, sizeof(peer0_snap)) || memcmp(ifc->ctrl, ctrl_snap, sizeof(ctrl_snap)) ||
         memcmp(ifc->srq.wq, srq_wq_snap, srq_bytes)) {
         fprintf(stdout, "fuzz/rx: the reset left the DCIs, the control region or the endpoint unlike set-up\n");
@@ -508,7 +508,7 @@ static void nic_check_retired(void)
  * input wrote the pool itself) the pool and the credits held never exceed the receive buffers. */
 static void dc_invariants(void)
 {
-    const rvx__tl_ep_t *e = &ep->tl[0];
+    const net_ep_t *e = &NET_EP;
     uint32_t held = NIFC->peers[0].claimed;
     if (e->failed) return;
     if (e->tx_left > held || held > RVX_DC_AM_CREDITS ||
@@ -521,7 +521,7 @@ static void dc_invariants(void)
     }
 }
 
-static void tl_op(in_t *in, unsigned op)
+static void nic_op(in_t *in, unsigned op)
 {
     switch (op % 7) {
     case 0: nic_run(); break;
@@ -573,7 +573,7 @@ static void tl_op(in_t *in, unsigned op)
     }
     default: /* the prefix of the input's next frames: any rank word (report flag or not), any report */
         dc_pre.rank = u8(in) & 1 ? u32(in) : (u8(in) & 1 ? RVX__DC_PRE_REPORT : 0u);
-        dc_pre.consumed = u8(in) & 1 ? u32(in) : rvx__dc_tx_sent(&ep->tl[0]) + (uint32_t)(int32_t)(int8_t)u8(in);
+        dc_pre.consumed = u8(in) & 1 ? u32(in) : rvx__dc_tx_sent(&NET_EP) + (uint32_t)(int32_t)(int8_t)u8(in);
         break;
     }
 }

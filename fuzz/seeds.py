@@ -79,6 +79,32 @@ def dc_seeds():
     s["stray_rank"] = tl(6, 1, 5, 0, 0, 0, 1, 0, 0, 0, 0) + bytes([0, 0, 2, 0, 0, 0, 0]) + prog()
     return s
 
+def pair_seeds():
+    # the pair's loopback endpoint is on the node (shm); tl(8, 1) moves it off the node (the
+    # adapter's path), tl(8, 0) makes the input's frames arrive through the adapter; tl(0, op, ...)
+    # is an adapter operation (dc_seeds' tl(op, ...)), tl(5..7, ...) shm's (shm_seeds' tl(0..2))
+    s = {}
+    off = tl(8, 1)
+    def nic(op, *rest): return tl(0, op, *rest)
+    for k in (8, 9, 10, 11):
+        s["shm_%d" % k] = send(k, 5) + recv(11, 5) + prog() * 6
+        body = off + send(k, 6) + recv(11, 6)
+        for i in range(10):
+            body += nic(0) + nic(1, i, 0, 0, 0)
+        s["net_%d" % k] = body + nic(0) + prog()
+        body = send(k, 7) + recv(11, 7) + prog(1) + off
+        for i in range(10):
+            body += nic(0) + nic(1, i, 0, 0, 0) + prog(1)
+        s["switch_%d" % k] = body
+        body = send(k, 8) + recv(11, 8)
+        for i in range(8):
+            body += tl(6, i & 1, i * 5, 0, 0x41) + prog(0)
+        s["shm_mutate_%d" % k] = body
+    s["net_frames"] = tl(8, 0) + send(2, 1) + bytes([0, 0, 0x10, 0, 8, 0, 0]) + bytes(8) + prog()
+    s["am_both"] = bytes([AM, 0x03, 0, 0]) + off + bytes([AM, 0x15, 0x40, 0]) + nic(0) + nic(1, 0, 0, 0, 0) + prog()
+    s["key_both"] = bytes([KEY, 0, 3, 0x20, 0, 0, 0, 0, 64, 0]) + off + bytes([KEY, 4, 0, 0, 0, 0, 0, 0, 64, 0]) + nic(0)
+    return s
+
 def write(name, seeds):
     d = os.path.join("fuzz", "corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -90,6 +116,7 @@ for r in RNDV:
     write("rx_shm_" + r, shm_seeds())
     write("rx_rc_" + r, rc_seeds())
     write("rx_dc_" + r, dc_seeds())
+    write("rx_pair_dc_" + r, pair_seeds())
 # wire: a valid key of ours (byte 0 = 2: changed nowhere), a key with its length stretched, an
 # address record of this job for each process choice
 key = {"ours": bytes([2]), "stretched": bytes([2, 16, 0xff, 17, 0xff]), "raw": bytes([0]) + bytes(40)}
