@@ -424,7 +424,7 @@ FUZZ_NICE   ?= 19
 # pipeline sizes scaled with it keep several bounce fragments and chunks per message, while what
 # an input allocates stays small enough to come from ASan's size-class allocator, not mmap
 FUZZ_RX_DEFS := -DRVX_RNDV_THRESH=20480 -DRVX_PIPE_FRAG=4096 -DRVX_PIPE_BOUNCE=8192 -DRVX_PIPE_CHUNK=16384
-FUZZ_RX     := $(foreach t,shm rc dc pair_dc,$(addprefix $(B)/fuzz/rx_$(t)_,$(TAG_RNDV)))
+FUZZ_RX     := $(foreach t,shm rc dc pair_rc pair_dc,$(addprefix $(B)/fuzz/rx_$(t)_,$(TAG_RNDV)))
 FUZZ_WIRE   := $(addprefix $(B)/fuzz/wire_,shm rc dc pair_rc pair_dc)
 FUZZ_BINS   := $(FUZZ_RX) $(FUZZ_WIRE) $(B)/fuzz/sim_wqe
 FUZZ_NAMES  := $(notdir $(FUZZ_BINS))
@@ -443,6 +443,10 @@ $(addprefix $(B)/fuzz/rx_dc_,$(TAG_RNDV)): $(B)/fuzz/rx_dc_%: fuzz/rx.c fuzz/rx_
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(DC_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
 	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS) -ldl
+$(addprefix $(B)/fuzz/rx_pair_rc_,$(TAG_RNDV)): $(B)/fuzz/rx_pair_rc_%: fuzz/rx.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(PAIR_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
+	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 $(addprefix $(B)/fuzz/rx_pair_dc_,$(TAG_RNDV)): $(B)/fuzz/rx_pair_dc_%: fuzz/rx.c fuzz/rx_dc.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \

@@ -79,13 +79,14 @@ def dc_seeds():
     s["stray_rank"] = tl(6, 1, 5, 0, 0, 0, 1, 0, 0, 0, 0) + bytes([0, 0, 2, 0, 0, 0, 0]) + prog()
     return s
 
-def pair_seeds():
+def pair_seeds(net_credit=b""):
     # the pair's loopback endpoint is on the node (shm); tl(8, 1) moves it off the node (the
     # adapter's path), tl(8, 0) makes the input's frames arrive through the adapter; tl(0, op, ...)
     # is an adapter operation (dc_seeds' tl(op, ...)), tl(5..7, ...) shm's (shm_seeds' tl(0..2))
     s = {}
-    off = tl(8, 1)
     def nic(op, *rest): return tl(0, op, *rest)
+    # rc_mlx5's credits come from the credit word the peer writes (nic op 2), dc_mlx5's by claims
+    off = tl(8, 1) + (nic(2, 1, *([0xff] * 6), 0, 0) if net_credit else b"")
     for k in (8, 9, 10, 11):
         s["shm_%d" % k] = send(k, 5) + recv(11, 5) + prog() * 6
         body = off + send(k, 6) + recv(11, 6)
@@ -117,6 +118,7 @@ for r in RNDV:
     write("rx_rc_" + r, rc_seeds())
     write("rx_dc_" + r, dc_seeds())
     write("rx_pair_dc_" + r, pair_seeds())
+    write("rx_pair_rc_" + r, pair_seeds(net_credit=b"rc"))
 # wire: a valid key of ours (byte 0 = 2: changed nowhere), a key with its length stretched, an
 # address record of this job for each process choice
 key = {"ours": bytes([2]), "stretched": bytes([2, 16, 0xff, 17, 0xff]), "raw": bytes([0]) + bytes(40)}
