@@ -408,7 +408,8 @@ clean:
 
 # ---- fuzzing (fuzz/): libFuzzer harnesses with AddressSanitizer and UndefinedBehaviorSanitizer
 # for everything that comes from outside the process: frames from a peer (fuzz/rx.c, per
-# transport and rendezvous protocol), packed keys and worker addresses (fuzz/wire.c) and what an
+# transport and rendezvous protocol: shm, rc_mlx5, dc_mlx5 (fuzz/rx_dc.h) and both pairs),
+# packed keys and worker addresses (fuzz/wire.c, every transport and pair) and what an
 # application writes into a send queue of rvxsim (fuzz/sim_wqe.c). Each runs in one process with
 # a cheap reset per input. `make fuzz` runs each for FUZZ_S seconds (two at a time, at nice
 # FUZZ_NICE) on its corpus in fuzz/corpus/<harness>/ and writes build/fuzz/<harness>.log; `make
