@@ -720,6 +720,12 @@ static void reset(void)
 #if RVX_TL == RVX_TL_SHM || defined(RVX_TL_INTRA)
     SHM_EP.failed = 1;
 #endif
+#if defined(RVX_TL_INTRA)
+    /* the input may have moved the endpoint back on the node with unsignaled work of the
+     * adapter's path outstanding (no endpoint changes its path outside the harness): the pair
+     * polls the adapter's CQ while the reset fails it, as for an endpoint off the node */
+    w->iface[0].noff = noff_snap + 1;
+#endif
 #if RVX_TL == RVX_TL_DC_MLX5
     nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
     nic_check_retired();
