@@ -512,6 +512,9 @@ static void nic_run(void)
     }
 }
 
+/* Nothing of the adapter's path outstanding. */
+static int nic_idle(void) { return c->sq.ci == c->sq.pi; }
+
 /* The QP fails: the next WQE with `synd`, every later one flushed, as the adapter does. */
 static void nic_fail(unsigned synd)
 {
@@ -648,7 +651,10 @@ static void tl_op(in_t *in, unsigned op)
     op %= 9;
     if (op < 5) { nic_op(in, u8(in)); return; }
     if (op < 8) { shm_op(in, op - 5); return; }
-    if (u8(in) & 1) { /* the endpoint takes the other path: off the node through the adapter */
+    if (u8(in) & 1) { /* the endpoint takes the other path (on or off the node), between
+                         * operations of the adapter's path: no endpoint changes its path with
+                         * work outstanding, so the pair need not poll a path it left */
+        if (!nic_idle()) return;
         ep->tl[0].intra ^= 1;
         w->iface[0].noff = noff_snap + (ep->tl[0].intra != intra_snap ? (intra_snap ? 1u : ~0u) : 0u);
     } else {

@@ -393,6 +393,15 @@ static int dcis_idle(void)
     return 1;
 }
 
+/* Nothing of the adapter's path outstanding. */
+static int nic_idle(void)
+{
+    unsigned i;
+    for (i = 0; i < NDCI; i++)
+        if (NIFC->dci[i].sq.ci != NIFC->dci[i].sq.pi) return 0;
+    return 1;
+}
+
 static void nic_run(void)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
