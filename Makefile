@@ -419,7 +419,8 @@ clean:
 
 # ---- fuzzing (fuzz/): libFuzzer harnesses with AddressSanitizer and UndefinedBehaviorSanitizer
 # for everything that comes from outside the process: frames from a peer (fuzz/rx.c, per
-# transport and rendezvous protocol), packed keys and worker addresses (fuzz/wire.c) and what an
+# transport and rendezvous protocol: shm, rc_mlx5, dc_mlx5 (fuzz/rx_dc.h) and both pairs),
+# packed keys and worker addresses (fuzz/wire.c, every transport and pair) and what an
 # application writes into a send queue of rvxsim (fuzz/sim_wqe.c). Each runs in one process with
 # a cheap reset per input. `make fuzz` runs each for FUZZ_S seconds (two at a time, at nice
 # FUZZ_NICE) on its corpus in fuzz/corpus/<harness>/ and writes build/fuzz/<harness>.log; `make
@@ -435,8 +436,9 @@ FUZZ_NICE   ?= 19
 # pipeline sizes scaled with it keep several bounce fragments and chunks per message, while what
 # an input allocates stays small enough to come from ASan's size-class allocator, not mmap
 FUZZ_RX_DEFS := -DRVX_RNDV_THRESH=20480 -DRVX_PIPE_FRAG=4096 -DRVX_PIPE_BOUNCE=8192 -DRVX_PIPE_CHUNK=16384
-FUZZ_RX     := $(foreach t,shm rc,$(addprefix $(B)/fuzz/rx_$(t)_,$(TAG_RNDV)))
-FUZZ_BINS   := $(FUZZ_RX) $(B)/fuzz/wire_shm $(B)/fuzz/wire_rc $(B)/fuzz/sim_wqe
+FUZZ_RX     := $(foreach t,shm rc dc pair_rc pair_dc,$(addprefix $(B)/fuzz/rx_$(t)_,$(TAG_RNDV)))
+FUZZ_WIRE   := $(addprefix $(B)/fuzz/wire_,shm rc dc pair_rc pair_dc)
+FUZZ_BINS   := $(FUZZ_RX) $(FUZZ_WIRE) $(B)/fuzz/sim_wqe
 FUZZ_NAMES  := $(notdir $(FUZZ_BINS))
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
@@ -449,12 +451,33 @@ $(addprefix $(B)/fuzz/rx_rc_,$(TAG_RNDV)): $(B)/fuzz/rx_rc_%: fuzz/rx.c $(HEADER
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(RC_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
 	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/fuzz/rx_dc_,$(TAG_RNDV)): $(B)/fuzz/rx_dc_%: fuzz/rx.c fuzz/rx_dc.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(DC_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
+	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS) -ldl
+$(addprefix $(B)/fuzz/rx_pair_rc_,$(TAG_RNDV)): $(B)/fuzz/rx_pair_rc_%: fuzz/rx.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(PAIR_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
+	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
+$(addprefix $(B)/fuzz/rx_pair_dc_,$(TAG_RNDV)): $(B)/fuzz/rx_pair_dc_%: fuzz/rx.c fuzz/rx_dc.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) $(FUZZ_RX_DEFS) -DRVX_FUZZ_BACKOFF_HOOK=fuzz_nic_hook \
+	  -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS) -ldl
 $(B)/fuzz/wire_shm: fuzz/wire.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) -o $@ $<
 $(B)/fuzz/wire_rc: fuzz/wire.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
+$(B)/fuzz/wire_dc: fuzz/wire.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
+$(B)/fuzz/wire_pair_rc: fuzz/wire.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(PAIR_DEFS) -o $@ $< $(RC_LIBS)
+$(B)/fuzz/wire_pair_dc: fuzz/wire.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) -o $@ $< $(RC_LIBS)
 # rvxsim's WQE decoder, built from its sources with the harness (the model itself is not changed)
 # (engine.c and ud.c are included by the harness, whose decoders are static there)
 SIM_FUZZ_SRCS := $(filter-out sim/engine.c sim/ud.c,$(SIM_VERBS_SRCS))

@@ -18,7 +18,13 @@
  * Per input the state goes back to the one after set-up: the endpoint is marked failed and its
  * protocol operations closed, posted receives cancelled, and the transport's endpoint state
  * restored from a snapshot. A request still RVX_INPROGRESS after that is a hang: abort().
- * rvx's own log lines go to /dev/null (libFuzzer and the sanitizers write to fd 2 directly). */
+ * rvx's own log lines go to /dev/null (libFuzzer and the sanitizers write to fd 2 directly);
+ * FUZZ_VERBOSE=1 keeps them, FUZZ_TRACE=1 prints each request's status before the reset.
+ *
+ *   dc_mlx5  as rc_mlx5, for every DCI and the DCT (fuzz/rx_dc.h): the adapter also executes
+ *            RDMA and atomics on the harness's regions, so credits are claimed and reported as
+ *            on the wire, and the input writes the control region's words and frames' prefixes
+ *            as a peer would; after every operation the endpoint's credits are checked. */
 #define _GNU_SOURCE 1
 #define RVX_TAG 1
 #define RVX_AM_HANDLERS(X) X(H0, on_am) X(H1, on_am_reply)
@@ -26,6 +32,30 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* The two sides a build can have: shm's (its rings) and the adapter's (fuzz/rx_dc.h, or rc_mlx5's
+ * below); a pair has both, under its endpoint and interface. */
+#if defined(RVX_TL_INTRA)
+#define SHM_EP  (ep->tl[0].shm)
+#define SHM_IFC (w->iface[0].shm)
+#define NET_EP  (ep->tl[0].net)
+#define NET_IFC (w->iface[0].net)
+#define SHM_UPCALL rvx__shm_rx_deliver
+typedef rvx__shm_tl_ep_t shm_ep_t;
+typedef rvx__shm_tl_iface_t shm_ifc_t;
+typedef rvx__net_tl_ep_t net_ep_t;
+typedef rvx__net_tl_iface_t net_ifc_t;
+#else
+#define SHM_EP  (ep->tl[0])
+#define SHM_IFC (w->iface[0])
+#define NET_EP  (ep->tl[0])
+#define NET_IFC (w->iface[0])
+#define SHM_UPCALL rvx__rx_deliver
+typedef rvx__tl_ep_t shm_ep_t;
+typedef rvx__tl_iface_t shm_ifc_t;
+typedef rvx__tl_ep_t net_ep_t;
+typedef rvx__tl_iface_t net_ifc_t;
+#endif
 
 #define NREQ  32
 #define MAXOPS 96
@@ -130,37 +160,37 @@ static uint8_t *frame_body(in_t *in, size_t maxlen, size_t *lenp)
 
 /* ---- transport side: delivering frames, and the per-input reset ----------------------------- */
 
-#if RVX_TL == RVX_TL_SHM
-static rvx__tl_ep_t tl_snap;
+#if RVX_TL == RVX_TL_SHM || defined(RVX_TL_INTRA)
+static shm_ep_t tl_snap;
 
-static void tl_setup(void) { tl_snap = ep->tl[0]; }
+static void shm_setup(void) { tl_snap = SHM_EP; }
 
-static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
+static void shm_deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
 {
-    rvx__rx_deliver(&ep->tl[0], chan, info, body, len);
+    SHM_UPCALL(&SHM_EP, chan, info, body, len);
 }
 
-static void tl_reset(void)
+static void shm_reset(void)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    shm_ifc_t *ifc = &SHM_IFC;
     unsigned ch;
     for (ch = 0; ch < RVX__TL_AM_CHANNELS; ch++) { /* the ring's control line and the slots used */
-        uint64_t used = ep->tl[0].tx[ch].tail > ep->tl[0].rx[ch].head ? ep->tl[0].tx[ch].tail
-                                                                       : ep->tl[0].rx[ch].head;
+        uint64_t used = SHM_EP.tx[ch].tail > SHM_EP.rx[ch].head ? SHM_EP.tx[ch].tail
+                                                                       : SHM_EP.rx[ch].head;
         size_t n = used + 1 < RVX__SHM_NSLOTS ? (size_t)used + 1 : RVX__SHM_NSLOTS;
         memset(rvx__shm_ring(ifc->mbox, 0, ch), 0, RVX__SHM_SLOT + n * RVX__SHM_SLOT);
     }
-    ep->tl[0] = tl_snap;
+    SHM_EP = tl_snap;
     ifc->in_rx = 0;
 }
 
 /* FUZZ_CHECK_RESET: the endpoint is as after set-up and both rings are clean */
-static void tl_check(void)
+static void shm_check(void)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    shm_ifc_t *ifc = &SHM_IFC;
     unsigned ch;
     size_t i;
-    if (memcmp(&ep->tl[0], &tl_snap, sizeof(tl_snap))) {
+    if (memcmp(&SHM_EP, &tl_snap, sizeof(tl_snap))) {
         fprintf(stdout, "fuzz/rx: the reset left the endpoint unlike set-up\n");
         abort();
     }
@@ -177,15 +207,15 @@ static void tl_check(void)
 /* The frame at the head of a ring, if one is there. */
 static uint64_t *ring_head(unsigned chan)
 {
-    rvx__shm_rx_t *rx = &ep->tl[0].rx[chan];
+    rvx__shm_rx_t *rx = &SHM_EP.rx[chan];
     return (uint64_t *)(void *)(uintptr_t)rx->next;
 }
 
-static void tl_op(in_t *in, unsigned op)
+static void shm_op(in_t *in, unsigned op)
 {
     unsigned chan = u8(in) & 1;
     uint64_t *h = ring_head(chan);
-    rvx__shm_rx_t *rx = &ep->tl[0].rx[chan];
+    rvx__shm_rx_t *rx = &SHM_EP.rx[chan];
     switch (op % 3) {
     case 0: { /* a raw header: any length and info, with the stamp the ring expects */
         uint64_t v = u64(in);
@@ -212,13 +242,17 @@ static void tl_op(in_t *in, unsigned op)
         break;
     }
 }
-#define FRAME_MAX (RVX__SHM_NSLOTS * RVX__SHM_SLOT - 8) /* the longest frame a ring holds */
+#define SHM_FRAME_MAX (RVX__SHM_NSLOTS * RVX__SHM_SLOT - 8) /* the longest frame a ring holds */
+#endif
 
-#else /* rc_mlx5: the harness is the NIC */
+#if RVX_TL == RVX_TL_DC_MLX5 /* the harness is the NIC: fuzz/rx_dc.h */
+#include "rx_dc.h"
+
+#elif RVX_TL == RVX_TL_RC_MLX5 /* the harness is the NIC */
 
 static rvx__mlx5_conn_t *c;
 static rvx__mlx5_conn_t conn_snap;
-static rvx__tl_iface_t ifc_snap;
+static net_ifc_t ifc_snap;
 static uint8_t *srq_wq_snap;
 static uint32_t *bfree_snap;
 static rvx__mlx5_bseg_t *bsegs_snap; /* the pool's segment records: head, limit, holder */
@@ -239,21 +273,21 @@ static unsigned nstaged;
  * adapter wrote, so that the reset costs what the input did, not the size of the CQ. */
 static void cq_fill(uint32_t from, uint32_t to)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     uint32_t i, n = to - from < ifc->cq.cnt ? to - from : ifc->cq.cnt;
     for (i = 0; i < n; i++) rvx__mlx5_cqe(&ifc->cq, from + i)->op_own = 0xf1;
 }
 
 /* Move the loopback QP's send and receive queues, its doorbell records and BlueFlame register,
  * and the CQ, into memory the simulated adapter does not watch. */
-static void tl_setup(void)
+static void nic_setup(void)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     rvx__mlx5_srq_t *s = &ifc->srq;
     size_t sq_bytes;
     uint32_t i;
     uint8_t *p;
-    c = ep->tl[0].c;
+    c = NET_EP.c;
     sq_bytes = (size_t)(c->sq.mask + 1) * RVX__MLX5_BB;
     p = (uint8_t *)aligned_alloc(4096, (sq_bytes + 4095) & ~(size_t)4095);
     memcpy(p, c->sq.buf, sq_bytes);
@@ -299,7 +333,7 @@ static void tl_setup(void)
     ifc->cq.dbrec = &prv_dbrec[2];
     ifc->cq.next_op_own = &rvx__mlx5_cqe(&ifc->cq, ifc->cq.ci)->op_own;
     cq_fill(0, ifc->cq.cnt);
-    /* no op record in use at set-up: a reset gives the pool back whole (tl_reset) */
+    /* no op record in use at set-up: a reset gives the pool back whole (nic_reset) */
     if (c->tx.head != RVX__MLX5_REC_NIL) {
         fprintf(stdout, "fuzz/rx: op records in use after set-up\n");
         abort();
@@ -315,7 +349,7 @@ static void tl_setup(void)
 static int cqe_write(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, uint32_t imm_be,
                      uint32_t qpn, unsigned syndrome)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     struct mlx5_cqe64 *cqe;
     if (nic_cq_pi - ifc->cq.ci >= ifc->cq.cnt) return 0;
     cqe = rvx__mlx5_cqe(&ifc->cq, nic_cq_pi);
@@ -350,7 +384,7 @@ static void cqe_put(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, ui
  * index (the CQE's wqe_counter), or -1 with none posted (the sender would see RNR). */
 static int srq_take(void)
 {
-    rvx__mlx5_srq_t *s = &w->iface[0].srq;
+    rvx__mlx5_srq_t *s = &NET_IFC.srq;
     uint16_t idx = nic_srq_next;
     if ((uint16_t)(rvx_htobe32(*s->dbrec) - nic_srq_taken) == 0) return -1;
     /* the link is read now: once the buffer is given back, this WQE's link is rewritten */
@@ -364,7 +398,7 @@ static int srq_take(void)
 static void rx_put(unsigned opcode, const uint8_t *body, size_t len, uint32_t imm_be, uint32_t qpn,
                    unsigned syndrome)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     unsigned n = 0;
     int idx;
     while (nic_cq_pi - ifc->cq.ci >= ifc->cq.cnt && n++ < 8) rvx_progress(w);
@@ -381,7 +415,7 @@ static void rx_cqe(uint32_t imm_host, const uint8_t *body, size_t len)
     rx_put(MLX5_CQE_RESP_SEND_IMM, body, len, rvx_htobe32(imm_host), c->qpn, 0);
 }
 
-static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
+static void nic_deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
 {
     if ((info & 0xffff) == RVX__MLX5_HELLO) info ^= 1; /* re-connection hellos: not fuzzed here */
     rx_cqe(chan << 16 | (info & 0xffff), body, len);
@@ -460,7 +494,7 @@ static unsigned nic_poked;
  * for one of those: it is not called (an input's own progress operations still call it). */
 static void nic_run(void)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     struct rvx__tag_state *t = rvx__tag_of(w);
     unsigned rounds = 0;
     nic_step();
@@ -471,12 +505,15 @@ static void nic_run(void)
     while (rounds++ < 64) {
         nic_step();
         rvx_progress(w);
-        if (nic_sq == c->sq.pi && nic_cq_pi == w->iface[0].cq.ci) {
+        if (nic_sq == c->sq.pi && nic_cq_pi == NET_IFC.cq.ci) {
             if (c->failed || c->sq.ci == c->sq.pi) break;
             rvx__mlx5_sig_tail(c);
         }
     }
 }
+
+/* Nothing of the adapter's path outstanding. */
+static int nic_idle(void) { return c->sq.ci == c->sq.pi; }
 
 /* The QP fails: the next WQE with `synd`, every later one flushed, as the adapter does. */
 static void nic_fail(unsigned synd)
@@ -486,9 +523,9 @@ static void nic_fail(unsigned synd)
     c->failed = 1;
 }
 
-static void tl_reset(void)
+static void nic_reset(void)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     while (ifc->def_head) {
         rvx__mlx5_deferred_t *d = ifc->def_head;
         ifc->def_head = d->next;
@@ -514,9 +551,9 @@ static void tl_reset(void)
 }
 
 /* FUZZ_CHECK_RESET: the transport's state after the reset is byte for byte the one after set-up */
-static void tl_check(void)
+static void nic_check(void)
 {
-    rvx__tl_iface_t *ifc = &w->iface[0];
+    net_ifc_t *ifc = &NET_IFC;
     uint32_t i;
     if (memcmp(c, &conn_snap, sizeof(*c)) || memcmp(ifc, &ifc_snap, sizeof(*ifc)) ||
         memcmp(ifc->srq.wq, srq_wq_snap, srq_bytes) ||
@@ -531,7 +568,7 @@ static void tl_check(void)
         }
 }
 
-static void tl_op(in_t *in, unsigned op)
+static void nic_op(in_t *in, unsigned op)
 {
     switch (op % 6) {
     case 0: nic_run(); break;
@@ -574,7 +611,71 @@ static void tl_op(in_t *in, unsigned op)
     }
     }
 }
-#define FRAME_MAX RVX__MLX5_FRAME
+#define NIC_FRAME_MAX RVX__MLX5_FRAME
+#endif
+
+
+/* Which side the input's operations reach: shm's, the adapter's, or both for a pair, whose
+ * loopback endpoint (on the node) has both paths connected. The pair's own operations change the
+ * path the endpoint takes (its intra word) and the path the input's frames arrive by. */
+#if defined(RVX_TL_INTRA)
+static uint8_t intra_snap;
+static unsigned noff_snap, frame_path;
+static void tl_setup(void)
+{
+    shm_setup();
+    nic_setup();
+    intra_snap = ep->tl[0].intra;
+    noff_snap = w->iface[0].noff;
+}
+static void deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
+{
+    if (frame_path) nic_deliver(chan, info, body, len);
+    else shm_deliver(chan, info, body, len);
+}
+static void tl_reset(void)
+{
+    shm_reset();
+    nic_reset();
+    ep->tl[0].intra = intra_snap;
+    w->iface[0].noff = noff_snap;
+    frame_path = 0;
+}
+static void tl_check(void)
+{
+    shm_check();
+    nic_check();
+}
+static void tl_op(in_t *in, unsigned op)
+{
+    op %= 9;
+    if (op < 5) { nic_op(in, u8(in)); return; }
+    if (op < 8) { shm_op(in, op - 5); return; }
+    if (u8(in) & 1) { /* the endpoint takes the other path (on or off the node), between
+                         * operations of the adapter's path: no endpoint changes its path with
+                         * work outstanding, so the pair need not poll a path it left */
+        if (!nic_idle()) return;
+        ep->tl[0].intra ^= 1;
+        w->iface[0].noff = noff_snap + (ep->tl[0].intra != intra_snap ? (intra_snap ? 1u : ~0u) : 0u);
+    } else {
+        frame_path ^= 1;
+    }
+}
+#define FRAME_MAX (SHM_FRAME_MAX > NIC_FRAME_MAX ? SHM_FRAME_MAX : NIC_FRAME_MAX)
+#elif RVX_TL == RVX_TL_SHM
+#define tl_setup  shm_setup
+#define deliver   shm_deliver
+#define tl_reset  shm_reset
+#define tl_check  shm_check
+#define tl_op     shm_op
+#define FRAME_MAX SHM_FRAME_MAX
+#else
+#define tl_setup  nic_setup
+#define deliver   nic_deliver
+#define tl_reset  nic_reset
+#define tl_check  nic_check
+#define tl_op     nic_op
+#define FRAME_MAX NIC_FRAME_MAX
 #endif
 
 /* ---- set-up, the per-input reset ------------------------------------------------------------ */
@@ -622,9 +723,19 @@ static void reset(void)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
     unsigned i;
-#if RVX_TL == RVX_TL_SHM
-    ep->tl[0].failed = 1;
-#else
+#if RVX_TL == RVX_TL_SHM || defined(RVX_TL_INTRA)
+    SHM_EP.failed = 1;
+#endif
+#if defined(RVX_TL_INTRA)
+    /* the input may have moved the endpoint back on the node with unsignaled work of the
+     * adapter's path outstanding (no endpoint changes its path outside the harness): the pair
+     * polls the adapter's CQ while the reset fails it, as for an endpoint off the node */
+    w->iface[0].noff = noff_snap + 1;
+#endif
+#if RVX_TL == RVX_TL_DC_MLX5
+    nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+    nic_check_retired();
+#elif RVX_TL == RVX_TL_RC_MLX5
     nic_fail(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
     /* the adapter has flushed every WQE, each with its CQE: what is not retired now never will
      * be, and closing would wait for the operations it carries (10 s, then released) */
@@ -634,6 +745,9 @@ static void reset(void)
         abort();
     }
 #endif
+    if (getenv("FUZZ_TRACE"))
+        for (i = 0; i < nreq; i++)
+            if (req_used[i]) fprintf(stdout, "fuzz/rx: request %u: %s\n", i, rvx_status_str(reqs[i].status));
     rvx__proto_ep_close(ep);
     for (i = 0; i < nreq; i++)
         if (req_used[i] && reqs[i].status == RVX_INPROGRESS) rvx_tag_cancel(w, &reqs[i]);
@@ -760,6 +874,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             tl_op(&in, op >> 4);
             break;
         }
+#if RVX_TL == RVX_TL_DC_MLX5
+        dc_invariants();
+#endif
     }
     reset();
     return 0;

@@ -158,7 +158,8 @@ typedef struct rvx__tl_ep {
 #if RVX_CAN_RECEIVE
     uint32_t              tx_left;     /* frames that may go before looking further */
     uint32_t              tx_limit;    /* frames sent in all once tx_left is spent */
-    uint32_t              piggy;       /* frames of ours the peer said it took, in a message */
+    uint32_t              piggy;       /* frames of ours the peer said it took: the largest report
+                                        * taken (a message's, or the control region's) */
 #endif
     int                   rank;
     uint8_t               failed;
@@ -749,18 +750,27 @@ RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
 }
 
 /* Frames of ours the peer has taken: the larger of what it wrote into our control region and what
- * it said in a message (both only grow). */
+ * it said in a message (both only grow), kept between the frames sent less the credits held and
+ * the frames sent. A report outside (a faulty or hostile peer's, in either word) would be credits
+ * never granted, or a limit behind the frames sent; either wrapped the credits to spend, and
+ * their give-back the count of credits held, putting credits into the pool no one took out. */
 RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
 {
     uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
-    return (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy;
+    uint32_t c = (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy, sent = rvx__dc_tx_sent(ep);
+    uint32_t held = ep->ifc->peers[ep->rank].claimed;
+    if ((int32_t)(c - sent) > 0) return sent;
+    return sent - c > held ? sent - held : c;
 }
 
-/* The send limit from the latest reports: frames taken plus credits held. */
+/* The send limit from the latest reports: frames taken plus credits held. The report taken is
+ * kept as the largest so far, so that a word written lower (a faulty or hostile peer's) cannot
+ * put the limit behind the frames sent. */
 RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
 {
     uint32_t sent = rvx__dc_tx_sent(ep);
-    ep->tx_limit = rvx__dc_consumed(ep) + ep->ifc->peers[ep->rank].claimed;
+    ep->piggy = rvx__dc_consumed(ep);
+    ep->tx_limit = ep->piggy + ep->ifc->peers[ep->rank].claimed;
     ep->tx_left = ep->tx_limit - sent;
 }
 
