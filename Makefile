@@ -15,6 +15,18 @@
 #   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
 #   make deps      install the Debian packages the project needs (run, test and bench call it)
 
+# Build in parallel by default, one job per CPU (a -j on the command line wins), once the
+# packages are there: a build must not race `deps` installing its compiler. run, test, bench,
+# test-loaded and hwcheck install first, then build in a sub-make, which is parallel.
+NPROC := $(shell nproc)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+ifeq ($(shell tools/deps.sh --check >/dev/null 2>&1 && echo yes),yes)
+MAKEFLAGS += -j$(NPROC)
+endif
+endif
+# the sub-make's jobs: the parent's jobserver, or a -j of its own when the parent built serially
+SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
+
 CC      ?= cc
 PREFIX  ?= /usr/local
 B       := build
@@ -348,7 +360,8 @@ explain: $(B)/bench/explain_rc
 examples: $(RVXRUN) $(EXAMPLE_BINS)
 tests: $(RVXRUN) $(TEST_BINS)
 
-run: deps all
+run: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@echo "== hello_put: one-sided puts around a ring of 3 ranks"
 	$(RVXRUN) -n 3 -t 60 $(B)/examples/hello_put
 	@echo "== atomic_counter: 4 ranks add to one counter on rank 0"
@@ -371,7 +384,8 @@ run: deps all
 	@echo "== rvxsim: WQEs through the model's engine, and a verbs SEND ping-pong between 2 processes"
 	@$(MAKE) -s sim-bench
 
-test: deps all
+test: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@tests/run.sh
 	$(if $(RDMA_CORE_TESTS),@tools/peer-tests.sh $(RDMA_CORE_TESTS))
 
@@ -381,11 +395,13 @@ peer-tests: deps sim
 	@tools/peer-tests.sh $(RDMA_CORE_TESTS)
 
 # The suite beside CPU hogs (twice the CPUs), LOADED_RUNS times in a row: what load breaks
-test-loaded: deps all
+test-loaded: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@tools/test-loaded.sh
 
 # The rc_mlx5 tests on a real adapter (system rdma-core, no rvxsim); exit 77 where there is none.
-hwcheck: deps all
+hwcheck: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@tools/hwcheck.sh
 
 icount: deps $(B)/bench/icount_shm $(B)/bench/icount_tag $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_tag_rc $(B)/bench/icount_dc $(B)/bench/icount_tag_dc sim
@@ -404,7 +420,8 @@ $(B)/bench/icount_ucx: bench/icount_ucx.c
 compare-mlx5: deps sim $(B)/bench/icount_rc $(B)/bench/icount_tag_rc $(B)/bench/icount_ucx
 	@bench/compare_mlx5.sh
 
-bench: deps all
+bench: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@bench/run.sh
 
 install: $(RVXRUN)

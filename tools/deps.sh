@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian packages rvx needs, if any is missing. Called by make run/test/bench.
+# --check: install nothing, exit 1 if anything is missing (the Makefile's parallel default).
 # As root it runs apt-get; otherwise it prints the one command to run.
 set -u
 # package : a file or command that shows it is installed
@@ -33,6 +34,7 @@ for item in "${need[@]}"; do
   [ -e "$path" ] || missing+=("$pkg")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+[ "${1:-}" = --check ] && exit 1 # only asked whether anything is missing
 if [ "$(id -u)" -ne 0 ]; then
   echo "rvx needs these Debian packages: ${missing[*]}"
   echo "install them with:  sudo apt-get install -y ${missing[*]}"
