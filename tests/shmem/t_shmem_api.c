@@ -495,6 +495,14 @@ static void test_misc(void)
         CHECK(shmem_g(&a[401], me) == 3 + (me + npes - 1) % npes && a[402] == 3, "generic rma");
         if (me == 0) CHECK(u[0] == 2u * npes && u[1] == (1u << npes) - 1, "generic amo");
         shmem_wait_until(&a[402], SHMEM_CMP_EQ, 3);
+        {
+            long f = -1, f2 = -1;
+            shmem_atomic_fetch_nbi(&f, &a[402], me);
+            shmem_atomic_fetch_inc_nbi(&f2, &a[402], me);
+            shmem_quiet();
+            CHECK(f == 3 && f2 == 3 && a[402] == 4, "generic nbi amo");
+        }
+        shmem_sync(0, 0, npes, s_psync);
         shmem_free(u);
     }
     shmem_free(offs);

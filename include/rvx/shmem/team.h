@@ -446,6 +446,12 @@ static inline void shmem_barrier(int start, int logstride, int size, long *psync
     rvx__sh_psync(&t, psync);
 }
 
+static inline void shmem_sync(int start, int logstride, int size, long *psync)
+{
+    rvx__sh_team_t t = rvx__sh_aset(start, logstride, size);
+    rvx__sh_psync(&t, psync);
+}
+
 #define RVX__SH_ASET_SIZED(BITS, BYTES)                                                            \
     static inline void shmem_broadcast##BITS(void *d, const void *s, size_t n, int root,          \
                                              int start, int ls, int size, long *ps)               \
@@ -486,5 +492,14 @@ RVX__SH_TOALL_AR(short, short) RVX__SH_TOALL_AR(int, int) RVX__SH_TOALL_AR(long,
 RVX__SH_TOALL_AR(long long, longlong) RVX__SH_TOALL_AR(float, float)
 RVX__SH_TOALL_AR(double, double) RVX__SH_TOALL_AR(long double, longdouble)
 RVX__SH_TOALL_AR(float _Complex, complexf) RVX__SH_TOALL_AR(double _Complex, complexd)
+
+/* ---- the profiling control and the deprecated cache routines: nothing to do ------------------ */
+static inline void shmem_pcontrol(const int level, ...) { (void)level; }
+static inline void shmem_set_cache_inv(void) {}
+static inline void shmem_set_cache_line_inv(void *dest) { (void)dest; }
+static inline void shmem_clear_cache_inv(void) {}
+static inline void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
+static inline void shmem_udcflush(void) {}
+static inline void shmem_udcflush_line(void *dest) { (void)dest; }
 
 #endif /* RVX_SHMEM_TEAM_H */

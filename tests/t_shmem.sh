@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# OpenSHMEM (<shmem.h>, docs/openshmem.md): the programs of tests/shmem/, built by rvxshcc once per
+# transport (make: build/shmem-<tl>/), run under rvxrun: shm on 4 PEs; rc_mlx5 and dc_mlx5 on
+# rvxsim with 4 PEs; the pair (shm on the node, rc_mlx5 between nodes) on rvxsim with 4 PEs as 2
+# emulated nodes x 2, so every PE has peers on both paths. Then the wrapper's refusals: a
+# generic call for a type the specification does not give it, and an unknown transport, fail
+# to build. Exit 0 pass, 1 fail, 77 skip (nothing built).
+set -u
+cd "$(dirname "$0")/.."
+run=build/bin/rvxrun
+cc=build/bin/rvxshcc
+fail=0 ran=0
+[ -x "$run" ] && [ -x "$cc" ] || { echo "SKIP: build/bin/rvxrun or rvxshcc missing (make shmem)"; exit 77; }
+for tl in shm rc dc pair; do
+  for exe in build/shmem-$tl/t_*; do
+    [ -x "$exe" ] || continue
+    env=() nodes=()
+    case $tl in
+      shm) ;;
+      pair) env=(LD_LIBRARY_PATH=build/sim); nodes=(--nodes 2) ;;
+      *) env=(LD_LIBRARY_PATH=build/sim) ;;
+    esac
+    ran=$((ran + 1))
+    if out=$(env "${env[@]}" SHMEM_SYMMETRIC_SIZE=8M "$run" -n 4 "${nodes[@]}" -t 120 "$exe" 2>&1); then
+      echo "ok   $tl/$(basename "$exe"): $(tail -n 1 <<<"$out")"
+    else
+      echo "FAIL $tl/$(basename "$exe")"
+      sed 's/^/  | /' <<<"$out" | tail -n 25
+      fail=1
+    fi
+  done
+done
+[ $ran -gt 0 ] || { echo "SKIP: no OpenSHMEM test built (make shmem)"; exit 77; }
+
+# what is left out does not compile: a bitwise atomic on a double, and an unknown transport
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/bad.c" <<'EOF'
+#include <shmem.h>
+double d;
+int main(void) { shmem_init(); shmem_atomic_and(&d, 1.0, 0); shmem_finalize(); return 0; }
+EOF
+if "$cc" -std=c11 -O2 -c -o "$tmp/bad.o" "$tmp/bad.c" >"$tmp/log" 2>&1; then
+  echo "FAIL: shmem_atomic_and on a double compiled"; fail=1
+else
+  echo "ok   a generic call for a type without the routine does not compile"
+fi
+if "$cc" --tl=ib -c -o "$tmp/x.o" "$tmp/bad.c" >"$tmp/log" 2>&1; then
+  echo "FAIL: rvxshcc --tl=ib accepted"; fail=1
+else
+  echo "ok   rvxshcc refuses an unknown transport: $(head -n 1 "$tmp/log")"
+fi
+exit $fail
