@@ -433,6 +433,14 @@ endef
 $(foreach t,$(SHMEM_TLS),$(eval $(call SHMEM_RULE,$(t))))
 shmem: $(RVXRUN) $(RVXSHCC) $(SHMEM_BINS)
 all tests: shmem
+# instructions per OpenSHMEM call beside rvx's own (bench/compare_shmem.sh)
+SHMEM_ICOUNT := $(addprefix $(B)/bench/icount_shmem_,shm rc dc)
+$(B)/bench/icount_shmem_%: bench/icount_shmem.c $(HEADERS) $(RVXSHCC)
+	@mkdir -p $(@D)
+	$(RVXSHCC) --tl=$* -std=gnu11 -O2 -g $(WARN) -o $@ $<
+all: $(SHMEM_ICOUNT)
+compare-shmem: deps sim $(SHMEM_ICOUNT)
+	@bench/compare_shmem.sh
 # ---- end of OpenSHMEM
 
 # ---- fuzzing (fuzz/): libFuzzer harnesses with AddressSanitizer and UndefinedBehaviorSanitizer

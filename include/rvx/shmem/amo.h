@@ -38,7 +38,7 @@ RVX_INLINE uint64_t rvx__sh_amo(int pe, const void *dest, unsigned size, rvx_amo
     if (size == 8) {
         uint64_t f = 0;
         st = rvx_atomic64(p->ep, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
-        if (st == RVX_INPROGRESS) st = rvx_wait(rvx__sh.w, &req);
+        if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
         if (RVX_UNLIKELY(st != RVX_OK))
             rvx__sh_amo_slow(st, p, 8, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
         return f;
@@ -46,7 +46,7 @@ RVX_INLINE uint64_t rvx__sh_amo(int pe, const void *dest, unsigned size, rvx_amo
         uint32_t f = 0;
         st = rvx_atomic32(p->ep, op, (uint32_t)v, (uint32_t)cmp, raddr, rk, fetching ? &f : NULL,
                           &req);
-        if (st == RVX_INPROGRESS) st = rvx_wait(rvx__sh.w, &req);
+        if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
         if (RVX_UNLIKELY(st != RVX_OK))
             rvx__sh_amo_slow(st, p, 4, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
         return f;

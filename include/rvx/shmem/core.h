@@ -30,8 +30,9 @@
 #define RVX__SH_SCRATCH  48   /* first scratch word of a slot */
 #define RVX__SH_SYS_LEN  ((size_t)RVX__SH_NSLOTS * RVX__SH_SLOT_WORDS * 8)
 
-/* Where a PE's symmetric memory is, seen from here: what every put reads. */
-typedef struct rvx__sh_peer {
+/* Where a PE's symmetric memory is, seen from here: what every put reads. Aligned to 64 bytes,
+ * so the array is indexed by a shift (128 bytes a PE on shm and rc_mlx5). */
+typedef struct __attribute__((aligned(64))) rvx__sh_peer {
     rvx_ep_t  *ep;
     uint64_t   heap_rbase;
     rvx_rkey_t heap_rkey;
@@ -113,16 +114,31 @@ static inline void rvx__sh_poll(void)
     if (RVX_UNLIKELY(f >= 0)) rvx__sh_peer_gone(f);
 }
 
+/* A get's or a fetching atomic's round trip: out of line, since it waits for the network anyway
+ * (and an instruction count can leave the wait out by its name). */
+static RVX_NOINLINE rvx_status_t rvx__sh_wait(rvx_request_t *req)
+{
+    return rvx_wait(rvx__sh.w, req);
+}
+
 /* ---- addresses ------------------------------------------------------------------------------- */
 
-/* A static or global variable: the data segment, or not symmetric at all. */
-RVX_COLD const rvx_rkey_t *rvx__sh_data_key(const rvx__sh_peer_t *p, uintptr_t a, size_t len,
-                                            uint64_t *raddr)
+/* Where an operation goes: the remote address and its key. */
+typedef struct rvx__sh_target {
+    uint64_t          raddr;
+    const rvx_rkey_t *rk;
+} rvx__sh_target_t;
+
+/* A static or global variable: the data segment, or not symmetric at all. Returned by value (two
+ * registers), so the hot path keeps nothing on its stack for it. */
+RVX_COLD rvx__sh_target_t rvx__sh_data_key(const rvx__sh_peer_t *p, uintptr_t a, size_t len)
 {
     uintptr_t off = a - rvx__sh.data_base;
+    rvx__sh_target_t t;
     if (off < rvx__sh.data_len && len <= rvx__sh.data_len - off) {
-        *raddr = p->data_rbase + off;
-        return &p->data_rkey;
+        t.raddr = p->data_rbase + off;
+        t.rk = &p->data_rkey;
+        return t;
     }
     if (!rvx__sh.inited) rvx__sh_fatal("an OpenSHMEM call before shmem_init");
     rvx__sh_fatal("address %p (%zu bytes) is not symmetric: neither in the symmetric heap nor in "
@@ -136,7 +152,9 @@ RVX_COLD const rvx_rkey_t *rvx__sh_data_key(const rvx__sh_peer_t *p, uintptr_t a
             (raddr) = (p)->heap_rbase + off_;                                                  \
             (rk) = &(p)->heap_rkey;                                                            \
         } else {                                                                               \
-            (rk) = rvx__sh_data_key((p), a_, (len), &(raddr));                                 \
+            rvx__sh_target_t t_ = rvx__sh_data_key((p), a_, (len));                            \
+            (raddr) = t_.raddr;                                                                \
+            (rk) = t_.rk;                                                                      \
         }                                                                                      \
     } while (0)
 
@@ -177,6 +195,21 @@ typedef struct rvx__sh_card {
  * allocated, the segment copied into it, and the region mapped a second time over the segment
  * (mremap of a shared mapping with old size 0 maps the same pages again). The region's first
  * mapping stays rvx's; peers address it through the key. */
+/* Where mremap cannot map a shared mapping twice (valgrind, for one), the region's file is opened
+ * through /proc/self/map_files and mapped over the segment. */
+RVX_COLD int rvx__sh_map_again(void *a, uintptr_t s, size_t len)
+{
+    char path[64];
+    int fd;
+    void *m;
+    snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)(uintptr_t)a,
+             (unsigned long)((uintptr_t)a + len));
+    if ((fd = open(path, O_RDWR)) < 0) return 0;
+    m = mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    close(fd);
+    return m == (void *)s;
+}
+
 RVX_COLD void rvx__sh_data_setup(uint64_t *rbase)
 {
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -192,7 +225,8 @@ RVX_COLD void rvx__sh_data_setup(uint64_t *rbase)
     if (st == RVX_OK) {
         void *a = rvx_mem_addr(rvx__sh.data_mem);
         memcpy(a, (void *)s, e - s);
-        if (mremap(a, 0, e - s, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s) != (void *)s)
+        if (mremap(a, 0, e - s, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s) != (void *)s &&
+            !rvx__sh_map_again(a, s, e - s))
             rvx__sh_fatal("cannot map the data segment onto shared memory: %s", strerror(errno));
         *rbase = (uint64_t)(uintptr_t)a;
     }

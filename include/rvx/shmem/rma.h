@@ -21,16 +21,12 @@ __attribute__((weak)) struct rvx__sh_ctx rvx__sh_ctx_default = {0, 1, NULL, 0};
 #define SHMEM_CTX_INVALID ((shmem_ctx_t)NULL)
 #define RVX__SH_CPE(ctx, pe) ((ctx)->start + (pe) * (ctx)->stride)
 
-RVX_COLD void rvx__sh_put_slow(rvx_status_t st, const rvx__sh_peer_t *p, const void *src,
-                               size_t len, uint64_t raddr, const rvx_rkey_t *rk)
+/* A put rvx refused. rvx's puts never answer RVX_ERR_NO_RESOURCE (a full queue waits inside the
+ * call, docs/transports.md), so this is an error: the hot path keeps nothing alive for a retry or a message (the status
+ * names what failed; the line starts with this PE's number). */
+RVX_COLD void rvx__sh_put_fail(rvx_status_t st, size_t len)
 {
-    while (st == RVX_ERR_NO_RESOURCE) {
-        rvx__sh_poll();
-        st = rvx_put(p->ep, src, len, raddr, rk);
-    }
-    if (st != RVX_OK)
-        rvx__sh_fatal("put of %zu bytes to PE %d: %s", len, (int)(p - rvx__sh.peers),
-                      rvx_status_str(st));
+    rvx__sh_fatal("a put of %zu bytes failed: %s", len, rvx_status_str(st));
 }
 
 RVX_COLD void rvx__sh_get_slow(rvx_status_t st, const rvx__sh_peer_t *p, void *dst, size_t len,
@@ -47,15 +43,27 @@ RVX_COLD void rvx__sh_get_slow(rvx_status_t st, const rvx__sh_peer_t *p, void *d
                       rvx_status_str(st));
 }
 
+/* A put to a global or static variable: out of line, so that the heap's put makes no call
+ * before rvx_put and keeps its arguments in their registers. */
+RVX_COLD void rvx__sh_putmem_data(int pe, void *dest, const void *src, size_t len)
+{
+    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
+    rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)dest, len);
+    rvx_status_t st = rvx_put(p->ep, src, len, t.raddr, t.rk);
+    if (st != RVX_OK) rvx__sh_put_fail(st, len);
+}
+
 RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
 {
     const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
-    const rvx_rkey_t *rk;
-    uint64_t raddr;
+    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
     rvx_status_t st;
-    RVX__SH_RESOLVE(p, dest, len, raddr, rk);
-    st = rvx_put(p->ep, src, len, raddr, rk);
-    if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_slow(st, p, src, len, raddr, rk);
+    if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
+        rvx__sh_putmem_data(pe, dest, src, len);
+        return;
+    }
+    st = rvx_put(p->ep, src, len, p->heap_rbase + off, &p->heap_rkey);
+    if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_fail(st, len);
 }
 
 RVX_INLINE void rvx__sh_getmem(int pe, void *dst, const void *src, size_t len)
@@ -67,6 +75,7 @@ RVX_INLINE void rvx__sh_getmem(int pe, void *dst, const void *src, size_t len)
     rvx_status_t st;
     RVX__SH_RESOLVE(p, src, len, raddr, rk);
     st = rvx_get(p->ep, dst, len, raddr, rk, &req);
+    if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_get_slow(st, p, dst, len, raddr, rk, &req);
 }
 

@@ -16,7 +16,7 @@ RVX_COLD void rvx__sh_quiet_fail(rvx_status_t st)
     rvx__sh_fatal("shmem_quiet: %s", rvx_status_str(st));
 }
 
-static inline void shmem_quiet(void)
+RVX_INLINE void shmem_quiet(void)
 {
     rvx_status_t st = rvx_worker_flush(rvx__sh.w);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_quiet_fail(st);
