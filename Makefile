@@ -419,7 +419,7 @@ clean:
 # tests/t_shmem.sh runs: shm on 4 PEs, rc, dc and the pair on rvxsim
 RVXSHCC := $(B)/bin/rvxshcc
 SHMEM_TLS := shm rc dc pair
-SHMEM_TESTS := $(notdir $(basename $(wildcard tests/shmem/t_*.c)))
+SHMEM_TESTS := $(notdir $(basename $(wildcard tests/shmem/*.c)))
 SHMEM_BINS := $(foreach t,$(SHMEM_TLS),$(addprefix $(B)/shmem-$(t)/,$(SHMEM_TESTS)))
 .PHONY: shmem compare-shmem
 $(RVXSHCC): tools/rvxshcc

@@ -2,7 +2,8 @@
 # OpenSHMEM (<shmem.h>, docs/openshmem.md): the programs of tests/shmem/, built by rvxshcc once per
 # transport (make: build/shmem-<tl>/), run under rvxrun: shm on 4 PEs; rc_mlx5 and dc_mlx5 on
 # rvxsim with 4 PEs; the pair (shm on the node, rc_mlx5 between nodes) on rvxsim with 4 PEs as 2
-# emulated nodes x 2, so every PE has peers on both paths. Then the wrapper's refusals: a
+# emulated nodes x 2, so every PE has peers on both paths; f_peer_exit on each, where a PE's
+# death must end the job, not hang it. Then the wrapper's refusals: a
 # generic call for a type the specification does not give it, and an unknown transport, fail
 # to build. Exit 0 pass, 1 fail, 77 skip (nothing built).
 set -u
@@ -31,6 +32,27 @@ for tl in shm rc dc pair; do
   done
 done
 [ $ran -gt 0 ] || { echo "SKIP: no OpenSHMEM test built (make shmem)"; exit 77; }
+
+# a PE that dies (f_peer_exit: PE 1 leaves without finalize) ends the job with a line from each
+# waiting PE naming it; rvxrun's grace period (-g 100) is far longer, so the PEs ended themselves
+for tl in shm rc dc pair; do
+  exe=build/shmem-$tl/f_peer_exit
+  [ -x "$exe" ] || continue
+  env=(); nodes=()
+  [ $tl = shm ] || env=(LD_LIBRARY_PATH=build/sim)
+  [ $tl = pair ] && nodes=(--nodes 2)
+  start=$SECONDS
+  out=$(env "${env[@]}" SHMEM_SYMMETRIC_SIZE=8M "$run" -n 4 "${nodes[@]}" -g 100 -t 120 "$exe" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q "shmem: PE 0: PE 1 failed" <<<"$out" && ! grep -q "must not" <<<"$out" &&
+     [ $((SECONDS - start)) -lt 100 ]; then
+    echo "ok   $tl/f_peer_exit: PE 1's exit ended the job in $((SECONDS - start)) s (exit $rc)"
+  else
+    echo "FAIL $tl/f_peer_exit (exit $rc after $((SECONDS - start)) s)"
+    sed 's/^/  | /' <<<"$out" | tail -n 15
+    fail=1
+  fi
+done
 
 # what is left out does not compile: a bitwise atomic on a double, and an unknown transport
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

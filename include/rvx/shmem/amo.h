@@ -9,48 +9,50 @@
 #ifndef RVX_SHMEM_AMO_H
 #define RVX_SHMEM_AMO_H
 
-RVX_COLD void rvx__sh_amo_slow(rvx_status_t st, const rvx__sh_peer_t *p, unsigned size,
-                               rvx_amo_op_t op, uint64_t v, uint64_t cmp, uint64_t raddr,
-                               const rvx_rkey_t *rk, void *fetch, rvx_request_t *req)
+/* An atomic rvx refused or failed (atomics, like RMA, never answer RVX_ERR_NO_RESOURCE). */
+RVX_COLD void rvx__sh_amo_fail(rvx_status_t st)
 {
-    for (;;) {
-        if (st == RVX_INPROGRESS) st = rvx_wait(rvx__sh.w, req);
-        if (st != RVX_ERR_NO_RESOURCE) break;
-        rvx__sh_poll();
-        st = size == 8 ? rvx_atomic64(p->ep, op, v, cmp, raddr, rk, (uint64_t *)fetch, req)
-                       : rvx_atomic32(p->ep, op, (uint32_t)v, (uint32_t)cmp, raddr, rk,
-                                      (uint32_t *)fetch, req);
-    }
-    if (st != RVX_OK)
-        rvx__sh_fatal("atomic on PE %d: %s", (int)(p - rvx__sh.peers), rvx_status_str(st));
+    rvx__sh_fatal("an atomic failed: %s", rvx_status_str(st));
 }
 
-/* One atomic of size 4 or 8 on a symmetric object; the old value when fetching. */
+/* One atomic of size 4 or 8 (on a resolved target); the old value when fetching. */
+RVX_INLINE uint64_t rvx__sh_amo_at(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk, unsigned size,
+                                   rvx_amo_op_t op, uint64_t v, uint64_t cmp, int fetching)
+{
+    rvx_request_t req;
+    rvx_status_t st;
+    if (size == 8) {
+        uint64_t f = 0;
+        st = rvx_atomic64(ep, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
+        if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
+        if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_amo_fail(st);
+        return f;
+    } else {
+        uint32_t f = 0;
+        st = rvx_atomic32(ep, op, (uint32_t)v, (uint32_t)cmp, raddr, rk, fetching ? &f : NULL, &req);
+        if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
+        if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_amo_fail(st);
+        return f;
+    }
+}
+
+/* On a global or static variable: out of line, like the put's. */
+RVX_COLD uint64_t rvx__sh_amo_data(int pe, const void *dest, unsigned size, rvx_amo_op_t op,
+                                   uint64_t v, uint64_t cmp, int fetching)
+{
+    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
+    rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)dest, size);
+    return rvx__sh_amo_at(p->ep, t.raddr, t.rk, size, op, v, cmp, fetching);
+}
+
 RVX_INLINE uint64_t rvx__sh_amo(int pe, const void *dest, unsigned size, rvx_amo_op_t op,
                                 uint64_t v, uint64_t cmp, int fetching)
 {
     const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
-    const rvx_rkey_t *rk;
-    uint64_t raddr;
-    rvx_request_t req;
-    rvx_status_t st;
-    RVX__SH_RESOLVE(p, dest, size, raddr, rk);
-    if (size == 8) {
-        uint64_t f = 0;
-        st = rvx_atomic64(p->ep, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
-        if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
-        if (RVX_UNLIKELY(st != RVX_OK))
-            rvx__sh_amo_slow(st, p, 8, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
-        return f;
-    } else {
-        uint32_t f = 0;
-        st = rvx_atomic32(p->ep, op, (uint32_t)v, (uint32_t)cmp, raddr, rk, fetching ? &f : NULL,
-                          &req);
-        if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
-        if (RVX_UNLIKELY(st != RVX_OK))
-            rvx__sh_amo_slow(st, p, 4, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
-        return f;
-    }
+    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
+    if (RVX_UNLIKELY(off >= rvx__sh.heap_len))
+        return rvx__sh_amo_data(pe, dest, size, op, v, cmp, fetching);
+    return rvx__sh_amo_at(p->ep, p->heap_rbase + off, &p->heap_rkey, size, op, v, cmp, fetching);
 }
 
 #define RVX__SH_BITS(T, x, b)  do { T t_ = (x); (b) = 0; memcpy(&(b), &t_, sizeof(T)); } while (0)

@@ -29,18 +29,10 @@ RVX_COLD void rvx__sh_put_fail(rvx_status_t st, size_t len)
     rvx__sh_fatal("a put of %zu bytes failed: %s", len, rvx_status_str(st));
 }
 
-RVX_COLD void rvx__sh_get_slow(rvx_status_t st, const rvx__sh_peer_t *p, void *dst, size_t len,
-                               uint64_t raddr, const rvx_rkey_t *rk, rvx_request_t *req)
+/* A get rvx refused or failed (never RVX_ERR_NO_RESOURCE for RMA: a full queue waits inside). */
+RVX_COLD void rvx__sh_get_fail(rvx_status_t st, size_t len)
 {
-    for (;;) {
-        if (st == RVX_INPROGRESS) st = rvx_wait(rvx__sh.w, req);
-        if (st != RVX_ERR_NO_RESOURCE) break;
-        rvx__sh_poll();
-        st = rvx_get(p->ep, dst, len, raddr, rk, req);
-    }
-    if (st != RVX_OK)
-        rvx__sh_fatal("get of %zu bytes from PE %d: %s", len, (int)(p - rvx__sh.peers),
-                      rvx_status_str(st));
+    rvx__sh_fatal("a get of %zu bytes failed: %s", len, rvx_status_str(st));
 }
 
 /* A put to a global or static variable: out of line, so that the heap's put makes no call
@@ -66,17 +58,30 @@ RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_fail(st, len);
 }
 
+/* A get from a global or static variable: out of line, like the put's. */
+RVX_COLD void rvx__sh_getmem_data(int pe, void *dst, const void *src, size_t len)
+{
+    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
+    rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)src, len);
+    rvx_request_t req;
+    rvx_status_t st = rvx_get(p->ep, dst, len, t.raddr, t.rk, &req);
+    if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
+    if (st != RVX_OK) rvx__sh_get_fail(st, len);
+}
+
 RVX_INLINE void rvx__sh_getmem(int pe, void *dst, const void *src, size_t len)
 {
     const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
-    const rvx_rkey_t *rk;
-    uint64_t raddr;
+    uintptr_t off = (uintptr_t)src - rvx__sh.heap_base;
     rvx_request_t req;
     rvx_status_t st;
-    RVX__SH_RESOLVE(p, src, len, raddr, rk);
-    st = rvx_get(p->ep, dst, len, raddr, rk, &req);
+    if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
+        rvx__sh_getmem_data(pe, dst, src, len);
+        return;
+    }
+    st = rvx_get(p->ep, dst, len, p->heap_rbase + off, &p->heap_rkey, &req);
     if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
-    if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_get_slow(st, p, dst, len, raddr, rk, &req);
+    if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_get_fail(st, len);
 }
 
 /* strided: element by element (each a put or a get of one element) */
