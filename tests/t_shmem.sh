@@ -3,7 +3,8 @@
 # transport (make: build/shmem-<tl>/), run under rvxrun: shm on 4 PEs; rc_mlx5 and dc_mlx5 on
 # rvxsim with 4 PEs; the pair (shm on the node, rc_mlx5 between nodes) on rvxsim with 4 PEs as 2
 # emulated nodes x 2, so every PE has peers on both paths; f_peer_exit on each, where a PE's
-# death must end the job, not hang it. Then the wrapper's refusals: a
+# death must end the job, not hang it; the PMIx build of t_shmem_api under mpirun (4 PEs, shm).
+# Then the wrapper's refusals: a
 # generic call for a type the specification does not give it, and an unknown transport, fail
 # to build. Exit 0 pass, 1 fail, 77 skip (nothing built).
 set -u
@@ -33,8 +34,10 @@ for tl in shm rc dc pair; do
 done
 [ $ran -gt 0 ] || { echo "SKIP: no OpenSHMEM test built (make shmem)"; exit 77; }
 
-# a PE that dies (f_peer_exit: PE 1 leaves without finalize) ends the job with a line from each
-# waiting PE naming it; rvxrun's grace period (-g 100) is far longer, so the PEs ended themselves
+# a PE that dies (f_peer_exit: PE 1 leaves without finalize) ends the job: each waiting PE ends
+# with a line naming a failed PE (PE 1, or one that ended after finding PE 1 gone first: PE 0's
+# wait_until looks at every PE); rvxrun's grace period (-g 100) is far longer, so the PEs ended
+# themselves
 for tl in shm rc dc pair; do
   exe=build/shmem-$tl/f_peer_exit
   [ -x "$exe" ] || continue
@@ -44,7 +47,7 @@ for tl in shm rc dc pair; do
   start=$SECONDS
   out=$(env "${env[@]}" SHMEM_SYMMETRIC_SIZE=8M "$run" -n 4 "${nodes[@]}" -g 100 -t 120 "$exe" 2>&1)
   rc=$?
-  if [ $rc -ne 0 ] && grep -q "shmem: PE 0: PE 1 failed" <<<"$out" && ! grep -q "must not" <<<"$out" &&
+  if [ $rc -ne 0 ] && grep -Eq "shmem: PE 0: PE [123] failed" <<<"$out" && ! grep -q "must not" <<<"$out" &&
      [ $((SECONDS - start)) -lt 100 ]; then
     echo "ok   $tl/f_peer_exit: PE 1's exit ended the job in $((SECONDS - start)) s (exit $rc)"
   else
@@ -54,8 +57,23 @@ for tl in shm rc dc pair; do
   fi
 done
 
-# what is left out does not compile: a bitwise atomic on a double, and an unknown transport
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# the PMIx build (rvxshcc --boot=pmix) of the same program under Open MPI's mpirun, 4 PEs on shm
+if pkg-config --exists pmix 2>/dev/null && command -v mpirun.openmpi >/dev/null; then
+  root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  if ! "$cc" --boot=pmix -std=c11 -O2 -o "$tmp/api_pmix" tests/shmem/t_shmem_api.c >"$tmp/log" 2>&1; then
+    echo "FAIL: rvxshcc --boot=pmix"; head -n 5 "$tmp/log"; fail=1
+  elif out=$(SHMEM_SYMMETRIC_SIZE=8M timeout 120 mpirun.openmpi --oversubscribe --bind-to none --mca plm isolated \
+               "${root[@]}" -np 4 "$tmp/api_pmix" 2>&1); then
+    echo "ok   mpirun/t_shmem_api (PMIx build): $(grep -m1 'failure' <<<"$out")"
+  else
+    echo "FAIL mpirun/t_shmem_api (PMIx build)"; sed 's/^/  | /' <<<"$out" | tail -n 15; fail=1
+  fi
+else
+  echo "--   mpirun/t_shmem_api: not run (no PMIx or mpirun: make deps)"
+fi
+
+# what is left out does not compile: a bitwise atomic on a double, and an unknown transport
 cat >"$tmp/bad.c" <<'EOF'
 #include <shmem.h>
 double d;

@@ -50,6 +50,7 @@ typedef struct rvx__sh_state {
     size_t          heap_len;
     rvx__sh_peer_t *peers;
     rvx_worker_t   *w;
+    int             issued;     /* a put or plain atomic since the last quiet: quiet has work */
     uintptr_t       data_base;
     size_t          data_len;
     int             me, npes;

@@ -42,6 +42,7 @@ RVX_COLD void rvx__sh_putmem_data(int pe, void *dest, const void *src, size_t le
     const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
     rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)dest, len);
     rvx_status_t st = rvx_put(p->ep, src, len, t.raddr, t.rk);
+    rvx__sh.issued = 1;
     if (st != RVX_OK) rvx__sh_put_fail(st, len);
 }
 
@@ -55,6 +56,7 @@ RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
         return;
     }
     st = rvx_put(p->ep, src, len, p->heap_rbase + off, &p->heap_rkey);
+    rvx__sh.issued = 1;
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_fail(st, len);
 }
 

@@ -7,7 +7,7 @@
  * work outstanding; the pair: an on-node endpoint's atomics complete before the call returns,
  * docs/transports.md). A PE is reached through one endpoint, so shmem_fence has nothing to do.
  * shmem_quiet is rvx_worker_flush of the one worker: every put, atomic and signal remotely
- * complete. */
+ * complete; with nothing issued since the last quiet it returns at once. */
 #ifndef RVX_SHMEM_SYNC_H
 #define RVX_SHMEM_SYNC_H
 
@@ -16,10 +16,15 @@ RVX_COLD void rvx__sh_quiet_fail(rvx_status_t st)
     rvx__sh_fatal("shmem_quiet: %s", rvx_status_str(st));
 }
 
+/* Nothing issued since the last quiet (gets and fetching atomics are complete on return): no
+ * flush to ask for. */
 RVX_INLINE void shmem_quiet(void)
 {
-    rvx_status_t st = rvx_worker_flush(rvx__sh.w);
+    rvx_status_t st;
+    if (!rvx__sh.issued) return;
+    st = rvx_worker_flush(rvx__sh.w);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_quiet_fail(st);
+    rvx__sh.issued = 0;
 }
 static inline void shmem_fence(void) { rvx_compiler_barrier(); }
 static inline void shmem_ctx_quiet(shmem_ctx_t ctx) { (void)ctx; shmem_quiet(); }
