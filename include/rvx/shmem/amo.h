@@ -49,7 +49,7 @@ RVX_COLD uint64_t rvx__sh_amo_data(int pe, const void *dest, unsigned size, rvx_
 RVX_INLINE uint64_t rvx__sh_amo(int pe, const void *dest, unsigned size, rvx_amo_op_t op,
                                 uint64_t v, uint64_t cmp, int fetching)
 {
-    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
+    const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
     uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
     if (RVX_UNLIKELY(off >= rvx__sh.heap_len))
         return rvx__sh_amo_data(pe, dest, size, op, v, cmp, fetching);

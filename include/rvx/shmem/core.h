@@ -64,6 +64,11 @@ typedef struct rvx__sh_state {
 
 __attribute__((weak)) rvx__sh_state_t rvx__sh;
 
+/* A PE's entry: pe scaled in 32 bits, which x86-64 zero-extends for free (pe < n_pes). */
+#define RVX__SH_PEER(pe)                                                                           \
+    ((const rvx__sh_peer_t *)(const void *)((const char *)rvx__sh.peers +                          \
+                                            (uint32_t)(pe) * (uint32_t)sizeof(rvx__sh_peer_t)))
+
 /* The executable's data and bss: symbols the static linker defines for every executable. */
 extern char __data_start[] __attribute__((weak));
 extern char _end[] __attribute__((weak));

@@ -37,9 +37,8 @@ RVX_COLD void rvx__sh_get_fail(rvx_status_t st, size_t len)
 
 /* A put to a global or static variable: out of line, so that the heap's put makes no call
  * before rvx_put and keeps its arguments in their registers. */
-RVX_COLD void rvx__sh_putmem_data(int pe, void *dest, const void *src, size_t len)
+RVX_COLD void rvx__sh_putmem_data(void *dest, const void *src, size_t len, const rvx__sh_peer_t *p)
 {
-    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
     rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)dest, len);
     rvx_status_t st = rvx_put(p->ep, src, len, t.raddr, t.rk);
     rvx__sh.issued = 1;
@@ -48,11 +47,11 @@ RVX_COLD void rvx__sh_putmem_data(int pe, void *dest, const void *src, size_t le
 
 RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
 {
-    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
+    const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
     uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
     rvx_status_t st;
     if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
-        rvx__sh_putmem_data(pe, dest, src, len);
+        rvx__sh_putmem_data(dest, src, len, p);
         return;
     }
     st = rvx_put(p->ep, src, len, p->heap_rbase + off, &p->heap_rkey);
@@ -73,7 +72,7 @@ RVX_COLD void rvx__sh_getmem_data(int pe, void *dst, const void *src, size_t len
 
 RVX_INLINE void rvx__sh_getmem(int pe, void *dst, const void *src, size_t len)
 {
-    const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
+    const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
     uintptr_t off = (uintptr_t)src - rvx__sh.heap_base;
     rvx_request_t req;
     rvx_status_t st;
