@@ -3,7 +3,8 @@
 # transport (make: build/shmem-<tl>/), run under rvxrun: shm on 4 PEs; rc_mlx5 and dc_mlx5 on
 # rvxsim with 4 PEs; the pair (shm on the node, rc_mlx5 between nodes) on rvxsim with 4 PEs as 2
 # emulated nodes x 2, so every PE has peers on both paths; f_peer_exit on each, where a PE's
-# death must end the job, not hang it; the PMIx build of t_shmem_api under mpirun (4 PEs, shm).
+# death must end the job, not hang it; the PMIx build of t_shmem_api under mpirun (4 PEs, shm);
+# a program of two translation units.
 # Then the wrapper's refusals: a
 # generic call for a type the specification does not give it, and an unknown transport, fail
 # to build. Exit 0 pass, 1 fail, 77 skip (nothing built).
@@ -71,6 +72,35 @@ if pkg-config --exists pmix 2>/dev/null && command -v mpirun.openmpi >/dev/null;
   fi
 else
   echo "--   mpirun/t_shmem_api: not run (no PMIx or mpirun: make deps)"
+fi
+
+# a program of two translation units shares one state (a weak global): atomics on a global and
+# a heap word from the second file, checked in the first (shm, 3 PEs)
+cat >"$tmp/tu1.c" <<'EOF'
+#include <shmem.h>
+#include <stdio.h>
+long counter;
+void bump(long *c, int pe);
+int main(void)
+{
+    long *h;
+    int pe, ok;
+    shmem_init();
+    h = (long *)shmem_calloc(1, sizeof(long));
+    for (pe = 0; pe < shmem_n_pes(); pe++) { bump(&counter, pe); bump(h, pe); }
+    shmem_barrier_all();
+    ok = counter == shmem_n_pes() && *h == shmem_n_pes();
+    printf("PE %d: %s\n", shmem_my_pe(), ok ? "ok" : "BAD");
+    shmem_finalize();
+    return !ok;
+}
+EOF
+printf '#include <shmem.h>\nvoid bump(long *c, int pe) { shmem_long_atomic_inc(c, pe); }\n' >"$tmp/tu2.c"
+if "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$tmp/tu" "$tmp/tu1.c" "$tmp/tu2.c" >"$tmp/log" 2>&1 &&
+   out=$("$run" -n 3 -t 60 "$tmp/tu" 2>&1) && [ "$(grep -c ': ok' <<<"$out")" = 3 ]; then
+  echo "ok   two translation units share one state"
+else
+  echo "FAIL: two translation units"; cat "$tmp/log"; echo "${out:-}"; fail=1
 fi
 
 # what is left out does not compile: a bitwise atomic on a double, and an unknown transport
