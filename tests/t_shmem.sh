@@ -4,7 +4,7 @@
 # rvxsim with 4 PEs; the pair (shm on the node, rc_mlx5 between nodes) on rvxsim with 4 PEs as 2
 # emulated nodes x 2, so every PE has peers on both paths; f_peer_exit on each, where a PE's
 # death must end the job, not hang it; the PMIx build of t_shmem_api under mpirun (4 PEs, shm);
-# a program of two translation units.
+# t_shmem_api with AddressSanitizer and UBSan; a program of two translation units.
 # Then the wrapper's refusals: a
 # generic call for a type the specification does not give it, and an unknown transport, fail
 # to build. Exit 0 pass, 1 fail, 77 skip (nothing built).
@@ -72,6 +72,19 @@ if pkg-config --exists pmix 2>/dev/null && command -v mpirun.openmpi >/dev/null;
   fi
 else
   echo "--   mpirun/t_shmem_api: not run (no PMIx or mpirun: make deps)"
+fi
+
+# the same program built with AddressSanitizer and UndefinedBehaviorSanitizer (shm, 4 PEs): the
+# data segment's move, the heap and every call path without a report
+if "$cc" -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+     -o "$tmp/api_san" tests/shmem/t_shmem_api.c >"$tmp/log" 2>&1; then
+  if out=$(SHMEM_SYMMETRIC_SIZE=8M "$run" -n 4 -t 120 "$tmp/api_san" 2>&1) && ! grep -q "Sanitizer" <<<"$out"; then
+    echo "ok   sanitizers/t_shmem_api: $(grep -m1 'failure' <<<"$out")"
+  else
+    echo "FAIL sanitizers/t_shmem_api"; sed 's/^/  | /' <<<"$out" | grep -v "^  | *$" | head -n 25; fail=1
+  fi
+else
+  echo "--   sanitizers/t_shmem_api: not built ($(head -n 1 "$tmp/log"))"
 fi
 
 # a program of two translation units shares one state (a weak global): atomics on a global and
