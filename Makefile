@@ -12,7 +12,8 @@
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
 #   make scale     per-process cost against the job's size, rc_mlx5 and dc_mlx5 on rvxsim: fit, projection
 #                  to 16,384 ranks, bench/RESULTS.md table and bench/scale.png (SCALE_N, SCALE_TL)
-#   make install PREFIX=/usr/local   headers, rvx.pc and rvxrun
+#   make install PREFIX=/usr/local   headers (<rvx/rvx.h>, <shmem.h>), rvx.pc, rvxrun and rvxshcc
+#   make compare-shmem  OpenSHMEM's instructions per call beside rvx's own (docs/openshmem.md)
 #   make deps      install the Debian packages the project needs (run, test and bench call it)
 
 # Build in parallel by default, one job per CPU (a -j on the command line wins), once the
@@ -428,11 +429,42 @@ install: $(RVXRUN)
 	install -d $(DESTDIR)$(PREFIX)/include/rvx $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	cd include && find rvx -type d -exec install -d $(DESTDIR)$(PREFIX)/include/{} \;
 	cd include && find rvx -name '*.h' -exec install -m 0644 {} $(DESTDIR)$(PREFIX)/include/{} \;
+	install -m 0644 include/shmem.h $(DESTDIR)$(PREFIX)/include/shmem.h
 	install -m 0755 $(RVXRUN) $(DESTDIR)$(PREFIX)/bin/rvxrun
+	install -m 0755 tools/rvxshcc $(DESTDIR)$(PREFIX)/bin/rvxshcc
 	sed -e 's|@PREFIX@|$(PREFIX)|g' rvx.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rvx.pc
 
 clean:
 	rm -rf $(B)
+
+# ---- OpenSHMEM (include/shmem.h over the public API; docs/openshmem.md): the wrapper, and the
+# programs of tests/shmem/ built by it once per transport (build/shmem-<tl>/), which
+# tests/t_shmem.sh runs: shm on 4 PEs, rc, dc and the pair on rvxsim
+RVXSHCC := $(B)/bin/rvxshcc
+SHMEM_TLS := shm rc dc pair
+SHMEM_TESTS := $(notdir $(basename $(wildcard tests/shmem/*.c)))
+SHMEM_BINS := $(foreach t,$(SHMEM_TLS),$(addprefix $(B)/shmem-$(t)/,$(SHMEM_TESTS)))
+.PHONY: shmem compare-shmem
+$(RVXSHCC): tools/rvxshcc
+	@mkdir -p $(@D)
+	install -m 0755 $< $@
+define SHMEM_RULE
+$(B)/shmem-$(1)/%: tests/shmem/%.c $(HEADERS) $(RVXSHCC)
+	@mkdir -p $$(@D)
+	$(RVXSHCC) --tl=$(1) -std=c11 $(CFLAGS) $(WARN) -o $$@ $$<
+endef
+$(foreach t,$(SHMEM_TLS),$(eval $(call SHMEM_RULE,$(t))))
+shmem: $(RVXRUN) $(RVXSHCC) $(SHMEM_BINS)
+all tests: shmem
+# instructions per OpenSHMEM call beside rvx's own (bench/compare_shmem.sh)
+SHMEM_ICOUNT := $(addprefix $(B)/bench/icount_shmem_,shm rc dc)
+$(B)/bench/icount_shmem_%: bench/icount_shmem.c $(HEADERS) $(RVXSHCC)
+	@mkdir -p $(@D)
+	$(RVXSHCC) --tl=$* -std=gnu11 -O2 -g $(WARN) -o $@ $<
+all: $(SHMEM_ICOUNT)
+compare-shmem: deps sim $(SHMEM_ICOUNT)
+	@bench/compare_shmem.sh
+# ---- end of OpenSHMEM
 
 # ---- fuzzing (fuzz/): libFuzzer harnesses with AddressSanitizer and UndefinedBehaviorSanitizer
 # for everything that comes from outside the process: frames from a peer (fuzz/rx.c, per
