@@ -500,6 +500,32 @@ static bool qp_waits(const struct sim_qp *qp)
 	       (qp->dc_type == SIM_DCT && dc_waits(qp));
 }
 
+/* One pass over the device under its lock: the inbox, every QP and CQ. *waits: some QP has a
+ * timer to serve. Nonzero when something was done. */
+static int engine_pass(struct sim_ctx *sc, uint64_t now, bool *waits)
+{
+	int work = 0;
+
+	pthread_mutex_lock(&sc->lock);
+	work |= drain_inbox(sc);
+	for (struct sim_qp *qp = sc->qps; qp; qp = qp->next) {
+		work |= qp_work(sc, qp, now);
+		*waits |= qp_waits(qp);
+	}
+	for (struct sim_cq *cq = sc->cqs; cq; cq = cq->next)
+		work |= cq_work(cq);
+	if (sim_env.trace)
+		for (struct sim_srq *s = sc->srqs; s; s = s->next) {
+			uint32_t v = be32toh(*s->dbrec) & 0xffff;
+			if (v != s->db_traced) {
+				s->db_traced = v;
+				sim_trace("db srq 0x%x: dbrec 0x%04x", s->srqn, v);
+			}
+		}
+	pthread_mutex_unlock(&sc->lock);
+	return work;
+}
+
 static void *engine_main(void *arg)
 {
 	struct sim_ctx *sc = arg;
@@ -512,30 +538,14 @@ static void *engine_main(void *arg)
 	unsigned loops = 0;
 
 	while (!atomic_load(&sc->stop)) {
-		int work = 0;
 		bool waits = false;
+		int work;
 
 		/* timers need microseconds, not nanoseconds: read the clock every few busy rounds */
 		if ((loops++ & 7) == 0)
 			now = sim_now_ns();
 
-		pthread_mutex_lock(&sc->lock);
-		work |= drain_inbox(sc);
-		for (struct sim_qp *qp = sc->qps; qp; qp = qp->next) {
-			work |= qp_work(sc, qp, now);
-			waits |= qp_waits(qp);
-		}
-		for (struct sim_cq *cq = sc->cqs; cq; cq = cq->next)
-			work |= cq_work(cq);
-		if (sim_env.trace)
-			for (struct sim_srq *s = sc->srqs; s; s = s->next) {
-				uint32_t v = be32toh(*s->dbrec) & 0xffff;
-				if (v != s->db_traced) {
-					s->db_traced = v;
-					sim_trace("db srq 0x%x: dbrec 0x%04x", s->srqn, v);
-				}
-			}
-		pthread_mutex_unlock(&sc->lock);
+		work = engine_pass(sc, now, &waits);
 
 		if (work) {
 			idle_since = 0;

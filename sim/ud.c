@@ -84,11 +84,53 @@ struct ud_wqe {
 	uint8_t data[SIM_MTU];
 };
 
+/* The payload from UD_DATA_OFF to end: inline and pointer segments, gathered in order into
+ * w->data (one MTU at most). 0 or a syndrome. */
+static int ud_gather(struct sim_qp *qp, struct ud_wqe *w, uint32_t ds, char *why, size_t n)
+{
+	uint32_t end = ds * 16, off;
+
+	for (off = UD_DATA_OFF; off < end;) {
+		uint32_t bc = be32toh(*(const __be32 *)(w->b + off)), len;
+		const void *src;
+		if (bc & MLX5_INLINE_SEG) {
+			len = bc & ~MLX5_INLINE_SEG;
+			if (len > qp->max_inline || off + ALIGN_UP(4 + len, 16) > end) {
+				snprintf(why, n, "inline length %u over max_inline_data %u or past DS %u",
+					 len, qp->max_inline, ds);
+				return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			}
+			src = w->b + off + 4;
+			off += ALIGN_UP(4 + len, 16);
+		} else {
+			const struct mlx5_wqe_data_seg *d = (const void *)(w->b + off);
+			const char *m;
+			len = bc;
+			src = engine_mr_ptr(qp, be32toh(d->lkey), be64toh(d->addr), len, 0, &m);
+			if (!src || !len) {
+				snprintf(why, n, "data segment lkey 0x%x addr 0x%llx len %u: %s",
+					 be32toh(d->lkey), (unsigned long long)be64toh(d->addr), len,
+					 len ? m : "byte_count 0");
+				return len ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR :
+					     MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			}
+			off += 16;
+		}
+		if (w->len + len > SIM_MTU) {
+			snprintf(why, n, "UD message of more than %u bytes (the port MTU)", SIM_MTU);
+			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		}
+		memcpy(w->data + w->len, src, len);
+		w->len += len;
+	}
+	return 0;
+}
+
 /* Copy the WQE at pc out of the ring and check it; 0 or a syndrome (why names the fault). */
 static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe *w, char *why,
 		     size_t n)
 {
-	uint32_t mask = qp->sq_wqe_cnt - 1, ds, end, off;
+	uint32_t mask = qp->sq_wqe_cnt - 1, ds, end;
 	const uint8_t *c = qp->sq_buf + ((pc & mask) << 6);
 
 	w->idx = (uint16_t)(c[1] << 8 | c[2]);
@@ -144,41 +186,7 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 	w->dlid = av_lid(&av);
 	if (w->qkey & UD_QKEY_FROM_QP)
 		w->qkey = qp->attr.qkey;
-	/* the payload: inline and pointer segments, gathered in order */
-	for (off = UD_DATA_OFF; off < end;) {
-		uint32_t bc = be32toh(*(const __be32 *)(w->b + off)), len;
-		const void *src;
-		if (bc & MLX5_INLINE_SEG) {
-			len = bc & ~MLX5_INLINE_SEG;
-			if (len > qp->max_inline || off + ALIGN_UP(4 + len, 16) > end) {
-				snprintf(why, n, "inline length %u over max_inline_data %u or past DS %u",
-					 len, qp->max_inline, ds);
-				return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-			}
-			src = w->b + off + 4;
-			off += ALIGN_UP(4 + len, 16);
-		} else {
-			const struct mlx5_wqe_data_seg *d = (const void *)(w->b + off);
-			const char *m;
-			len = bc;
-			src = engine_mr_ptr(qp, be32toh(d->lkey), be64toh(d->addr), len, 0, &m);
-			if (!src || !len) {
-				snprintf(why, n, "data segment lkey 0x%x addr 0x%llx len %u: %s",
-					 be32toh(d->lkey), (unsigned long long)be64toh(d->addr), len,
-					 len ? m : "byte_count 0");
-				return len ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR :
-					     MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-			}
-			off += 16;
-		}
-		if (w->len + len > SIM_MTU) {
-			snprintf(why, n, "UD message of more than %u bytes (the port MTU)", SIM_MTU);
-			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-		}
-		memcpy(w->data + w->len, src, len);
-		w->len += len;
-	}
-	return 0;
+	return ud_gather(qp, w, ds, why, n);
 }
 
 static void ud_cqe_req(struct sim_qp *qp, const struct ud_wqe *w, uint8_t synd)
