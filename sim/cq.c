@@ -109,6 +109,8 @@ SIM_PRIV struct ibv_cq *rvxsim_priv_create_cq(struct ibv_context *ctx, int cqe,
 	sim_count_verb();
 	if (huge_refused("MLX_CQ_ALLOC_TYPE"))
 		return NULL;
+	/* rule: libmlx5 create_cq (cqe 0) and mlx5_ib_create_cq (over max_cqe, 2^22 - 1; a vector
+	 * the context has), CQEs of 64 or 128 bytes (get_cqe_size): EINVAL */
 	if (cqe < 1 || cqe > SIM_MAX_CQE || vec < 0 || vec >= ctx->num_comp_vectors ||
 	    (cqe_size != 64 && cqe_size != 128)) {
 		errno = EINVAL;
@@ -277,6 +279,7 @@ SIM_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		sim_unsupported("ibv_resize_cq on a CQ given out by mlx5dv_init_obj");
 		return EOPNOTSUPP;
 	}
+	/* rule: kernel mlx5_ib_resize_cq: fewer than 1 or more than max_cqe entries, EINVAL */
 	if (cqe < 1 || cqe > SIM_MAX_CQE)
 		return EINVAL;
 	cnt = roundup_pow2((uint32_t)cqe + 1);

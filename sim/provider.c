@@ -54,7 +54,7 @@ static int wr_opcode(const struct ibv_send_wr *wr, uint8_t *opcode, uint32_t *im
 	case IBV_WR_RDMA_READ: *opcode = MLX5_OPCODE_RDMA_READ; break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: *opcode = MLX5_OPCODE_ATOMIC_CS; break;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: *opcode = MLX5_OPCODE_ATOMIC_FA; break;
-	default:
+	default:    /* a model gap: libmlx5 also builds LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO */
 		return EINVAL;
 	}
 	return 0;
@@ -66,12 +66,12 @@ static int wqe_addr(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opc
 {
 	if (qp->type == IBV_QPT_UD) {
 		if (opcode != MLX5_OPCODE_SEND && opcode != MLX5_OPCODE_SEND_IMM)
-			return EINVAL;
+			return EINVAL;  /* UD sends only (IB spec UD service; libmlx5 post_send) */
 		sim_ud_wr_dgram(wr, w + *off);
 		*off += 48;
 	} else if (qp->dc_type == SIM_DCI) {
 		if (!dc || !dc->ah)
-			return EINVAL;
+			return EINVAL;  /* a DCI WR names its target (mlx5dv_wr_set_dc_addr) */
 		dc_wr_addr(dc, w + *off);
 		*off += 48;
 	}
@@ -101,6 +101,7 @@ static int wqe_remote(const struct ibv_send_wr *wr, uint8_t opcode, uint8_t *w, 
 			as->compare = 0;
 		}
 		*off += 16;
+		/* one 8-byte result SGE, not inline (facts section 2); [inferred] errno */
 		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
 		    (wr->send_flags & IBV_SEND_INLINE))
 			return EINVAL;
@@ -117,6 +118,7 @@ static int wqe_data(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opc
 		uint8_t *p = w + *off + 4;
 		for (int i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
+		/* libmlx5 set_data_inl_seg: over max_inline_data ENOMEM (a DCI: the WQE size) */
 		if (len > (qp->dc_type == SIM_DCI ? SIM_MAX_WQE_SIZE - *off - 4 : qp->max_inline))
 			return ENOMEM;
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -154,7 +156,7 @@ static int wqe_post(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opc
 	uint8_t fm_ce_se = 0;
 
 	if (qp->sw_sq_pi + bbs - qp->sw_sq_tail > qp->sq_wqe_cnt)
-		return ENOMEM;
+		return ENOMEM;  /* libmlx5 mlx5_wq_overflow: the SQ is full */
 	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 		fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
 	if (wr->send_flags & IBV_SEND_SOLICITED)
@@ -209,19 +211,18 @@ int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 	bool last_inline = false;
 
 	pthread_spin_lock(&qp->sq_lock);
-	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
-		err = EINVAL;
-		*bad = wr;
-		goto out;
-	}
 	for (; wr; wr = wr->next, nreq++) {
 		uint8_t opcode;
 		uint32_t off = 16, imm = 0;
 		bool is_inline = false;
 
 		err = wr_opcode(wr, &opcode, &imm);
-		if (!err && (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge))
-			err = EINVAL;
+		/* libmlx5 _mlx5_post_send (providers/mlx5/qp.c): before RTS the SQ's SGE limit is -1
+		 * (set_qp_operational_state), so a QP not yet in RTS and too many SGEs: ENOMEM */
+		if (!err && (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
+			     qp->state == IBV_QPS_RTR || wr->num_sge < 0 ||
+			     (uint32_t)wr->num_sge > qp->max_send_sge))
+			err = ENOMEM;
 		if (!err) {
 			memset(w, 0, 48);
 			err = wqe_addr(qp, wr, opcode, dc ? &dc[nreq] : NULL, w, &off);
@@ -273,15 +274,21 @@ int post_recv_op(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	struct sim_qp *qp = to_sqp(ibqp);
 	int err = 0, n = 0;
 
-	/* a QP in RESET takes no receive (libmlx5's mlx5_post_recv; rdma-core's tests,
-	 * post_rq_state_bad_flow, expect EINVAL); from INIT on it does */
-	if (qp->srq || qp->state == IBV_QPS_RESET) {
+	/* a QP on an SRQ has an RQ of 0 WQEs: libmlx5 mlx5_post_recv finds it full (ENOMEM) */
+	if (qp->srq) {
+		*bad = wr;
+		return ENOMEM;
+	}
+	/* a QP in RESET takes no receive (libmlx5 mlx5_post_recv: the RQ's SGE limit is -1 until
+	 * INIT; rdma-core's tests, post_rq_state_bad_flow, expect EINVAL); from INIT on it does */
+	if (qp->state == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next, n++) {
 		uint32_t slot;
+		/* libmlx5 mlx5_post_recv: a full RQ (mlx5_wq_overflow) ENOMEM, then SGEs EINVAL */
 		if (qp->sw_rq_head - qp->sw_rq_tail >= qp->rq_wqe_cnt) {
 			err = ENOMEM;
 			*bad = wr;
@@ -314,6 +321,7 @@ int post_srq_recv_op(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
 	for (; wr; wr = wr->next, n++) {
 		uint8_t *wqe;
 		struct mlx5_wqe_srq_next_seg *next;
+		/* libmlx5 mlx5_post_srq_recv (srq.c): too many SGEs EINVAL, no free WQE ENOMEM */
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > s->max_gs) {
 			err = EINVAL;
 			*bad = wr;

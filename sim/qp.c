@@ -26,10 +26,13 @@ static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 		qp->max_inline = 0;
 		return 0;
 	}
+	/* rule: the device's max_qp_wr and max_sge (ibv_query_device), as mlx5_ib create_qp */
 	if (cap->max_send_wr > SIM_MAX_QP_WR || cap->max_send_sge > SIM_MAX_SGE)
 		return EINVAL;
 	wqe = MAX(ovh + 16 * cap->max_send_sge, ovh + ALIGN_UP(4 + cap->max_inline_data, 16));
 	wqe = ALIGN_UP(wqe, 64);
+	/* rule: libmlx5 mlx5_calc_sq_size: a WQE over max_sq_desc_sz, or more WQEBBs than the
+	 * device has (max_send_wqebb), EINVAL */
 	if (wqe > SIM_MAX_WQE_SIZE)
 		return EINVAL;
 	bytes = roundup_pow2(cap->max_send_wr * wqe);
@@ -52,6 +55,7 @@ static int size_rq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 		qp->max_recv_sge = qp->srq ? 0 : cap->max_recv_sge;
 		return 0;
 	}
+	/* rule: libmlx5 mlx5_calc_rq_size: over the device's max_recv_wr or RQ WQE size, EINVAL */
 	if (cap->max_recv_wr > SIM_MAX_QP_WR || cap->max_recv_sge > SIM_MAX_SGE)
 		return EINVAL;
 	qp->rq_stride = roundup_pow2(16 * MAX(1u, cap->max_recv_sge));
@@ -176,6 +180,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	sim_count_verb();
 	if (huge_refused("MLX_QP_ALLOC_TYPE"))
 		return NULL;
+	/* a model gap: UC, XRC and raw packet QPs exist on hardware (docs/rvxsim.md) */
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD &&
 	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
 		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UD and DC only)",
@@ -183,6 +188,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* rule: both CQs, of the PD's context (the kernel looks them up among the context's) */
 	if (!ia->send_cq || !ia->recv_cq || ia->send_cq->context != pd->context ||
 	    ia->recv_cq->context != pd->context) {
 		errno = EINVAL;
@@ -333,15 +339,19 @@ static int modify_check(struct sim_qp *qp, const struct ibv_qp_attr *a, int mask
 {
 	int err = 0;
 
+	/* rule: cur_qp_state must be the QP's state (kernel ib_modify_qp_is_ok's caller); [inferred] */
 	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != (enum ibv_qp_state)cur) {
 		snprintf(why, n, "cur_qp_state %s is not the QP's state",
 			 state_name(a->cur_qp_state));
 		err = EINVAL;
 	}
+	/* rule: the kernel's per-transition required/optional masks (ib_modify_qp_is_ok) */
 	if (!err)
 		err = qp->dc_type ? dc_check_mask(qp, cur, next, mask, why, n) :
 		      qp->type == IBV_QPT_UD ? sim_ud_check_mask(cur, next, mask, why, n) :
 		      check_mask(cur, next, mask, why, n);
+	/* rule (kernel mlx5_ib_modify_qp): a port the device has, a P_Key index within the table
+	 * (128 entries), at most 2^log_max_ra_res_qp (16) reads/atomics, an IB MTU 256-4096 */
 	if (!err && (mask & IBV_QP_PORT) && a->port_num != 1)
 		err = EINVAL, snprintf(why, n, "port_num %u (the device has port 1)", a->port_num);
 	if (!err && (mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= 128)
@@ -354,6 +364,7 @@ static int modify_check(struct sim_qp *qp, const struct ibv_qp_attr *a, int mask
 				       a->max_dest_rd_atomic, SIM_MAX_RD_ATOMIC);
 	if (!err && (mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
 		err = EINVAL, snprintf(why, n, "path_mtu %d", a->path_mtu);
+	/* rule: RoCE AVs carry a GRH (kernel rdma_check_ah_attr); dlid 0 on IB [inferred]; port 1 */
 	if (!err && (mask & IBV_QP_AV)) {
 		if (sim_env.link_eth && !a->ah_attr.is_global)
 			err = EINVAL, snprintf(why, n, "RoCE needs ah_attr.is_global = 1");
@@ -363,6 +374,7 @@ static int modify_check(struct sim_qp *qp, const struct ibv_qp_attr *a, int mask
 		else if (a->ah_attr.port_num && a->ah_attr.port_num != 1)
 			err = EINVAL, snprintf(why, n, "ah_attr.port_num %u", a->ah_attr.port_num);
 	}
+	/* rule: QP numbers are 24 bits (IB spec, BTH DestQP) */
 	if (!err && (mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
 		err = EINVAL, snprintf(why, n, "dest_qp_num 0x%x", a->dest_qp_num);
 	return err;

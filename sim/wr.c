@@ -225,6 +225,10 @@ static int w_complete(struct ibv_qp_ex *x)
 	struct ibv_send_wr *bad = NULL;
 	int err = b->err;
 
+	/* libmlx5 mlx5_send_wr_complete_error (providers/mlx5/qp.c): wr_complete before RTS, EINVAL */
+	if (!err && (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
+		     qp->state == IBV_QPS_RTR))
+		err = EINVAL;
 	if (!err && b->n) {
 		for (uint32_t i = 0; i < b->n; i++) {
 			b->slot[i].wr.next = i + 1 < b->n ? &b->slot[i + 1].wr : NULL;
