@@ -54,6 +54,8 @@ struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
 			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
 	struct sim_pd *pd;
 
+	/* rule: a plain PD of this context (libmlx5 mlx5_alloc_parent_domain); thread domains are a
+	 * model gap */
 	if (!a->pd || a->pd->context != ctx || ((struct sim_pd *)a->pd)->prot || a->td ||
 	    (a->comp_mask & ~known)) {
 		errno = EINVAL;
@@ -96,6 +98,7 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	sim_count_verb();
 	if (mr_access_ok(access))
 		return NULL;
+	/* rule: a NULL address with a length pins nothing (kernel ib_umem_get); [inferred] */
 	if (!addr && length) {
 		errno = EINVAL;
 		return NULL;
@@ -259,6 +262,8 @@ SIM_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init
 	if (huge_refused("MLX_SRQ_ALLOC_TYPE"))
 		return NULL;
 	/* max_wr 0 is a one-WQE SRQ for libmlx5 and the kernel (align_queue_size(max_wr + 1)) */
+	/* rule: the device's max_srq_wr; SGEs: libmlx5 mlx5_create_srq takes up to max_rq_desc_sz / 16
+	 * (32), the model 31, which with the next segment fill 512 bytes [inferred] */
 	if (ia->attr.max_wr > SIM_MAX_SRQ_WR || ia->attr.max_sge > 31) {
 		errno = EINVAL;
 		return NULL;
@@ -314,11 +319,13 @@ SIM_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int m
 	struct sim_srq *s = to_ssrq(srq);
 
 	sim_count_verb();
+	/* a model gap: SRQ resize, refused as a feature the model lacks */
 	if (mask & IBV_SRQ_MAX_WR) {
 		sim_unsupported("ibv_modify_srq(IBV_SRQ_MAX_WR)");
 		return EOPNOTSUPP;
 	}
 	if (mask & IBV_SRQ_LIMIT) {
+		/* rule: a limit below the SRQ size (kernel mlx5_ib_modify_srq); [inferred] errno */
 		if (a->srq_limit >= s->wqe_cnt)
 			return EINVAL;
 		pthread_mutex_lock(&to_sctx(srq->context)->lock);
@@ -375,6 +382,7 @@ SIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	struct sim_ah *ah;
 
 	sim_count_verb();
+	/* rule: a RoCE AH carries a GRH (kernel rdma_check_ah_attr) */
 	if (sim_env.link_eth && !attr->is_global) {
 		errno = EINVAL;
 		return NULL;

@@ -28,6 +28,7 @@ int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n)
 {
 	int req = 0, opt = 0;
 
+	/* rule: the kernel's UD masks per transition (ib_modify_qp_is_ok's table) */
 	mask &= ~IBV_QP_STATE;
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR) {
 		opt = IBV_QP_CUR_STATE;
@@ -107,6 +108,7 @@ static int ud_gather(struct sim_qp *qp, struct ud_wqe *w, uint32_t ds, char *why
 			const char *m;
 			len = bc;
 			src = engine_mr_ptr(qp, be32toh(d->lkey), be64toh(d->addr), len, 0, &m);
+			/* rule: IB local access checks; byte_count 0 is 2 GiB (facts section 2) */
 			if (!src || !len) {
 				snprintf(why, n, "data segment lkey 0x%x addr 0x%llx len %u: %s",
 					 be32toh(d->lkey), (unsigned long long)be64toh(d->addr), len,
@@ -116,6 +118,7 @@ static int ud_gather(struct sim_qp *qp, struct ud_wqe *w, uint32_t ds, char *why
 			}
 			off += 16;
 		}
+		/* rule: a UD message is one packet within the MTU (IB spec, UD service) */
 		if (w->len + len > SIM_MTU) {
 			snprintf(why, n, "UD message of more than %u bytes (the port MTU)", SIM_MTU);
 			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
@@ -140,6 +143,7 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 	memcpy(&w->imm, c + 12, 4);
 	w->bbs = MAX((ds + 3) / 4, 1u);
 	w->len = 0;
+	/* the ctrl checks of decode.c's decode_ctrl, with the same sources */
 	if (w->idx != (pc & 0xffff)) {
 		snprintf(why, n, "ctrl WQE index 0x%x differs from the producer count 0x%x", w->idx,
 			 pc & 0xffff);
@@ -165,11 +169,13 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 	}
 	if (w->opcode == MLX5_OPCODE_NOP)
 		return 0;
+	/* rule: UD carries SEND and SEND_IMM only (IB spec, UD service) */
 	if (w->opcode != MLX5_OPCODE_SEND && w->opcode != MLX5_OPCODE_SEND_IMM) {
 		snprintf(why, n, "opcode 0x%02x on a UD QP (SEND and SEND_IMM only)", w->opcode);
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
 	end = ds * 16;
+	/* rule: a UD WQE has its datagram segment after ctrl (libmlx5 set_datagram_seg) */
 	if (end < UD_DATA_OFF) {
 		snprintf(why, n, "UD SEND without a datagram segment (DS %u)", ds);
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;

@@ -348,6 +348,7 @@ SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _c
 	struct ibv_port_attr *a = (struct ibv_port_attr *)pa;
 
 	sim_count_verb();
+	/* rule: the device has one port (the kernel refuses others with EINVAL) */
 	if (port != 1)
 		return EINVAL;
 	memset(a, 0, sizeof(*a));
@@ -378,6 +379,7 @@ SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _c
 
 SIM_EXPORT int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
+	/* rule: port 1, a GID index within its table (1 entry on IB, 2 on RoCE) */
 	if (port != 1 || index < 0 || index >= (sim_env.link_eth ? 2 : 1))
 		return -1;
 	make_gid(to_sctx(ctx), index, gid);
@@ -389,6 +391,7 @@ SIM_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_
 {
 	if (flags || entry_size < sizeof(*e))
 		return EINVAL;
+	/* rule: port 1, a GID index within its table: ENODATA (libibverbs ibv_cmd_query_gid_ex) */
 	if (port != 1 || index >= (uint32_t)(sim_env.link_eth ? 2 : 1))
 		return ENODATA;
 	memset(e, 0, sizeof(*e));
