@@ -49,12 +49,13 @@ static struct wr_slot *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op, uint64_
 
 	if (b->err)
 		return NULL;
+	/* an opcode not in send_ops_flags: libmlx5 leaves it out of the QP; never a crash here */
 	if (!(b->ops & flag)) {
 		sim_unsupported("ibv_wr_* opcode not in the QP's send_ops_flags");
 		b->err = EOPNOTSUPP;
 		return NULL;
 	}
-	if (b->n == b->cap) {
+	if (b->n == b->cap) {   /* libmlx5 mlx5_wq_overflow: the SQ is full, ENOMEM */
 		b->err = ENOMEM;
 		return NULL;
 	}
@@ -134,8 +135,9 @@ static void w_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *sg)
 
 	if (!s || qp->wrb->err)
 		return;
+	/* libmlx5 _mlx5_send_wr_set_sge_list: more SGEs than max_send_sge, ENOMEM at wr_complete */
 	if (n > qp->max_send_sge) {
-		qp->wrb->err = EINVAL;
+		qp->wrb->err = ENOMEM;
 		return;
 	}
 	memcpy(s->sge, sg, n * sizeof(*sg));

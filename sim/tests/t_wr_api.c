@@ -112,6 +112,15 @@ static void rc_cases(void)
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, L.mr->lkey, (uintptr_t)L.buf, 16);
 	CHECK_EQ(ibv_wr_complete(x), EOPNOTSUPP);
+	/* more SGEs than max_send_sge (1): ENOMEM at ibv_wr_complete, as libmlx5 */
+	ibv_wr_start(x);
+	ibv_wr_rdma_write(x, R.mr->rkey, (uintptr_t)R.buf);
+	{
+		struct ibv_sge two[2] = { { (uintptr_t)L.buf, 8, L.mr->lkey },
+					  { (uintptr_t)L.buf + 8, 8, L.mr->lkey } };
+		ibv_wr_set_sge_list(x, 2, two);
+	}
+	CHECK_EQ(ibv_wr_complete(x), ENOMEM);
 	ibv_wr_start(x);
 	ibv_wr_rdma_write(x, R.mr->rkey, (uintptr_t)R.buf);
 	ibv_wr_set_sge(x, L.mr->lkey, (uintptr_t)L.buf, 16);
