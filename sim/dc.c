@@ -57,6 +57,7 @@ uint32_t av_parse(const uint8_t *seg, uint32_t room, struct sim_av *av, char *wh
 	uint32_t dq, gfl;
 
 	memset(av, 0, sizeof(*av));
+	/* rule: the AV is 16 bytes, 48 with MLX5_EXTENDED_UD_AV (mlx5_wqe_av, mlx5dv.h; facts 2) */
 	if (room < 16) {
 		snprintf(why, n, "no room for the address segment (%u bytes left)", room);
 		return 0;
@@ -178,6 +179,7 @@ int dc_check_mask(struct sim_qp *qp, int cur, int next, int mask, char *why, siz
 {
 	int req = IBV_QP_STATE;
 
+	/* rule: kernel mlx5_ib modify of a DC QP acts on a state change only; [inferred] errno */
 	if (!(mask & IBV_QP_STATE)) {
 		snprintf(why, n, "IBV_QP_STATE is required for a DC QP");
 		return EINVAL;

@@ -352,7 +352,7 @@ static inline struct sim_qp *to_sqp(struct ibv_qp *q) { return (struct sim_qp *)
 static inline struct sim_cq *to_scq(struct ibv_cq *c) { return (struct sim_cq *)c; }
 static inline struct sim_srq *to_ssrq(struct ibv_srq *s) { return (struct sim_srq *)s; }
 
-/* ---- engine (engine.c) ---- */
+/* ---- engine (engine.c, decode.c, requester.c, responder.c, doorbell.c; lookups: tables.c) */
 int engine_start(struct sim_ctx *sc);
 void engine_stop(struct sim_ctx *sc);
 void engine_kick(struct sim_ctx *sc);
@@ -443,7 +443,7 @@ bool dc_response_ok(struct sim_qp *qp, const struct pkt *p);
 bool dc_request(struct sim_ctx *sc, struct sim_qp *dct, struct pkt *p);
 int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
 bool dc_waits(const struct sim_qp *dct);     /* ACKs owed that did not fit yet */
-/* engine.c: the responder's handling of one request packet (RC rules) */
+/* responder.c: the responder's handling of one request packet (RC rules) */
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
 
 /* ---- UD QPs (ud.c) ---- */
@@ -451,7 +451,7 @@ int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n);
 void sim_ud_wr_dgram(const struct ibv_send_wr *wr, uint8_t *seg);
 int sim_ud_sq_work(struct sim_qp *qp);
 void sim_ud_receive(struct sim_qp *qp, const struct pkt *p);
-/* engine.c's receive queue and memory checks, shared with ud.c */
+/* responder.c's receive queue and engine.c's memory checks, shared with ud.c */
 void *engine_mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
 		    const char **why);
 bool engine_rq_peek(struct sim_qp *qp, uint8_t **segs, uint32_t *nsegs, uint32_t *index);

@@ -116,6 +116,7 @@ static int init_obj(struct mlx5dv_obj *obj, uint64_t type, bool compat)
 {
 	if (type & ~(uint64_t)(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH |
 			       MLX5DV_OBJ_PD | MLX5DV_OBJ_DM)) {
+		/* a model gap: work queues (and the other objects) are not modelled */
 		rvxsim_priv_unsupported("mlx5dv_init_obj(RWQ)");
 		return EOPNOTSUPP;
 	}
@@ -252,6 +253,7 @@ SIM_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *ctx, struct ibv_q
 	}
 	if (m && (m->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC || a->qp_type == IBV_QPT_DRIVER))
 		return with_wr(create_dc(ctx, a, m), a);
+	/* rule: a DRIVER QP is a DC QP and needs mlx5dv's DC attributes (libmlx5 create_qp) */
 	if (!m && a->qp_type == IBV_QPT_DRIVER) {
 		errno = EINVAL;
 		return NULL;
@@ -289,6 +291,7 @@ SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ib
 			return NULL;
 		}
 		if (m->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) {
+			/* rule: a CQE is 64 or 128 bytes (libmlx5 mlx5dv_create_cq) */
 			if (m->cqe_size != 64 && m->cqe_size != 128) {
 				errno = EINVAL;
 				return NULL;
@@ -307,6 +310,7 @@ SIM_EXPORT struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *ctx, struct ib
 SIM_EXPORT int _mlx5dv_query_port(struct ibv_context *ctx, uint32_t port_num, struct mlx5dv_port *info,
 				  size_t info_len)
 {
+	/* rule: the device has one port (libmlx5 _mlx5dv_query_port asks the kernel) */
 	if (!rvxsim_priv_is_sim(ctx) || port_num != 1 || !info)
 		return EINVAL;
 	memset(info, 0, MIN(info_len, sizeof(*info)));

@@ -28,6 +28,7 @@ int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n)
 {
 	int req = 0, opt = 0;
 
+	/* rule: the kernel's UD masks per transition (ib_modify_qp_is_ok's table) */
 	mask &= ~IBV_QP_STATE;
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR) {
 		opt = IBV_QP_CUR_STATE;
@@ -84,11 +85,55 @@ struct ud_wqe {
 	uint8_t data[SIM_MTU];
 };
 
+/* The payload from UD_DATA_OFF to end: inline and pointer segments, gathered in order into
+ * w->data (one MTU at most). 0 or a syndrome. */
+static int ud_gather(struct sim_qp *qp, struct ud_wqe *w, uint32_t ds, char *why, size_t n)
+{
+	uint32_t end = ds * 16, off;
+
+	for (off = UD_DATA_OFF; off < end;) {
+		uint32_t bc = be32toh(*(const __be32 *)(w->b + off)), len;
+		const void *src;
+		if (bc & MLX5_INLINE_SEG) {
+			len = bc & ~MLX5_INLINE_SEG;
+			/* bounded by the DS only: max_inline_data is libmlx5's post-time limit */
+			if (off + ALIGN_UP(4 + len, 16) > end) {
+				snprintf(why, n, "inline length %u past DS %u", len, ds);
+				return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			}
+			src = w->b + off + 4;
+			off += ALIGN_UP(4 + len, 16);
+		} else {
+			const struct mlx5_wqe_data_seg *d = (const void *)(w->b + off);
+			const char *m;
+			len = bc;
+			src = engine_mr_ptr(qp, be32toh(d->lkey), be64toh(d->addr), len, 0, &m);
+			/* rule: IB local access checks; byte_count 0 is 2 GiB (facts section 2) */
+			if (!src || !len) {
+				snprintf(why, n, "data segment lkey 0x%x addr 0x%llx len %u: %s",
+					 be32toh(d->lkey), (unsigned long long)be64toh(d->addr), len,
+					 len ? m : "byte_count 0");
+				return len ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR :
+					     MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+			}
+			off += 16;
+		}
+		/* rule: a UD message is one packet within the MTU (IB spec, UD service) */
+		if (w->len + len > SIM_MTU) {
+			snprintf(why, n, "UD message of more than %u bytes (the port MTU)", SIM_MTU);
+			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		}
+		memcpy(w->data + w->len, src, len);
+		w->len += len;
+	}
+	return 0;
+}
+
 /* Copy the WQE at pc out of the ring and check it; 0 or a syndrome (why names the fault). */
 static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe *w, char *why,
 		     size_t n)
 {
-	uint32_t mask = qp->sq_wqe_cnt - 1, ds, end, off;
+	uint32_t mask = qp->sq_wqe_cnt - 1, ds, end;
 	const uint8_t *c = qp->sq_buf + ((pc & mask) << 6);
 
 	w->idx = (uint16_t)(c[1] << 8 | c[2]);
@@ -98,6 +143,7 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 	memcpy(&w->imm, c + 12, 4);
 	w->bbs = MAX((ds + 3) / 4, 1u);
 	w->len = 0;
+	/* the ctrl checks of decode.c's decode_ctrl, with the same sources */
 	if (w->idx != (pc & 0xffff)) {
 		snprintf(why, n, "ctrl WQE index 0x%x differs from the producer count 0x%x", w->idx,
 			 pc & 0xffff);
@@ -123,11 +169,13 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 	}
 	if (w->opcode == MLX5_OPCODE_NOP)
 		return 0;
+	/* rule: UD carries SEND and SEND_IMM only (IB spec, UD service) */
 	if (w->opcode != MLX5_OPCODE_SEND && w->opcode != MLX5_OPCODE_SEND_IMM) {
 		snprintf(why, n, "opcode 0x%02x on a UD QP (SEND and SEND_IMM only)", w->opcode);
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
 	end = ds * 16;
+	/* rule: a UD WQE has its datagram segment after ctrl (libmlx5 set_datagram_seg) */
 	if (end < UD_DATA_OFF) {
 		snprintf(why, n, "UD SEND without a datagram segment (DS %u)", ds);
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
@@ -144,41 +192,7 @@ static int ud_decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct ud_wqe 
 	w->dlid = av_lid(&av);
 	if (w->qkey & UD_QKEY_FROM_QP)
 		w->qkey = qp->attr.qkey;
-	/* the payload: inline and pointer segments, gathered in order */
-	for (off = UD_DATA_OFF; off < end;) {
-		uint32_t bc = be32toh(*(const __be32 *)(w->b + off)), len;
-		const void *src;
-		if (bc & MLX5_INLINE_SEG) {
-			len = bc & ~MLX5_INLINE_SEG;
-			if (len > qp->max_inline || off + ALIGN_UP(4 + len, 16) > end) {
-				snprintf(why, n, "inline length %u over max_inline_data %u or past DS %u",
-					 len, qp->max_inline, ds);
-				return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-			}
-			src = w->b + off + 4;
-			off += ALIGN_UP(4 + len, 16);
-		} else {
-			const struct mlx5_wqe_data_seg *d = (const void *)(w->b + off);
-			const char *m;
-			len = bc;
-			src = engine_mr_ptr(qp, be32toh(d->lkey), be64toh(d->addr), len, 0, &m);
-			if (!src || !len) {
-				snprintf(why, n, "data segment lkey 0x%x addr 0x%llx len %u: %s",
-					 be32toh(d->lkey), (unsigned long long)be64toh(d->addr), len,
-					 len ? m : "byte_count 0");
-				return len ? MLX5_CQE_SYNDROME_LOCAL_PROT_ERR :
-					     MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-			}
-			off += 16;
-		}
-		if (w->len + len > SIM_MTU) {
-			snprintf(why, n, "UD message of more than %u bytes (the port MTU)", SIM_MTU);
-			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-		}
-		memcpy(w->data + w->len, src, len);
-		w->len += len;
-	}
-	return 0;
+	return ud_gather(qp, w, ds, why, n);
 }
 
 static void ud_cqe_req(struct sim_qp *qp, const struct ud_wqe *w, uint8_t synd)

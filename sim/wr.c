@@ -49,12 +49,13 @@ static struct wr_slot *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op, uint64_
 
 	if (b->err)
 		return NULL;
+	/* an opcode not in send_ops_flags: libmlx5 leaves it out of the QP; never a crash here */
 	if (!(b->ops & flag)) {
 		sim_unsupported("ibv_wr_* opcode not in the QP's send_ops_flags");
 		b->err = EOPNOTSUPP;
 		return NULL;
 	}
-	if (b->n == b->cap) {
+	if (b->n == b->cap) {   /* libmlx5 mlx5_wq_overflow: the SQ is full, ENOMEM */
 		b->err = ENOMEM;
 		return NULL;
 	}
@@ -134,8 +135,9 @@ static void w_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *sg)
 
 	if (!s || qp->wrb->err)
 		return;
+	/* libmlx5 _mlx5_send_wr_set_sge_list: more SGEs than max_send_sge, ENOMEM at wr_complete */
 	if (n > qp->max_send_sge) {
-		qp->wrb->err = EINVAL;
+		qp->wrb->err = ENOMEM;
 		return;
 	}
 	memcpy(s->sge, sg, n * sizeof(*sg));
@@ -225,6 +227,10 @@ static int w_complete(struct ibv_qp_ex *x)
 	struct ibv_send_wr *bad = NULL;
 	int err = b->err;
 
+	/* libmlx5 mlx5_send_wr_complete_error (providers/mlx5/qp.c): wr_complete before RTS, EINVAL */
+	if (!err && (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
+		     qp->state == IBV_QPS_RTR))
+		err = EINVAL;
 	if (!err && b->n) {
 		for (uint32_t i = 0; i < b->n; i++) {
 			b->slot[i].wr.next = i + 1 < b->n ? &b->slot[i + 1].wr : NULL;

@@ -347,20 +347,6 @@ static int c_ds_too_large(void)
 	return finish();
 }
 
-static int c_inline_over_max(void)
-{
-	struct st_wqe w;
-	uint8_t src[512];
-
-	start();
-	memset(src, 0x42, sizeof(src));
-	stage_R_inline(&w, src, P.a.cap.max_inline_data + 1);
-	POST_FAULT(&w, MLX5_OPCODE_RDMA_WRITE, S_LEN, S_QPOP);
-	CHECK(R0 == 0);
-	expect_flushed(&P.a);
-	return finish();
-}
-
 static int c_inline_beyond_ds(void)
 {
 	struct st_wqe w;
@@ -1035,7 +1021,6 @@ static const struct fcase cases[] = {
 	{ "qpn", c_qpn },
 	{ "ds_zero", c_ds_zero },
 	{ "ds_too_large", c_ds_too_large },
-	{ "inline_over_max", c_inline_over_max },
 	{ "inline_beyond_ds", c_inline_beyond_ds },
 	{ "inline_bit_missing", c_inline_bit_missing },
 	{ "unknown_opcode", c_unknown_opcode },

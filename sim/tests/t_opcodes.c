@@ -113,6 +113,29 @@ static void t_write_inline(void)
 	}
 }
 
+/* max_inline_data is libmlx5's limit (ENOMEM at post time), not the adapter's: a WQE written
+ * directly whose inline segment is longer but fits the QP's WQE size runs. */
+static void t_inline_beyond_max(void)
+{
+	unsigned len = P.a.cap.max_inline_data + 64;
+	uint8_t src[512], *dst = (uint8_t *)R.buf + 8192;
+	struct st_wqe w;
+	uint16_t idx;
+
+	st_ctx = "RDMA_WRITE inline beyond max_inline_data";
+	REQUIRE(len <= sizeof(src));
+	fill(src, len, 9);
+	memset(dst, 0xee, len);
+	st_wqe_begin(&w);
+	st_wqe_raddr(&w, (uintptr_t)dst, R.mr->rkey);
+	st_wqe_inline(&w, src, len);
+	/* 384: the largest WQE of this QP (libmlx5's sizing for 4 SGEs and 128 inline bytes) */
+	REQUIRE(w.len <= 384);
+	idx = st_post(&P.a, &w, MLX5_OPCODE_RDMA_WRITE, 0, MLX5_WQE_CTRL_CQ_UPDATE, 0, ST_RING_DB);
+	expect_req(&P.a, idx, MLX5_OPCODE_RDMA_WRITE, -1);
+	CHECKF(!memcmp(dst, src, len), "inline write of %u bytes: data differs", len);
+}
+
 static void t_write_gather(void)
 {
 	static const uint32_t lens[3] = { 100, 7, 3000 };
@@ -786,6 +809,7 @@ int main(int argc, char **argv)
 
 	t_nop();
 	t_write_inline();
+	t_inline_beyond_max();
 	t_write_gather();
 	t_write_imm();
 	t_send();

@@ -1,7 +1,8 @@
 /*
  * t_verbs_path: the plain verbs path (the inline ibv_post_send, ibv_post_recv
  * and ibv_poll_cq wrappers dispatching through ibv_context.ops) on a loopback
- * pair: writes, reads, sends, atomics, and error statuses.
+ * pair: writes, reads, sends, atomics, and error statuses; and what libmlx5's post_send
+ * refuses (an unknown opcode, a QP not in RTS, too many SGEs) with its errno.
  */
 #include "simtest.h"
 #include <poll.h>
@@ -191,6 +192,32 @@ int main(void)
 		CHECK(ia.send_cq == A.scq && ia.recv_cq == A.rcq);
 	}
 
+	/* libmlx5's post_send refusals: an opcode outside its table (EINVAL) before anything else,
+	 * then a QP not yet in RTS or more SGEs than max_send_sge (ENOMEM); *bad names the WR */
+	st_ctx = "post_send refusals";
+	{
+		struct ibv_cq *c = ibv_create_cq(D.ctx, 16, NULL, NULL, 0);
+		struct ibv_qp *r = c ? small_qp(c, NULL) : NULL;
+		struct ibv_sge five[5];
+		struct ibv_send_wr *bad = NULL;
+
+		REQUIRE(r != NULL);
+		for (i = 0; i < 5; i++)
+			five[i] = (struct ibv_sge){ (uintptr_t)lbuf + 16 * i, 8, LM->lkey };
+		wr_one(&wr, five, 1, IBV_WR_SEND, 0, 0);
+		CHECK_EQ(ibv_post_send(r, &wr, &bad), ENOMEM);
+		CHECK(bad == &wr);
+		wr.opcode = (enum ibv_wr_opcode)77;
+		CHECK_EQ(ibv_post_send(r, &wr, &bad), EINVAL);
+		wr_one(&wr, five, 2, IBV_WR_RDMA_WRITE, (uintptr_t)rbuf, RM->rkey);
+		wr.num_sge = 5;
+		bad = NULL;
+		CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), ENOMEM);
+		CHECK(bad == &wr);
+		CHECK(ibv_poll_cq(A.scq, 1, &wc) == 0);
+		CHECK(ibv_destroy_qp(r) == 0 && ibv_destroy_cq(c) == 0);
+	}
+
 	/* RDMA WRITE, gather of two SGEs */
 	st_ctx = "write";
 	for (i = 0; i < 4096; i++)
@@ -372,6 +399,14 @@ int main(void)
 		REQUIRE(S.qp && T.qp);
 		S.scq = S.rcq = T.scq = T.rcq = c2;
 		vq_connect_pair(&S, &T);
+		/* a QP on an SRQ has no receive queue: libmlx5 finds it full (ENOMEM) */
+		{
+			struct ibv_recv_wr r2, *b2 = NULL;
+			struct ibv_sge rs = { (uintptr_t)rbuf, 8, RM->lkey };
+			recv_one(&r2, &rs, 79);
+			CHECK_EQ(ibv_post_recv(S.qp, &r2, &b2), ENOMEM);
+			CHECK(b2 == &r2);
+		}
 		for (k = 0; k < 4; k++) {
 			struct ibv_recv_wr r2, *b2;
 			struct ibv_sge rs = { (uintptr_t)rbuf + 53248 + 256 * k, 256, RM->lkey };

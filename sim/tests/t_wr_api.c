@@ -3,8 +3,9 @@
  * rdma-core's and mlx5dv's calls only. RC: one batch of WRITE (SGE), SEND_IMM (inline), READ and
  * fetch-and-add posts four WQEs with one ibv_wr_complete; an opcode the QP was not created with
  * makes ibv_wr_complete fail with EOPNOTSUPP and posts nothing; ibv_wr_abort posts nothing;
- * ibv_qp_to_qp_ex is NULL for a QP created without send_ops_flags, and send_ops_flags the model
- * does not execute (memory windows) fail the create with EOPNOTSUPP. DC: a DCI created by
+ * ibv_qp_to_qp_ex is NULL for a QP created without send_ops_flags, ibv_wr_complete before RTS
+ * fails with EINVAL, and send_ops_flags the model does not execute (memory windows) fail the
+ * create with EOPNOTSUPP. DC: a DCI created by
  * mlx5dv_create_qp with send_ops_flags writes to a DCT's memory through mlx5dv_wr_set_dc_addr,
  * reads it back, and sends into the DCT's SRQ.
  */
@@ -111,6 +112,15 @@ static void rc_cases(void)
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, L.mr->lkey, (uintptr_t)L.buf, 16);
 	CHECK_EQ(ibv_wr_complete(x), EOPNOTSUPP);
+	/* more SGEs than max_send_sge (1): ENOMEM at ibv_wr_complete, as libmlx5 */
+	ibv_wr_start(x);
+	ibv_wr_rdma_write(x, R.mr->rkey, (uintptr_t)R.buf);
+	{
+		struct ibv_sge two[2] = { { (uintptr_t)L.buf, 8, L.mr->lkey },
+					  { (uintptr_t)L.buf + 8, 8, L.mr->lkey } };
+		ibv_wr_set_sge_list(x, 2, two);
+	}
+	CHECK_EQ(ibv_wr_complete(x), ENOMEM);
 	ibv_wr_start(x);
 	ibv_wr_rdma_write(x, R.mr->rkey, (uintptr_t)R.buf);
 	ibv_wr_set_sge(x, L.mr->lkey, (uintptr_t)L.buf, 16);
@@ -134,6 +144,20 @@ static void rc_cases(void)
 		struct ibv_qp *old = ibv_create_qp(D.pd, &ia);
 		REQUIRE(plain && old);
 		CHECK(ibv_qp_to_qp_ex(old) == NULL);
+		/* a batch completed before RTS fails as libmlx5's does (EINVAL), nothing posted */
+		{
+			struct ibv_qp *rst = rc_qp_ex(&CA, IBV_QP_EX_WITH_SEND);
+			struct ibv_qp_ex *rx = rst ? ibv_qp_to_qp_ex(rst) : NULL;
+			struct ibv_wc wc;
+
+			REQUIRE(rx != NULL);
+			ibv_wr_start(rx);
+			ibv_wr_send(rx);
+			ibv_wr_set_sge(rx, L.mr->lkey, (uintptr_t)L.buf, 16);
+			CHECK_EQ(ibv_wr_complete(rx), EINVAL);
+			CHECK(ibv_poll_cq(CA.cq, 1, &wc) == 0);
+			CHECK(ibv_destroy_qp(rst) == 0);
+		}
 		errno = 0;
 		mw = rc_qp_ex(&CA, IBV_QP_EX_WITH_BIND_MW);
 		CHECK(mw == NULL && errno == EOPNOTSUPP);
