@@ -1,5 +1,5 @@
 /* fuzz/sim_wqe: whatever an application writes into a send queue must not crash rvxsim. The
- * model's WQE decoders (RC and DCI: sim/engine.c's decode; UD: sim/ud.c's ud_decode) run on a
+ * model's WQE decoders (RC and DCI: sim/decode.c's decode; UD: sim/ud.c's ud_decode) run on a
  * send queue filled with the input's bytes, at any producer count and doorbell record, for QPs
  * of every geometry and with memory regions to check keys and bounds against. A WQE the decoder
  * takes is also traced (the formatting of every field). The two files are compiled into this
