@@ -72,27 +72,17 @@ void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_att
 	dst->alt_timeout = src->alt_timeout;
 }
 
+/* The path record's scalar fields, the same names on both sides of the kernel boundary. */
+#define PATH_REC_FIELDS(X) X(dlid) X(slid) X(raw_traffic) X(flow_label) X(hop_limit) \
+	X(traffic_class) X(reversible) X(numb_path) X(pkey) X(sl) X(mtu_selector) X(mtu) \
+	X(rate_selector) X(rate) X(packet_life_time_selector) X(packet_life_time) X(preference)
+#define COPY_FIELD(f) dst->f = src->f;
+
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src)
 {
 	memcpy(dst->dgid.raw, src->dgid, 16);
 	memcpy(dst->sgid.raw, src->sgid, 16);
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->reversible = src->reversible;
-	dst->numb_path = src->numb_path;
-	dst->pkey = src->pkey;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->mtu = src->mtu;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_FIELDS(COPY_FIELD)
 }
 
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src)
@@ -100,23 +90,7 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
 	memset(dst, 0, sizeof(*dst));
 	memcpy(dst->dgid, src->dgid.raw, 16);
 	memcpy(dst->sgid, src->sgid.raw, 16);
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->reversible = src->reversible;
-	dst->numb_path = src->numb_path;
-	dst->pkey = src->pkey;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->mtu = src->mtu;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_FIELDS(COPY_FIELD)
 }
 
 /* rdma-core answers its sysfs root ("/sys"); the model's devices live under the fabric
