@@ -674,6 +674,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
     rvx__mlx5_set_data(seg, size, ep->ifc->bounce_lkey, slot);
     rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
+    o.part = RVX__MLX5_PART_NONE;
     o.len = size;
     o.dst = fetch;
     o.src = slot;

@@ -571,6 +571,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     seg = rvx__mlx5_amo_segs(c, seg, size, ds, a, b, amask, bmask);
     rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bs->lkey, slot);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
+    o.part = RVX__MLX5_PART_NONE;
     o.len = size;
     o.dst = fetch;
     o.src = slot;
