@@ -102,8 +102,8 @@ check() {
   else bad "$what (exit $rc, $got of $count lines matching \"$want\")"; show; fi
 }
 # the task numbers srun reports as ended by a signal ("srun: error: host: tasks 0-2: Killed")
-tasks_signalled() {
-  grep -E '^srun: error: .*: tasks? [0-9,-]+: (Killed|Terminated)$' <<<"$out" |
+tasks_signalled() { # srun's lines may share a line with a rank's output (both write to it): -o
+  grep -oE 'srun: error: [^:]*: tasks? [0-9,-]+: (Killed|Terminated)' <<<"$out" |
     sed -E 's/.*: tasks? ([0-9,-]+): .*/\1/' | tr ',' '\n' |
     awk -F- '{ for (i = $1; i <= ($2 == "" ? $1 : $2); i++) print i }' | sort -n | tr '\n' ' '
 }
