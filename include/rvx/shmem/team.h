@@ -343,31 +343,20 @@ RVX_COLD int rvx__sh_alltoall(rvx__sh_team_t *t, long *ps, void *dest, const voi
     return 0;
 }
 
-/* Reduction: combine(acc, in, n) folds in into acc; members in team order. */
-typedef void (*rvx__sh_combine_t)(void *acc, const void *in, size_t n);
-
-RVX_COLD int rvx__sh_reduce(rvx__sh_team_t *t, long *ps, void *dest, const void *src, size_t n,
-                            size_t esz, rvx__sh_combine_t combine)
+/* Reductions: each (type, operation) has its own loop (RVX__SH_COMB below), around these cold
+ * halves; members are combined in team order. */
+RVX_COLD void *rvx__sh_red_buf(size_t nb)
 {
-    size_t nb = n * esz;
-    char *acc, *in;
-    int i;
-    if (t->my < 0) return -1;
-    acc = (char *)malloc(nb ? nb : 1);
-    in = (char *)malloc(nb ? nb : 1);
-    if (!acc || !in) rvx__sh_fatal("out of memory for a reduction of %zu bytes", nb);
-    rvx__sh_sync(t, ps);
-    for (i = 0; i < t->size; i++) {
-        char *to = i ? in : acc;
-        if (i == t->my) memcpy(to, src, nb);
-        else rvx__sh_getmem(rvx__sh_team_pe(t, i), to, src, nb);
-        if (i) combine(acc, in, n);
-    }
-    rvx__sh_sync(t, ps);
-    memcpy(dest, acc, nb);
-    free(acc);
-    free(in);
-    return 0;
+    void *p = malloc(nb ? nb : 1);
+    if (!p) rvx__sh_fatal("out of memory for a reduction of %zu bytes", nb);
+    return p;
+}
+
+/* Member i's nb bytes of the source into `to`. */
+RVX_COLD void rvx__sh_red_take(rvx__sh_team_t *t, int i, void *to, const void *src, size_t nb)
+{
+    if (i == t->my) memcpy(to, src, nb);
+    else rvx__sh_getmem(rvx__sh_team_pe(t, i), to, src, nb);
 }
 
 /* ---- team collectives, typed and mem forms --------------------------------------------------- */
@@ -408,13 +397,22 @@ static inline int shmem_alltoallsmem(shmem_team_t t, void *d, const void *s, ptr
 #define RVX__SH_OP_prod(a, b) ((a) * (b))
 
 #define RVX__SH_COMB(T, N, OP)                                                                     \
-    static inline void rvx__sh_comb_##N##_##OP(void *acc, const void *in, size_t n)                \
-    { T *a = (T *)acc; const T *b = (const T *)in; size_t i;                                       \
-      for (i = 0; i < n; i++) a[i] = RVX__SH_OP_##OP(a[i], b[i]); }
+    static inline int rvx__sh_red_##N##_##OP(rvx__sh_team_t *t, long *ps, T *d, const T *s,       \
+                                             size_t n)                                             \
+    { size_t nb = n * sizeof(T), j; T *a, *b; int i;                                               \
+      if (t->my < 0) return -1;                                                                    \
+      a = (T *)rvx__sh_red_buf(nb); b = (T *)rvx__sh_red_buf(nb);                                  \
+      rvx__sh_sync(t, ps);                                                                         \
+      for (i = 0; i < t->size; i++) {                                                              \
+          rvx__sh_red_take(t, i, i ? b : a, s, nb);                                                \
+          if (i) for (j = 0; j < n; j++) a[j] = RVX__SH_OP_##OP(a[j], b[j]);                       \
+      }                                                                                            \
+      rvx__sh_sync(t, ps);                                                                         \
+      memcpy(d, a, nb); free(a); free(b); return 0; }
 #define RVX__SH_RED_ONE(T, N, OP)                                                                  \
     RVX__SH_COMB(T, N, OP)                                                                         \
     static inline int shmem_##N##_##OP##_reduce(shmem_team_t t, T *d, const T *s, size_t n)       \
-    { return t ? rvx__sh_reduce(t, NULL, d, s, n, sizeof(T), rvx__sh_comb_##N##_##OP) : -1; }
+    { return t ? rvx__sh_red_##N##_##OP(t, NULL, d, s, n) : -1; }
 #define RVX__SH_RED_BIT_DEF(T, N) RVX__SH_RED_ONE(T, N, and) RVX__SH_RED_ONE(T, N, or) RVX__SH_RED_ONE(T, N, xor)
 #define RVX__SH_RED_MM_DEF(T, N) RVX__SH_RED_ONE(T, N, max) RVX__SH_RED_ONE(T, N, min)
 #define RVX__SH_RED_AR_DEF(T, N) RVX__SH_RED_ONE(T, N, sum) RVX__SH_RED_ONE(T, N, prod)
@@ -478,7 +476,7 @@ RVX__SH_ASET_SIZED(64, 8)
     static inline void shmem_##N##_##OP##_to_all(T *d, const T *s, int n, int start, int ls,      \
                                                  int size, T *wrk, long *ps)                      \
     { rvx__sh_team_t t = rvx__sh_aset(start, ls, size); (void)wrk;                                 \
-      rvx__sh_reduce(&t, ps, d, s, (size_t)n, sizeof(T), rvx__sh_comb_##N##_##OP); }
+      rvx__sh_red_##N##_##OP(&t, ps, d, s, (size_t)n); }
 #define RVX__SH_TOALL_BIT(T, N) RVX__SH_COMB(T, N, and) RVX__SH_COMB(T, N, or) RVX__SH_COMB(T, N, xor) \
     RVX__SH_TOALL(T, N, and) RVX__SH_TOALL(T, N, or) RVX__SH_TOALL(T, N, xor)
 #define RVX__SH_TOALL_MM(T, N) RVX__SH_TOALL(T, N, max) RVX__SH_TOALL(T, N, min)
