@@ -115,11 +115,11 @@ static long loop_amo_add8(icount_env_t *e, long n) { return icount_amo_add8(e, n
 /* The endpoint's QP, taken over by the hand-written post; CQEs consumed here. */
 static long loop_ref_put8(icount_env_t *e, long n)
 {
-    rvx__mlx5_conn_t *c = e->ep->tl[0].c;
+    rvx__rc_conn_t *c = e->ep->tl[0].c;
     rvx__tl_iface_t *ifc = &e->w->iface[0];
     ref_qp_t q;
     /* the whole queue: the hand-written post is outside the worker's send budget */
-    uint32_t room = c->sq.mask + 1 - RVX__MLX5_SQ_RESERVE;
+    uint32_t room = c->sq.mask + 1 - RVX__RC_SQ_RESERVE;
     long i;
     q.sq = c->sq.buf;
     q.mask = c->sq.mask;
@@ -159,12 +159,12 @@ static long loop_get8(icount_env_t *e, long n)
 
 static long loop_flush_ready(icount_env_t *e, long n)
 {
-    rvx__mlx5_conn_t *c = e->ep->tl[0].c;
+    rvx__rc_conn_t *c = e->ep->tl[0].c;
     long i, errors = 0;
     for (i = 0; i < n; i++) {
         rvx_request_t req;
         errors += rvx_put(e->ep, &e->src, 8, e->base + 64, &e->rk) != RVX_OK;
-        rvx__mlx5_sig_tail(c);  /* the put (or a NOP after it) asks for a completion */
+        rvx__rc_sig_tail(c);  /* the put (or a NOP after it) asks for a completion */
         cqe_present(e->w);
         req.status = RVX_INPROGRESS;
         errors += bench_flush_ready(e->ep, &req) != RVX_OK;

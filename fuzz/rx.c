@@ -41,10 +41,10 @@
 #define NET_EP  (ep->tl[0].net)
 #define NET_IFC (w->iface[0].net)
 #define SHM_UPCALL rvx__shm_rx_deliver
-typedef rvx__shm_tl_ep_t shm_ep_t;
-typedef rvx__shm_tl_iface_t shm_ifc_t;
-typedef rvx__net_tl_ep_t net_ep_t;
-typedef rvx__net_tl_iface_t net_ifc_t;
+typedef rvx__shm_ep_t shm_ep_t;
+typedef rvx__shm_iface_t shm_ifc_t;
+typedef RVX__NET(ep_t) net_ep_t;
+typedef RVX__NET(iface_t) net_ifc_t;
 #else
 #define SHM_EP  (ep->tl[0])
 #define SHM_IFC (w->iface[0])
@@ -250,12 +250,12 @@ static void shm_op(in_t *in, unsigned op)
 
 #elif RVX_TL == RVX_TL_RC_MLX5 /* the harness is the NIC */
 
-static rvx__mlx5_conn_t *c;
-static rvx__mlx5_conn_t conn_snap;
+static rvx__rc_conn_t *c;
+static rvx__rc_conn_t conn_snap;
 static net_ifc_t ifc_snap;
 static uint8_t *srq_wq_snap;
 static uint32_t *bfree_snap;
-static rvx__mlx5_bseg_t *bsegs_snap; /* the pool's segment records: head, limit, holder */
+static rvx__rc_bseg_t *bsegs_snap; /* the pool's segment records: head, limit, holder */
 static uint8_t *cq_mem;
 static size_t cq_bytes, srq_bytes, bfree_bytes, bsegs_bytes;
 static uint16_t nic_srq_next;  /* the shared receive queue's WQE the adapter consumes next */
@@ -265,7 +265,7 @@ static uint32_t nic_cq_pi; /* its CQ producer index: a CQE is written only where
 static unsigned nic_err;   /* the QP is in error: every WQE completes flushed */
 static uint32_t prv_dbrec[4];
 static rvx__mlx5_bf_t prv_bf;
-typedef struct { uint32_t imm; size_t len; uint8_t body[RVX__MLX5_FRAME]; } staged_t;
+typedef struct { uint32_t imm; size_t len; uint8_t body[RVX__RC_FRAME]; } staged_t;
 static staged_t staged[8];
 static unsigned nstaged;
 
@@ -317,15 +317,15 @@ static void nic_setup(void)
     nic_srq_next = 0;
     nic_srq_taken = 0;
     /* the bounce pool exists from the start, so that the snapshot holds it and its free stack */
-    if (!ifc->bpool && rvx__mlx5_bpool_init(ifc) != RVX_OK) {
+    if (!ifc->bpool && rvx__rc_bpool_init(ifc) != RVX_OK) {
         fprintf(stdout, "fuzz/rx: no bounce pool\n");
         abort();
     }
-    bfree_bytes = (RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG) * sizeof(*ifc->bfree);
+    bfree_bytes = (RVX__RC_BOUNCE_BYTES / RVX__RC_BOUNCE_SEG) * sizeof(*ifc->bfree);
     bfree_snap = (uint32_t *)malloc(bfree_bytes);
     memcpy(bfree_snap, ifc->bfree, bfree_bytes);
-    bsegs_bytes = (RVX__MLX5_BOUNCE_BYTES / RVX__MLX5_BOUNCE_SEG) * sizeof(*ifc->bsegs);
-    bsegs_snap = (rvx__mlx5_bseg_t *)malloc(bsegs_bytes);
+    bsegs_bytes = (RVX__RC_BOUNCE_BYTES / RVX__RC_BOUNCE_SEG) * sizeof(*ifc->bsegs);
+    bsegs_snap = (rvx__rc_bseg_t *)malloc(bsegs_bytes);
     memcpy(bsegs_snap, ifc->bsegs, bsegs_bytes);
     cq_bytes = ((size_t)ifc->cq.cnt << ifc->cq.shift) + 64;
     cq_mem = (uint8_t *)aligned_alloc(4096, (cq_bytes + 4095) & ~(size_t)4095);
@@ -417,7 +417,7 @@ static void rx_cqe(uint32_t imm_host, const uint8_t *body, size_t len)
 
 static void nic_deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
 {
-    if ((info & 0xffff) == RVX__MLX5_HELLO) info ^= 1; /* re-connection hellos: not fuzzed here */
+    if ((info & 0xffff) == RVX__RC_HELLO) info ^= 1; /* re-connection hellos: not fuzzed here */
     rx_cqe(chan << 16 | (info & 0xffff), body, len);
 }
 
@@ -454,7 +454,7 @@ static size_t send_payload(uint32_t idx, unsigned ds, uint8_t *out, size_t cap)
  * error). It never calls into rvx, so rvx's waiting loops can run it (RVX_FUZZ_BACKOFF_HOOK). */
 static void nic_step(void)
 {
-    static uint8_t tmp[RVX__MLX5_FRAME];
+    static uint8_t tmp[RVX__RC_FRAME];
     while (nic_sq != c->sq.pi) {
         const struct mlx5_wqe_ctrl_seg *ctrl = (const struct mlx5_wqe_ctrl_seg *)(const void *)wqebb(nic_sq);
         unsigned opcode = rvx_htobe32(ctrl->opmod_idx_opcode) & 0xff;
@@ -507,7 +507,7 @@ static void nic_run(void)
         rvx_progress(w);
         if (nic_sq == c->sq.pi && nic_cq_pi == NET_IFC.cq.ci) {
             if (c->failed || c->sq.ci == c->sq.pi) break;
-            rvx__mlx5_sig_tail(c);
+            rvx__rc_sig_tail(c);
         }
     }
 }
@@ -533,7 +533,7 @@ static void nic_reset(void)
     }
     /* the op records taken since set-up: the pool was empty then */
     rvx__mlx5_txpool_fini(&ifc->txrecs);
-    conn_snap.ka_ms = rvx__mlx5_now_ms(); /* a keepalive is due 0.1 s into an input, as after set-up */
+    conn_snap.ka_ms = rvx__rc_now_ms(); /* a keepalive is due 0.1 s into an input, as after set-up */
     *c = conn_snap;
     *ifc = ifc_snap;
     memcpy(ifc->srq.wq, srq_wq_snap, srq_bytes);
@@ -600,7 +600,7 @@ static void nic_op(in_t *in, unsigned op)
     default: { /* a CQE for a QP that is not ours (every QP of the worker receives on the shared
                 * queue), or of an opcode nothing posts */
         unsigned opc = u8(in) & 0xf, wc = u16(in);
-        uint32_t len = u32(in) % (RVX__MLX5_FRAME + 1), imm = u32(in), qpn;
+        uint32_t len = u32(in) % (RVX__RC_FRAME + 1), imm = u32(in), qpn;
         if (opc == 0xf || opc == MLX5_CQE_REQ || opc == MLX5_CQE_REQ_ERR) opc = MLX5_CQE_RESP_SEND_IMM;
         qpn = u8(in) & 1 ? c->qpn : u32(in);
         /* receives and receive errors consume a WQE of the shared queue and name it; the rest
@@ -611,7 +611,7 @@ static void nic_op(in_t *in, unsigned op)
     }
     }
 }
-#define NIC_FRAME_MAX RVX__MLX5_FRAME
+#define NIC_FRAME_MAX RVX__RC_FRAME
 #endif
 
 

@@ -188,7 +188,7 @@ static void address(const uint8_t *d, size_t size)
 #endif
     f.nlive = f.noff = 0;
     for (r = 0; r < n; r++) { /* shm's part names this process or none: never another of this user */
-        rvx__shm_tl_addr_t *sa = RVX__PAIR_SHM_ADDR(recs + (size_t)r * stride);
+        rvx__shm_addr_t *sa = RVX__PAIR_SHM_ADDR(recs + (size_t)r * stride);
         sa->pid = r & 1 ? getpid() : 0x3ffffff0;
     }
 #endif

@@ -25,7 +25,7 @@ static unsigned holders(const rvx__tl_iface_t *ifc)
             n++;
         }
     for (r = 0; r < ifc->nranks; r++) {
-        const rvx__mlx5_bseg_t *s = ifc->conns[r].bs;
+        const rvx__rc_bseg_t *s = ifc->conns[r].bs;
         T_CHECK(s == &ifc->bnone || s->holder == &ifc->conns[r], "rank %d's conn has a segment it does not hold", r);
     }
     T_CHECK(ifc->bnone.head == 0 && ifc->bnone.lim == 0, "the empty record took a copy");

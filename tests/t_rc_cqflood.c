@@ -39,14 +39,14 @@ static unsigned cq_pending(const rvx__mlx5_cq_t *cq)
 /* Puts to ep while they need no poll: room in the conn's grant, or budget to grow it. */
 static unsigned fill(rvx__tl_iface_t *ifc, rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk)
 {
-    rvx__mlx5_conn_t *c = ep->tl[0].c;
-    uint32_t cap = (c->sq.mask + 1 - RVX__MLX5_SQ_RESERVE) / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+    rvx__rc_conn_t *c = ep->tl[0].c;
+    uint32_t cap = (c->sq.mask + 1 - RVX__RC_SQ_RESERVE) / RVX__RC_GRANT * RVX__RC_GRANT;
     uint64_t v = 1;
     unsigned n = 0;
     for (;;) {
         uint32_t g = c->sq.room ? c->sq.room + 1 : 0;
         int room = (int32_t)(c->sq.pi + 1 - c->sq.pi_limit) <= 0;
-        uint32_t need = (c->sq.pi - c->sq.ci + 2 + RVX__MLX5_GRANT - 1) / RVX__MLX5_GRANT * RVX__MLX5_GRANT;
+        uint32_t need = (c->sq.pi - c->sq.ci + 2 + RVX__RC_GRANT - 1) / RVX__RC_GRANT * RVX__RC_GRANT;
         if (!room && (need > cap || ifc->tx_free < need - g)) return n;
         T_OK(rvx_put(ep, &v, 8, raddr, rk));
         n++;
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
         unsigned posted = 0, pend = 0, last = 0, g = 0, i;
         double t0, stable;
         for (r = 1; r <= 3; r++) posted += fill(ifc, ep[r], rm[r].addr + REGION, &rk[r]);
-        T_CHECK(ifc->tx_free < RVX__MLX5_GRANT, "%u WQEBBs of the budget left unused", ifc->tx_free);
+        T_CHECK(ifc->tx_free < RVX__RC_GRANT, "%u WQEBBs of the budget left unused", ifc->tx_free);
         /* no poll: wait until the CQEs stop coming (each put has one: error or flush error) */
         t0 = stable = t_now();
         while (t_now() - t0 < 30 && (t_now() - stable < 1.0 || pend < posted)) {

@@ -45,16 +45,16 @@ static void raw_post(rvx__mlx5_sq_t *sq, unsigned opcode, unsigned flags, uint64
 
 /* The frames on rank 1's QP to rank 0, through its own send queue (room waited for, one in
  * RVX_MLX5_SIG_EVERY signaled, as rvx posts). */
-static void flood_qp(rvx__mlx5_conn_t *c, unsigned opcode, unsigned n, uint64_t raddr,
+static void flood_qp(rvx__rc_conn_t *c, unsigned opcode, unsigned n, uint64_t raddr,
                      const rvx_rkey_t *rk)
 {
     unsigned i, f;
     for (i = 0; i < n; i++) {
         uint32_t pi;
-        RVX__MLX5_NEED(c, 1);
+        RVX__RC_NEED(c, 1);
         pi = c->sq.pi;
         f = rvx__mlx5_moderate(&c->sq, 0);
-        if (f & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
+        if (f & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
         raw_post(&c->sq, opcode, f, raddr, rk);
     }
 }
@@ -64,17 +64,17 @@ static void flood_qp(rvx__mlx5_conn_t *c, unsigned opcode, unsigned n, uint64_t 
  * at a time: progress retires them. */
 static void flood_hello(rvx_worker_t *w, rvx__tl_iface_t *ifc, unsigned n)
 {
-    rvx__mlx5_hello_t *h = ifc->hello;
-    uint8_t junk[RVX__MLX5_HELLO_BODY];
+    rvx__rc_hello_t *h = ifc->hello;
+    uint8_t junk[RVX__RC_HELLO_BODY];
     unsigned i, len = 0;
     double t0 = t_now();
     memset(junk, 0xa5, sizeof(junk));
     for (i = 0; i < n && t_now() - t0 < 30; i++) {
-        if (++len > RVX__MLX5_HELLO_BODY) len = 0;
-        if (len == sizeof(rvx__mlx5_hello_msg_t)) len++;
-        while (h->sq.pi - h->sq.ci + RVX__MLX5_HELLO_NBB > h->sq.mask + 1 && t_now() - t0 < 30)
+        if (++len > RVX__RC_HELLO_BODY) len = 0;
+        if (len == sizeof(rvx__rc_hello_msg_t)) len++;
+        while (h->sq.pi - h->sq.ci + RVX__RC_HELLO_NBB > h->sq.mask + 1 && t_now() - t0 < 30)
             rvx_progress(w);
-        rvx__mlx5_hello_post(ifc, 0, 0x1234u, junk, len);
+        rvx__rc_hello_post(ifc, 0, 0x1234u, junk, len);
     }
     T_CHECK(i == n, "%u of %u datagrams posted in 30 s", i, n);
 }
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
         printf("rank 0: %u hostile frames dropped (queue of %u buffers), then %d + %d messages "
                "received\n", s->dropped, depth, pings_from[1], pings_from[2]);
     } else if (me == 1) {
-        rvx__mlx5_conn_t *c = ep[0]->tl[0].c;
+        rvx__rc_conn_t *c = ep[0]->tl[0].c;
         rvx_request_t req;
         rvx_status_t st;
         double t0;

@@ -49,7 +49,7 @@ static uint32_t wqe_cnt, qpn, rkey, llkey, blkey, ctrl_rkey;
 static uint64_t ctrl_addr;     /* this rank's credit word in the (own) control region */
 static uint8_t *bounce_base;
 static unsigned rq_quarter;
-static rvx__mlx5_conn_t *C;    /* the connection: read for pre-post state only */
+static rvx__rc_conn_t *C;    /* the connection: read for pre-post state only */
 
 /* The model: the state a WQE's bytes depend on. */
 typedef struct model {
@@ -404,7 +404,7 @@ static void room(unsigned nbb, size_t blen)
 {
     /* the queue's size, not sq.room: room is the conn's grant of the worker's send budget, which
      * grows inside the call without posting or polling */
-    if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.mask + 1 - RVX__MLX5_SQ_RESERVE - RVX__MLX5_GRANT ||
+    if (C->sq.pi - C->sq.ci + nbb + 8 > C->sq.mask + 1 - RVX__RC_SQ_RESERVE - RVX__RC_GRANT ||
         C->bs->head + RVX_MLX5_BOUNCE_SEG - C->bs->lim + blen + 2 * RVX_PUT_BCOPY_MAX + 4096 > RVX_MLX5_BOUNCE_SEG)
         oracle_flush("room");
 }
@@ -934,7 +934,7 @@ int main(int argc, char **argv)
     llkey = lmem->tl[0].mr->lkey;
     /* the conn's bounce segment, taken from the worker's pool now (it keeps it: the only conn
      * that copies) */
-    T_CHECK(C->bs != &w->iface[0].bnone || rvx__mlx5_bounce_take(&w->iface[0], C), "no bounce segment");
+    T_CHECK(C->bs != &w->iface[0].bnone || rvx__rc_bounce_take(&w->iface[0], C), "no bounce segment");
     blkey = C->bs->lkey;
     bounce_base = C->bs->buf;
     ctrl_addr = (uint64_t)(uintptr_t)w->iface[0].ctrl_mr->addr + 8 * (uint64_t)me;

@@ -46,12 +46,12 @@ static size_t peer_bytes(const rvx__tl_iface_t *ifc)
     rvx__tl_iface_t big; /* the QPN table of a large job: its slots per rank (a small one has a floor) */
     size_t qpt;
     memset(&big, 0, sizeof(big));
-    if (rvx__mlx5_qpt_init(&big, 1000) != RVX_OK) return (size_t)-1;
+    if (rvx__rc_qpt_init(&big, 1000) != RVX_OK) return (size_t)-1;
     qpt = (size_t)(big.qpt_mask + 1) * (sizeof(*big.qpt_qpn) + sizeof(*big.qpt_rank)) / 1000;
     free(big.qpt_qpn);
     free(big.qpt_rank);
     (void)ifc;
-    return sizeof(rvx__mlx5_conn_t) - qp + sizeof(*ifc->ctrl) + qpt;
+    return sizeof(rvx__rc_conn_t) - qp + sizeof(*ifc->ctrl) + qpt;
 }
 
 int main(int argc, char **argv)
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     {   /* the list, walked: exactly those two */
         uint32_t at = w->iface[0].wf_head, a = (uint32_t)(me + 1) % NR, b = (uint32_t)(me + 2) % NR;
         unsigned n = 0;
-        for (; at != RVX__MLX5_WF_END && n < NR; at = w->iface[0].conns[at].wf_next, n++)
+        for (; at != RVX__RC_WF_END && n < NR; at = w->iface[0].conns[at].wf_next, n++)
             T_CHECK(at == a || at == b, "rank %u's conn in the flush list", at);
         T_CHECK(n == 2, "%u conns linked in the flush list", n);
     }

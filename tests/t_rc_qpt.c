@@ -14,7 +14,7 @@ static uint32_t rnd(uint64_t *s)
 /* What the table holds for the i-th QP: its rank, the last one is the hello QP. */
 static int32_t want_of(int i, int nranks)
 {
-    return i < nranks ? i : RVX__MLX5_QPT_HELLO;
+    return i < nranks ? i : RVX__RC_QPT_HELLO;
 }
 
 static void job(int nranks, uint64_t seed)
@@ -24,7 +24,7 @@ static void job(int nranks, uint64_t seed)
     uint32_t *qpn = (uint32_t *)malloc((size_t)n * 2 * sizeof(*qpn));
     uint8_t *used = (uint8_t *)calloc(1u << 24, 1);
     memset(&ifc, 0, sizeof(ifc));
-    T_OK(rvx__mlx5_qpt_init(&ifc, nranks));
+    T_OK(rvx__rc_qpt_init(&ifc, nranks));
     T_CHECK(ifc.qpt_mask + 1 >= 2u * (uint32_t)n, "%d ranks: a table of %u slots", nranks, ifc.qpt_mask + 1);
     for (i = 0; i < 2 * n; i++) { /* distinct QPNs: n in the table, n never added */
         uint32_t q;
@@ -33,21 +33,21 @@ static void job(int nranks, uint64_t seed)
         qpn[i] = q;
     }
     for (i = 0; i < n; i++)
-        if (rvx__mlx5_qpt_add(&ifc, qpn[i], want_of(i, nranks)) != RVX_OK) bad++;
+        if (rvx__rc_qpt_add(&ifc, qpn[i], want_of(i, nranks)) != RVX_OK) bad++;
     T_CHECK(bad == 0, "%d ranks: %d QPs did not fit", nranks, bad);
     for (i = 0; i < n; i++)
-        if (rvx__mlx5_qpt_find(&ifc, qpn[i], NULL) != (want_of(i, nranks))) wrong++;
+        if (rvx__rc_qpt_find(&ifc, qpn[i], NULL) != (want_of(i, nranks))) wrong++;
     for (i = n; i < 2 * n; i++)
-        if (rvx__mlx5_qpt_find(&ifc, qpn[i], NULL) != -1) wrong++;
+        if (rvx__rc_qpt_find(&ifc, qpn[i], NULL) != -1) wrong++;
     T_CHECK(wrong == 0, "%d ranks: %d lookups wrong", nranks, wrong);
     /* every third QP retires; as many new ones (the unknown QPNs) come in */
-    for (i = 0; i < n; i += 3) rvx__mlx5_qpt_set(&ifc, qpn[i], RVX__MLX5_QPT_GONE);
-    for (i = 0; i < n; i += 3) T_OK(rvx__mlx5_qpt_add(&ifc, qpn[n + i], i % nranks));
+    for (i = 0; i < n; i += 3) rvx__rc_qpt_set(&ifc, qpn[i], RVX__RC_QPT_GONE);
+    for (i = 0; i < n; i += 3) T_OK(rvx__rc_qpt_add(&ifc, qpn[n + i], i % nranks));
     wrong = 0;
     for (i = 0; i < n; i++) {
         int32_t want = i % 3 == 0 ? -1 : want_of(i, nranks);
-        if (rvx__mlx5_qpt_find(&ifc, qpn[i], NULL) != want) wrong++;
-        if (i % 3 == 0 && rvx__mlx5_qpt_find(&ifc, qpn[n + i], NULL) != i % nranks) wrong++;
+        if (rvx__rc_qpt_find(&ifc, qpn[i], NULL) != want) wrong++;
+        if (i % 3 == 0 && rvx__rc_qpt_find(&ifc, qpn[n + i], NULL) != i % nranks) wrong++;
     }
     T_CHECK(wrong == 0, "%d ranks: %d lookups wrong after QPs retired", nranks, wrong);
     free(ifc.qpt_qpn);

@@ -51,7 +51,7 @@ int main(void)
 #if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
         {
 #if RVX_PAIR
-            const rvx__net_tl_ctx_t *nc = &c.net; /* the lane's port is the network's */
+            const rvx__mlx5_ctx_t *nc = &c.net; /* the lane's port is the network's */
 #else
             const rvx__tl_ctx_t *nc = &c;
 #endif
@@ -89,11 +89,11 @@ int main(void)
 #if RVX_PAIR
     /* a pair: both transports' keys in one packed key, the region's bounds where the core reads
      * them, and an address that starts with the node */
-    T_CHECK(RVX__TL_RKEY_PACKED_SIZE == (size_t)RVX__SHM_RKEY_PACKED + RVX__NET_RKEY_PACKED,
+    T_CHECK(RVX__TL_RKEY_PACKED_SIZE == RVX__SHM_RKEY_PACKED_SIZE + RVX__MLX5_RKEY_PACKED_SIZE,
             "pair packed key: shm's then net's");
     T_CHECK(offsetof(rvx__tl_mem_t, addr) == 0 && offsetof(rvx__tl_mem_t, len) == sizeof(void *),
             "pair region: addr and len first");
-    T_CHECK(RVX__TL_ADDR_SIZE(4) >= sizeof(rvx__tl_addr_t) + RVX__SHM_ADDR_BYTES, "pair address size");
+    T_CHECK(RVX__TL_ADDR_SIZE(4) >= sizeof(rvx__tl_addr_t) + sizeof(rvx__shm_addr_t), "pair address size");
     T_CHECK(strncmp(RVX_TL_NAME, "shm+", 4) == 0, "pair name %s", RVX_TL_NAME);
 #endif
     T_CHECK(RVX__TL_AM_ZCOPY == 0 || RVX__TL_AM_ZCOPY == 1, "RVX__TL_AM_ZCOPY is a flag");

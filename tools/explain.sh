@@ -28,7 +28,7 @@ EXPLAIN_RULES=$(cat <<'RULES'
 return rvx__tl_[a-z0-9_]+\(	return value
 _mm_setzero_si128|memset\(	inline data
 ep->c~|->ifc~|&w->iface|~rvx__tl_progress~|~rvx__tl_ep_flush~|~rvx_progress~|~rvx_ep_flush_nb~	connection lookup
-pi_limit|->room~|RVX__MLX5_NEED|wait_room	queue-full check
+pi_limit|->room~|RVX__RC_NEED|wait_room	queue-full check
 sig_left|RVX__MLX5_CE|mark_sig|rvx__mlx5_moderate\(|set_fence|->fence	moderation
 _barrier\(|rvx_wc_start|rvx_wc_flush	barrier
 op_own|cqe_ready|cqe_req_ok|cq->(owner|cnt|buf|shift|mask)|OWNER_BIT|OP_INVALID|REQ_OK_MASK|MLX5_CQE_INVALID|MLX5_CQE_REQ~|rvx__mlx5_cqe\(	CQE owner check
@@ -40,11 +40,11 @@ ctrl_w8|ctrl_word|ctrl_lo|rvx__mlx5_set_ctrl\(|q\[0\] =|opmod|MLX5_OPCODE|qpn8	c
 raddr|rkey|q\[1\] =|wqe \+ 16	raddr segment
 INLINE_SEG|q\[[23]\] =|_mm_setzero_si128|wqe \+ (32|48)|rvx__mlx5_set_inline|~src~	inline data
 ->ci == |ci == pi|!ifc->outstanding|!ifc->nlive|def_head	nothing-to-do check
-rvx__mlx5_retire|->ci =|->ci\+\+|ops\[|b_tail|bounce|outstanding|sig_out|o->sig|o->nbb|~start~|~end~	retire completed WQEs
+rvx__rc_retire|->ci =|->ci\+\+|ops\[|b_tail|bounce|outstanding|sig_out|o->sig|o->nbb|~start~|~end~	retire completed WQEs
 ->pi~|~pi~|sq->buf|sq->mask|rvx__mlx5_slot|~wqe =	producer index
 nranks|idle|conns\[|wflush|r->status	worker flush
 qpn|wqe_counter|last_sig|sop_drop|nops|flush_head|in_rx	completion match
-opcode|syndrome|_ERR|RESP|rvx__mlx5_fail|failed|qpt_|QPT_HELLO|~who~|nrec|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|continue	completion dispatch
+opcode|syndrome|_ERR|RESP|rvx__rc_fail|failed|qpt_|QPT_HELLO|~who~|nrec|rx_frame|unknown|rvx__log|deliver|~n = 0|~n\+\+|continue	completion dispatch
 _slow\(	out-of-line path
 return	return value
 RULES
@@ -53,11 +53,11 @@ export EXPLAIN_RULES
 # Display order (the path an operation takes), then the rest.
 order="queue-full check|moderation|producer index|ctrl segment|raddr segment|inline data|WQE store|barrier|doorbell record|BlueFlame copy|nothing-to-do check|connection lookup|CQE owner check|completion match|consumer index|retire completed WQEs|completion dispatch|worker flush|out-of-line path|return value|call and return|alignment padding|unclassified"
 
-drain=$(nm "$bin" 2>/dev/null | awk '$3 ~ /^rvx__mlx5_drain/ { print $3; exit }')
+drain=$(nm "$bin" 2>/dev/null | awk '$3 ~ /^rvx__rc_drain/ { print $3; exit }')
 fns=("put8 rvx_explain_put8 rvx_put(ep, &v, 8, raddr, rkey): an 8-byte put"
      "flush rvx_explain_flush rvx_ep_flush_nb(ep, req): flush, the completion present or nothing outstanding"
      "progress rvx_explain_progress rvx_progress(w): progress with nothing to do")
-[ -n "$drain" ] && fns+=("poll $drain rvx__mlx5_drain: the out-of-line CQ poll that progress calls when a CQE is there")
+[ -n "$drain" ] && fns+=("poll $drain rvx__rc_drain: the out-of-line CQ poll that progress calls when a CQE is there")
 
 counts=$(mktemp)
 trap 'rm -f "$counts"' EXIT

@@ -213,6 +213,7 @@
 #elif RVX_TL == RVX_TL_DC_MLX5
 #include "tl/dc_mlx5.h"
 #endif
+#include "tl/bind.h"         /* its names bound to the contract's (rvx__tl_*) */
 #include "tl/path.h"         /* one path per build of one transport: the protocols' hot sends */
 
 #include "core.h"

@@ -10,7 +10,7 @@
 
 #define RVX__CLASS_TAG 1u /* tag frames: bits 14-15 of the info word */
 
-RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *tlep, unsigned chan, unsigned info, void *body,
+RVX_INLINE void rvx__rx_deliver(rvx__tl_ep_t *tlep, unsigned chan, unsigned info, void *body,
                                 size_t len)
 {
     rvx_ep_t *ep = RVX_CONTAINER_OF(tlep, rvx_ep_t, tl); /* lane 0: where frames arrive */

@@ -1,7 +1,9 @@
 /* rvx/tl/contract.h: what every transport (tl) header provides.
  *
  * The protocols (the proto headers) and the core (core.h) are written once against the names below;
- * exactly one tl header is compiled into a build, so every call is direct and inlinable.
+ * exactly one tl header is compiled into a build, so every call is direct and inlinable. Each
+ * transport defines them under its own prefix (rvx__shm_, rvx__rc_, rvx__dc_, rvx__pair_; what
+ * rc and dc share, rvx__mlx5_); tl/bind.h binds the build's names to rvx__tl_* once.
  * tests/t_tl_contract.c checks at compile time that the selected tl defines all of them.
  *
  * Types
@@ -109,11 +111,5 @@ typedef enum rvx_amo_op {
 #define RVX__TL_AM_CHANNELS 2
 #define RVX__CHAN_REQUEST   0
 #define RVX__CHAN_REPLY     1
-
-#if RVX_CAN_RECEIVE
-struct rvx__tl_ep;
-RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
-                                size_t len);
-#endif
 
 #endif /* RVX_TL_CONTRACT_H */

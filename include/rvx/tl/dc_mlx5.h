@@ -84,12 +84,12 @@
 
 /* A worker's address: everything a peer needs to reach its DCT, and its control region (the
  * credit pool and the words where peers return credits), 48 bytes as exchanged. The worker keeps
- * only the first 24 after wire-up (RVX__TL_ADDR_KEPT): the control region, which the cold paths
+ * only the first 24 after wire-up (RVX__DC_ADDR_KEPT): the control region, which the cold paths
  * read, and what an endpoint's address segment is built from (the DCT number, the LID on IB, the
  * GID's low 8 bytes on RoCE). The rest is read once, at wire-up: the magic and link layer are
  * checked there, and the GID's top 8 bytes (the subnet prefix on IB, ::ffff:0:0/96's top on RoCE
  * v2 with IPv4) are kept once when every rank has the same, per rank otherwise. */
-typedef struct rvx__tl_addr {
+typedef struct rvx__dc_addr {
     uint64_t ctrl_addr;
     uint32_t ctrl_rkey;
     uint32_t dctn;
@@ -101,20 +101,20 @@ typedef struct rvx__tl_addr {
     uint64_t magic;
     uint8_t  is_roce;
     uint8_t  pad[7];
-} rvx__tl_addr_t;
-#define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
-#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, gid_hi) /* after wire-up, 24 bytes a rank */
-RVX_STATIC_ASSERT(offsetof(rvx__tl_addr_t, gid_hi) == 24 && sizeof(rvx__tl_addr_t) == 48,
+} rvx__dc_addr_t;
+#define RVX__DC_ADDR_SIZE(n) sizeof(rvx__dc_addr_t)
+#define RVX__DC_ADDR_KEPT(n) offsetof(rvx__dc_addr_t, gid_hi) /* after wire-up, 24 bytes a rank */
+RVX_STATIC_ASSERT(offsetof(rvx__dc_addr_t, gid_hi) == 24 && sizeof(rvx__dc_addr_t) == 48,
                   "dc_mlx5's address: 24 bytes kept per rank of the 48 exchanged");
 
-struct rvx__tl_iface;
-struct rvx__tl_ep;
+struct rvx__dc_iface;
+struct rvx__dc_ep;
 
 /* One initiator of the pool. */
 typedef struct rvx__dc_dci {
     rvx__mlx5_sq_t        sq;
-    struct rvx__tl_ep    *ep;          /* the endpoint holding it, or NULL */
-    struct rvx__tl_iface *ifc;
+    struct rvx__dc_ep    *ep;          /* the endpoint holding it, or NULL */
+    struct rvx__dc_iface *ifc;
     rvx__mlx5_txops_t     tx;          /* op records, signaled counts, pending flushes */
     uint32_t              wflush_pi;   /* a worker flush waits for ci to reach this */
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 4: a put8's first ctrl
@@ -130,12 +130,12 @@ typedef struct rvx__dc_dci {
                                         * the DCI stays with its endpoint */
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
-    const struct rvx__tl_ep *ka_ep;    /* the endpoint whose keepalive went last on it, and pi */
+    const struct rvx__dc_ep *ka_ep;    /* the endpoint whose keepalive went last on it, and pi */
     uint32_t              ka_pi;       /* after it: in flight while ci is before this */
     struct ibv_qp        *qp;
     uint32_t              qpn;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
-    struct rvx__tl_ep   **owner;       /* per WQEBB slot, the endpoint whose WQE starts there:
+    struct rvx__dc_ep   **owner;       /* per WQEBB slot, the endpoint whose WQE starts there:
                                         * an error CQE fails it (the DCI is shared) */
 #endif
 } rvx__dc_dci_t;
@@ -151,9 +151,9 @@ typedef struct rvx__dc_dci {
  * outlive the endpoint in rvx__dc_peer_t. 48 bytes with messages, 40 without (asserted below).
  * Addressing per peer: av_lo 8 + the kept address 24 = 32 bytes (40 on RoCE when the ranks' GIDs
  * differ in their top 8 bytes). */
-typedef struct rvx__tl_ep {
+typedef struct rvx__dc_ep {
     rvx__dc_dci_t        *dci;         /* &ifc->no_dci when it holds none */
-    struct rvx__tl_iface *ifc;
+    struct rvx__dc_iface *ifc;
     uint64_t              av_lo;       /* address segment bytes 8-15 as the WQE holds them */
 #if RVX_CAN_RECEIVE
     uint32_t              tx_left;     /* frames that may go before looking further */
@@ -167,19 +167,26 @@ typedef struct rvx__tl_ep {
     uint8_t               live;
     uint8_t               holding;     /* in the worker's records of credit holders */
     uint32_t              ka_ms;       /* when the last keepalive went (ms, rvx__dc_ms) */
-} rvx__tl_ep_t;
+} rvx__dc_ep_t;
+
+#if RVX_CAN_RECEIVE
+/* The upcall a received frame goes to: defined above this transport (tl/bind.h hands it to the
+ * protocols' rvx__rx_deliver; a pair, tl/pair.h, first finds its own endpoint). */
+RVX_INLINE void rvx__dc_rx_deliver(rvx__dc_ep_t *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
+#endif
 
 /* The per-peer part stays this small (what scale.sh measures per added rank). */
 #if defined(__x86_64__) || defined(__aarch64__)
-RVX_STATIC_ASSERT(sizeof(rvx__tl_ep_t) == (RVX_CAN_RECEIVE ? 48 : 40),
+RVX_STATIC_ASSERT(sizeof(rvx__dc_ep_t) == (RVX_CAN_RECEIVE ? 48 : 40),
                   "dc_mlx5's endpoint: av_lo, the DCI, credits, rank and status only");
-RVX_STATIC_ASSERT(sizeof(((rvx__tl_ep_t *)0)->av_lo) + RVX__TL_ADDR_KEPT(0) <= 32,
+RVX_STATIC_ASSERT(sizeof(((rvx__dc_ep_t *)0)->av_lo) + RVX__DC_ADDR_KEPT(0) <= 32,
                   "dc_mlx5's addressing per peer: at most 32 bytes");
 #endif
 
 /* An endpoint holding credits at its peer, as the sweep sees it: frames sent at the last sweep. */
 typedef struct rvx__dc_hold {
-    struct rvx__tl_ep *ep;
+    struct rvx__dc_ep *ep;
     uint32_t           mark;
     uint32_t           pad;
 } rvx__dc_hold_t;
@@ -219,7 +226,7 @@ typedef struct rvx__dc_prefix {
 
 typedef rvx__mlx5_deferred_t rvx__dc_deferred_t; /* a frame set aside (tl/mlx5/srq.h) */
 
-typedef struct rvx__tl_iface {
+typedef struct rvx__dc_iface {
     /* hot: progress reads these */
     unsigned        nlive;
     unsigned        quiet;       /* progress calls with nothing to do before a look at the slow
@@ -228,7 +235,7 @@ typedef struct rvx__tl_iface {
     rvx__mlx5_cq_t  cq;
     unsigned        av_bytes;    /* RVX__DC_AV_BASE or RVX__DC_AV_EXT */
     /* cold */
-    rvx__tl_ctx_t  *ctx;
+    rvx__mlx5_ctx_t  *ctx;
     struct ibv_cq  *ibcq;
     rvx__mlx5_srq_t srq;         /* the DCT's receive buffers */
     struct ibv_qp  *dct;
@@ -257,7 +264,7 @@ typedef struct rvx__tl_iface {
      * endpoints by rank, counters by rank, frames set aside */
     uint64_t       *ctrl;
     struct ibv_mr  *ctrl_mr;
-    struct rvx__tl_ep **eps;
+    struct rvx__dc_ep **eps;
     rvx__dc_peer_t *peers;
     rvx__dc_deferred_t *def_head, *def_tail;
     uint8_t         in_rx;       /* delivering: a handler may be running */
@@ -279,27 +286,27 @@ typedef struct rvx__tl_iface {
     double          sweep_t;     /* when the last sweep ran */
     uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
                                                  * (readable past a short frame's end) */
-} rvx__tl_iface_t;
+} rvx__dc_iface_t;
 
 /* The cold paths the hot ones fall into (tl/dc/poll.h). */
-RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb);
-RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len);
-RVX_COLD rvx_status_t rvx__dc_stop(rvx__tl_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req);
-RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req);
-RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc);
-RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req);
+RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__dc_ep_t *ep, uint32_t nbb);
+RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, size_t len);
+RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req);
+RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req);
+RVX_COLD int rvx__dc_progress_slow(rvx__dc_iface_t *ifc);
+RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__dc_ep_t *ep, rvx_request_t *req);
 #if RVX_CAN_RECEIVE
-RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep);
+RVX_COLD int rvx__dc_credit_slow(rvx__dc_ep_t *ep);
 #endif
-RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size,
+                                       uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                        void *fetch);
 
 /* ---- posting -------------------------------------------------------------------------------- */
 
 /* The DCI the endpoint's next WQE of nbb WQEBBs goes to: the one it holds when there is room,
  * else (cold) one from the pool, waiting for room or a free DCI. NULL: the endpoint failed. */
-RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
+RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__dc_ep_t *ep, uint32_t nbb)
 {
     rvx__dc_dci_t *d = ep->dci;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
@@ -310,7 +317,7 @@ RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__tl_ep_t *ep, uint32_t nbb)
     return rvx__dc_get_slow(ep, nbb);
 }
 
-RVX_INLINE rvx_status_t rvx__dc_ep_status(const rvx__tl_ep_t *ep)
+RVX_INLINE rvx_status_t rvx__dc_ep_status(const rvx__dc_ep_t *ep)
 {
     return ep->err != RVX_OK ? (rvx_status_t)ep->err : RVX_ERR_PEER_FAILED;
 }
@@ -321,26 +328,26 @@ RVX_INLINE uint32_t rvx__dc_ms(void)
     return (uint32_t)(uint64_t)(rvx__now_s() * 1e3);
 }
 
-/* The peer's address as the worker keeps it: its first RVX__TL_ADDR_KEPT bytes (control region,
+/* The peer's address as the worker keeps it: its first RVX__DC_ADDR_KEPT bytes (control region,
  * DCT number, LID or the GID's low half). */
-RVX_INLINE const rvx__tl_addr_t *rvx__dc_addr(const rvx__tl_ep_t *ep)
+RVX_INLINE const rvx__dc_addr_t *rvx__dc_addr_of(const rvx__dc_ep_t *ep)
 {
-    return (const rvx__tl_addr_t *)(const void *)(ep->ifc->addrs + (size_t)ep->rank * ep->ifc->addr_stride);
+    return (const rvx__dc_addr_t *)(const void *)(ep->ifc->addrs + (size_t)ep->rank * ep->ifc->addr_stride);
 }
 
 /* The peer's GID (RoCE): its top 8 bytes kept once or per rank, its low 8 in the kept address. */
-RVX_INLINE void rvx__dc_gid(const rvx__tl_ep_t *ep, uint8_t gid[16])
+RVX_INLINE void rvx__dc_gid(const rvx__dc_ep_t *ep, uint8_t gid[16])
 {
-    const rvx__tl_iface_t *ifc = ep->ifc;
+    const rvx__dc_iface_t *ifc = ep->ifc;
     memcpy(gid, ifc->gid_his ? ifc->gid_his + 8 * (size_t)ep->rank : ifc->gid_hi, 8);
-    memcpy(gid + 8, rvx__dc_addr(ep)->at.gid_lo, 8);
+    memcpy(gid + 8, rvx__dc_addr_of(ep)->at.gid_lo, 8);
 }
 
 /* The address segment after the ctrl segment: the base form is the access key and av_lo (DCT
  * number, SL 0, LID); the extended form (RoCE) adds the GRH fields, as mlx5dv_set_dgram_seg
  * writes them. Returns where the next segment goes (ctrl + address fill whole 16-byte units, and
  * with the extended form a whole WQEBB, after which the queue may wrap). */
-RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint8_t *wqe)
+RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, uint8_t *wqe)
 {
     uint8_t *seg = wqe + sizeof(struct mlx5_wqe_ctrl_seg);
     uint64_t key = rvx_htobe64(RVX__DC_KEY);
@@ -351,14 +358,14 @@ RVX_INLINE uint8_t *rvx__dc_set_av(const rvx__dc_dci_t *d, const rvx__tl_ep_t *e
         return seg + RVX__DC_AV_BASE;
     }
     rvx__dc_gid(ep, gid);
-    rvx__mlx5_set_av(seg, RVX__DC_KEY, rvx__dc_addr(ep)->dctn, 1, 0, 0, 0xc000, NULL, 0,
+    rvx__mlx5_set_av(seg, RVX__DC_KEY, rvx__dc_addr_of(ep)->dctn, 1, 0, 0, 0xc000, NULL, 0,
                      RVX__MLX5_HOP_LIMIT, 1u << 30 | (uint32_t)d->ifc->ctx->gid_index << 20, gid);
     seg += RVX__DC_AV_EXT;
     return seg == rvx__mlx5_sq_end(&d->sq) ? d->sq.buf : seg;
 }
 
 /* DS of the address segment. */
-RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
+RVX_INLINE unsigned rvx__dc_av_ds(const rvx__dc_iface_t *ifc)
 {
     return ifc->av_bytes / RVX__MLX5_SEG;
 }
@@ -366,7 +373,7 @@ RVX_INLINE unsigned rvx__dc_av_ds(const rvx__tl_iface_t *ifc)
 /* The prologue of every general post: at the producer index, the ctrl segment (completion
  * moderated, or forced by sig) and the address segment. Sets *pi, *flags, *wqe for the rest of
  * the post; returns where the next segment goes. */
-RVX_INLINE uint8_t *rvx__dc_begin(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, unsigned opmod,
+RVX_INLINE uint8_t *rvx__dc_begin(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, unsigned opmod,
                                   unsigned opcode, unsigned ds, int sig, uint32_t imm_be,
                                   uint32_t *pi, unsigned *flags, uint8_t **wqe)
 {
@@ -385,11 +392,11 @@ RVX_INLINE void rvx__dc_fast_limit(rvx__dc_dci_t *d)
 
 /* The one commit point of every dc WQE (ep's, of nbb WQEBBs at pi; bb: the one-WQEBB form built
  * in registers). Under the fixed policy the DCI is shared, so the slot remembers its endpoint. */
-RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint32_t pi, uint32_t nbb,
+RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, uint32_t pi, uint32_t nbb,
                                uint8_t *wqe, const rvx__mlx5_bb_t *bb)
 {
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
-    d->owner[pi & d->sq.mask] = (struct rvx__tl_ep *)(uintptr_t)ep;
+    d->owner[pi & d->sq.mask] = (struct rvx__dc_ep *)(uintptr_t)ep;
 #else
     (void)ep;
 #endif
@@ -408,8 +415,8 @@ RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, uint32_
 
 /* RDMA WRITE with the data inline: ctrl, address, raddr, inline segment, zeros to the end of the
  * last WQEBB. */
-RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                           uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__dc_ep_t *ep, const void *src, size_t len,
+                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + RVX__MLX5_INLINE_DS(len), units, flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
@@ -434,8 +441,8 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__tl_ep_t *ep, const void *src, si
 /* Not the fast path: the WQE that asks for a completion (built from registers as well, with
  * fm_ce_se in byte 11), or (the general inline path) no DCI held, a full queue, a failed DCI,
  * the 48-byte address form. */
-RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
-                                        const rvx_rkey_t *rkey)
+RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__dc_ep_t *ep, const void *src, uint64_t raddr,
+                                        const rvx__mlx5_rkey_t *rkey)
 {
     rvx__dc_dci_t *d = ep->dci;
     if (d->ctrl_w8 && !rvx__mlx5_sq_full(&d->sq, 1)) {
@@ -453,8 +460,8 @@ RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__tl_ep_t *ep, const void *src, uint6
 
 /* An 8-byte put: one WQEBB (ctrl, address, raddr, inline 8) built in SSE registers, stored to the
  * DCI's queue and to its BlueFlame register (mlx5/wqe.h, rvx__mlx5_bb_dc_write8). */
-RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t raddr,
-                                     const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__dc_put8(rvx__dc_ep_t *ep, const void *src, uint64_t raddr,
+                                     const rvx__mlx5_rkey_t *rkey)
 {
     rvx__dc_dci_t *d = ep->dci;
     rvx__mlx5_bb_t bb;
@@ -470,8 +477,8 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__tl_ep_t *ep, const void *src, uint64_t
 #endif
 
 /* Put short: ctrl, address, raddr, inline data. */
-RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__dc_put_short(rvx__dc_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
 #if defined(__x86_64__)
     if (__builtin_constant_p(len) && len == 8) return rvx__dc_put8(ep, src, raddr, rkey);
@@ -481,7 +488,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
 
 /* Room in the DCI's bounce ring for len bytes (64-aligned), given back in WQE order. NULL: the
  * endpoint failed while it waited (the DCI recovered and went back to the pool). */
-RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len)
+RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, size_t len)
 {
     uint64_t pos = d->b_head, off;
     len = (len + 63) & ~(size_t)63;
@@ -495,9 +502,9 @@ RVX_INLINE uint8_t *rvx__dc_bounce(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, siz
 /* One WQE with a raddr segment and a data segment: WRITE or READ (opcode) from/to local memory
  * addr (lkey), on DCI d (which has room: rvx__dc_get). `o`: what to do when it retires; sig
  * forces a CQE. */
-RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned opcode,
+RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__dc_ep_t *ep, unsigned opcode,
                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
-                                  const rvx_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
+                                  const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
@@ -516,8 +523,8 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__tl_ep_t *ep, unsigned o
 
 /* Put bcopy: copy into the DCI's bounce ring (chunks of RVX_PUT_BCOPY_MAX), one WRITE each. The
  * source can be reused on return. */
-RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__dc_put_bcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
     size_t done = 0;
     /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
@@ -529,7 +536,7 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
         rvx__mlx5_op_t o;
         uint8_t *b;
         if (n <= RVX__TL_SHORT_MAX) {
-            rvx_status_t st = rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
+            rvx_status_t st = rvx__dc_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
             if (st != RVX_OK) return st;
             done += n;
             continue;
@@ -551,9 +558,9 @@ RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, siz
 
 /* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
  * completes when the last one has (without a request, the call waits). */
-RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, const uint8_t *buf,
-                                           size_t len, const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                           const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__dc_ep_t *ep, unsigned opcode, const uint8_t *buf,
+                                           size_t len, const rvx__mlx5_mem_t *lmem, uint64_t raddr,
+                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
     rvx_request_t own;
     size_t done = 0;
@@ -582,9 +589,9 @@ RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__tl_ep_t *ep, unsigned opcode, co
     return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
 }
 
-RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__dc_put_zcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
+                                          const rvx__mlx5_mem_t *lmem, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
     return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem, raddr,
                               rkey, req);
@@ -594,8 +601,8 @@ RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, siz
 
 /* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
  * with the last chunk. Without a request the call waits. */
-RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__dc_get_bcopy(rvx__dc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
     rvx_request_t own;
     size_t done = 0;
@@ -630,9 +637,9 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
 }
 
-RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__dc_get_zcopy(rvx__dc_ep_t *ep, void *dst, size_t len,
+                                          const rvx__mlx5_mem_t *lmem, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
     return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem, raddr,
                               rkey, req);
@@ -643,9 +650,9 @@ RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t le
 /* One atomic WQE: ctrl, address, raddr, the atomic segment(s), a data segment for the old value
  * (an 8-byte bounce slot, copied to *fetch when the WQE completes). native: ATOMIC_FA / ATOMIC_CS
  * (64-bit); masked: opmod 0x08 | log2(size)-2 with {swap/add, compare/boundary, masks}. */
-RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned size, uint64_t a,
+RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned size, uint64_t a,
                                     uint64_t b, uint64_t amask, uint64_t bmask, uint64_t raddr,
-                                    const rvx_rkey_t *rkey, void *fetch, rvx_request_t *req)
+                                    const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
 {
     int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
     int cs8 = masked && size == 8 && opcode == MLX5_OPCODE_ATOMIC_MASKED_CS;
@@ -689,8 +696,8 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__tl_ep_t *ep, unsigned opcode, unsigned 
 }
 
 /* An rvx_amo_op_t as one NIC atomic (the mapping rc_mlx5 uses, see proto/amo.h). */
-RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size, uint64_t v,
-                                       uint64_t cmp, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size, uint64_t v,
+                                       uint64_t cmp, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                        void *fetch, rvx_request_t *req)
 {
     uint64_t ones = size == 8 ? ~0ull : 0xffffffffull;
@@ -725,15 +732,15 @@ RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsign
     return rvx__dc_amo(ep, fa, size, v, 0, 0, 0, raddr, rkey, fetch, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_atomic64(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
-                                         uint64_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__dc_atomic64(rvx__dc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
+                                         uint64_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
     return rvx__dc_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
-                                         uint32_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__dc_atomic32(rvx__dc_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
+                                         uint32_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
     return rvx__dc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
@@ -745,7 +752,7 @@ RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint
 /* Room for one more frame at the peer: the cached limit, else (cold) what the peer has returned,
  * or a claim on its pool. A failed endpoint has none. */
 /* Frames sent to the peer, in all. */
-RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
+RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__dc_ep_t *ep)
 {
     return ep->tx_limit - ep->tx_left;
 }
@@ -755,7 +762,7 @@ RVX_INLINE uint32_t rvx__dc_tx_sent(const rvx__tl_ep_t *ep)
  * the frames sent. A report outside (a faulty or hostile peer's, in either word) would be credits
  * never granted, or a limit behind the frames sent; either wrapped the credits to spend, and
  * their give-back the count of credits held, putting credits into the pool no one took out. */
-RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
+RVX_INLINE uint32_t rvx__dc_consumed(const rvx__dc_ep_t *ep)
 {
     uint32_t w = (uint32_t)((const volatile uint64_t *)ep->ifc->ctrl)[1 + ep->rank];
     uint32_t c = (int32_t)(w - ep->piggy) > 0 ? w : ep->piggy, sent = rvx__dc_tx_sent(ep);
@@ -767,7 +774,7 @@ RVX_INLINE uint32_t rvx__dc_consumed(const rvx__tl_ep_t *ep)
 /* The send limit from the latest reports: frames taken plus credits held. The report taken is
  * kept as the largest so far, so that a word written lower (a faulty or hostile peer's) cannot
  * put the limit behind the frames sent. */
-RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
+RVX_INLINE void rvx__dc_refresh(rvx__dc_ep_t *ep)
 {
     uint32_t sent = rvx__dc_tx_sent(ep);
     ep->piggy = rvx__dc_consumed(ep);
@@ -776,7 +783,7 @@ RVX_INLINE void rvx__dc_refresh(rvx__tl_ep_t *ep)
 }
 
 /* A credit for one more frame (taken when the frame is published). */
-RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
+RVX_INLINE int rvx__dc_credit(rvx__dc_ep_t *ep)
 {
     if (RVX_LIKELY(ep->tx_left != 0)) return 1;
     return rvx__dc_credit_slow(ep);
@@ -785,7 +792,7 @@ RVX_INLINE int rvx__dc_credit(rvx__tl_ep_t *ep)
 /* Where to write a frame of len bytes, after the 8-byte prefix: small frames are built in the
  * worker's scratch area and go inline; others go from the bounce ring of the endpoint's DCI,
  * which stays the endpoint's until the frame is published. NULL: no credit (or failed). */
-RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_INLINE void *rvx__dc_am_claim(rvx__dc_ep_t *ep, unsigned chan, size_t len)
 {
     rvx__dc_dci_t *d;
     uint8_t *b;
@@ -799,13 +806,13 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
     return b + RVX__DC_PREFIX;
 }
 
-/* The claim of the protocols' hot paths (RVX__TL_AM_CLAIM_HOT): the cached credits, else what
+/* The claim of the protocols' hot paths (RVX__DC_AM_CLAIM_HOT): the cached credits, else what
  * the peer has reported since (a few loads, no call), else NULL and the caller's cold path claims
- * again with rvx__tl_am_claim (a claim on the peer's pool). A call that returned into the hot
+ * again with rvx__dc_am_claim (a claim on the peer's pool). A call that returned into the hot
  * path would make it keep a stack frame. */
-RVX_INLINE void *rvx__dc_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_INLINE void *rvx__dc_am_claim_hot(rvx__dc_ep_t *ep, unsigned chan, size_t len)
 {
-    if (len + RVX__DC_PREFIX > RVX__DC_AM_INLINE) return rvx__tl_am_claim(ep, chan, len);
+    if (len + RVX__DC_PREFIX > RVX__DC_AM_INLINE) return rvx__dc_am_claim(ep, chan, len);
     if (RVX_UNLIKELY(ep->tx_left == 0)) {
         if (ep->failed) return NULL;
         rvx__dc_refresh(ep);
@@ -813,14 +820,14 @@ RVX_INLINE void *rvx__dc_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t le
     }
     return (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX;
 }
-#define RVX__TL_AM_CLAIM_HOT(tl, chan, len) rvx__dc_am_claim_hot((tl), (chan), (len))
+#define RVX__DC_AM_CLAIM_HOT(tl, chan, len) rvx__dc_am_claim_hot((tl), (chan), (len))
 
 /* SEND with immediate (info | chan << 16) of the prefix and body: inline when small, else one
  * data segment on the bounce ring (given back when the WQE retires). */
-RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+RVX_INLINE void rvx__dc_publish_gen(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
                                     unsigned info)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     uint8_t *frame = (uint8_t *)body - RVX__DC_PREFIX, *wqe, *seg;
     size_t flen = len + RVX__DC_PREFIX;
     int inl = flen <= RVX__DC_AM_INLINE;
@@ -858,7 +865,7 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__tl_ep_t *ep, unsigned chan, void *body,
 
 /* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
  * the WQE that asks for a completion (built here from registers as well). */
-RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
 #if defined(__x86_64__)
@@ -882,7 +889,7 @@ RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__tl_ep_t *ep, unsigned chan, void
 }
 
 /* RVX_OK always: callers return it as their own status, so the cold path is a jump. */
-RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+RVX_INLINE rvx_status_t rvx__dc_am_publish(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
                                    unsigned info)
 {
 #if defined(__x86_64__)
@@ -913,29 +920,31 @@ RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void
 
 /* Nonzero while a handler runs (every delivery sets in_rx), a word the send path reaches through
  * the ifc pointer it loads anyway: proto/am.h refuses requests from handlers with it. */
-#define RVX__TL_IN_HANDLER(tl) ((tl)->ifc->in_rx)
+#define RVX__DC_IN_HANDLER(tl) ((tl)->ifc->in_rx)
+/* The word that says so, for a pair (tl/pair.h), which sets it around shm's deliveries too. */
+RVX_INLINE uint8_t *rvx__dc_iface_in_rx(rvx__dc_iface_t *ifc) { return &ifc->in_rx; }
 
 /* Zero-copy message, as the contract has it: header and body are copied into a frame (claim and
  * publish), and the call completes at once: RVX_OK, buf reusable; lmem and req are not used.
  * RVX_ERR_NO_RESOURCE: no credit, nothing sent. */
-#define RVX__TL_AM_ZCOPY         0  /* the body is copied: callers need not register */
-#define RVX__TL_AM_ZCOPY_HDR_MAX 28
-RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,
+#define RVX__DC_AM_ZCOPY         0  /* the body is copied: callers need not register */
+#define RVX__DC_AM_ZCOPY_HDR_MAX 28
+RVX_INLINE rvx_status_t rvx__dc_am_zcopy(rvx__dc_ep_t *ep, unsigned chan, const void *hdr,
                                          size_t hdrlen, const void *buf, size_t len,
-                                         const rvx__tl_mem_t *lmem, unsigned info,
+                                         const rvx__mlx5_mem_t *lmem, unsigned info,
                                          rvx_request_t *req)
 {
     uint8_t *b;
     (void)lmem;
     (void)req;
-    if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX_MLX5_FRAME - RVX__DC_PREFIX)
+    if (hdrlen > RVX__DC_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX_MLX5_FRAME - RVX__DC_PREFIX)
         return RVX_ERR_INVALID_PARAM;
     if (RVX_UNLIKELY(ep->failed)) return rvx__dc_ep_status(ep);
-    b = (uint8_t *)rvx__tl_am_claim(ep, chan, hdrlen + len);
+    b = (uint8_t *)rvx__dc_am_claim(ep, chan, hdrlen + len);
     if (!b) return ep->failed ? rvx__dc_ep_status(ep) : RVX_ERR_NO_RESOURCE;
     if (hdrlen) memcpy(b, hdr, hdrlen);
     if (len) memcpy(b + hdrlen, buf, len);
-    rvx__tl_am_publish(ep, chan, b, hdrlen + len, info);
+    rvx__dc_am_publish(ep, chan, b, hdrlen + len, info);
     return ep->failed ? rvx__dc_ep_status(ep) : RVX_OK;
 }
 #endif
@@ -946,7 +955,7 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
  * signaled work is outstanding: nothing arrives unasked); otherwise one look at the CQE at the
  * consumer index, and a countdown that is 1 while frames are set aside and otherwise lets every
  * RVX__DC_TICK-th empty call look at the clock (idle credits go back, tl/dc/poll.h). */
-RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+RVX_INLINE int rvx__dc_progress(rvx__dc_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
@@ -962,7 +971,7 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 
 /* Done at once when the endpoint holds no DCI or its DCI has retired everything: its work is
  * complete. Otherwise the slow path (a signaled NOP covers an unsignaled tail). */
-RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__dc_ep_flush(rvx__dc_ep_t *ep, rvx_request_t *req)
 {
     const rvx__dc_dci_t *d = ep->dci;
     if (d->sq.ci == d->sq.pi) return (rvx_status_t)ep->err; /* also no DCI held (no_dci) */

@@ -2,16 +2,18 @@
  * rank's node, the build's mlx5 transport (RVX_TL: tl/rc_mlx5.h or tl/dc_mlx5.h, "net" below) to
  * the others. Built when RVX_TL_INTRA=RVX_TL_SHM is defined beside RVX_TL (config.h: RVX_PAIR).
  *
- * Both headers are compiled in with the contract's names renamed (tl/rename.h): shm's become
- * rvx__shm_tl_*, net's rvx__net_tl_*, and each transport's upcall (rvx__rx_deliver) lands in a
- * function here that finds the pair endpoint around the sub-endpoint and calls the protocols'.
- * This file then defines the contract's names once more for the pair. Every operation is one
+ * Both headers are compiled in under their own names: shm's rvx__shm_*, net's rvx__rc_* or
+ * rvx__dc_* (RVX__NET(x) below names the build's), their shared device layer's rvx__mlx5_*. The
+ * pair defines the contract as rvx__pair_* (tl/bind.h binds it), reads of each transport only
+ * what that transport exports for it (rvx__shm_iface_nrx, rvx__rc_iface_in_rx, ...), and defines
+ * both transports' upcalls (rvx__shm_rx_deliver, RVX__NET(rx_deliver)): each finds the pair
+ * endpoint around the sub-endpoint and calls the protocols'. Every operation is one
  * branch on ep->intra, set when the endpoint is created, to the sub-transport's inline function:
  * no pointer, both paths inlined. The protocols' hot sends (a claim, a body, a publish) read the
- * branch once as the endpoint's path (RVX__TL_PATH, tl/path.h) rather than once per call.
+ * branch once as the endpoint's path (RVX__PAIR_PATH, tl/path.h) rather than once per call.
  *
  * Where a peer runs: the bootstrap numbers this rank's node (rvx__boot_t.node), the core hands it
- * to rvx__tl_iface_init, and it travels in the worker's address; an endpoint whose peer has the
+ * to rvx__pair_iface_init, and it travels in the worker's address; an endpoint whose peer has the
  * same number is on the node.
  *
  * Atomics always go through the NIC, also to on-node peers: then atomics on one word from ranks
@@ -36,185 +38,123 @@
 
 #include "contract.h"
 
-#define RVX__TL_CAT(a, b)   a##b
-#define RVX__TL_SUB2(p, x)  RVX__TL_CAT(p, x)
-#define RVX__TL_SUB(x)      RVX__TL_SUB2(RVX__TL_PREFIX, x)
-
-/* ---- shm, renamed rvx__shm_tl_* --------------------------------------------------------------- */
-#define RVX__TL_PREFIX rvx__shm_
-#include "rename.h"
-#if RVX_CAN_RECEIVE
-struct rvx__tl_ep;
-RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
-                                size_t len);
-#endif
 #include "shm.h"
-/* what shm's macros say, kept under names of the pair before they go */
-enum {
-    RVX__SHM_RKEY_PACKED = RVX__TL_RKEY_PACKED_SIZE,
-    RVX__SHM_ADDR_BYTES  = sizeof(rvx__tl_addr_t),
-    RVX__SHM_ZCOPY_HDR   = RVX__TL_AM_ZCOPY_HDR_MAX
-};
-#if RVX__TL_AM_ZCOPY
-#error "tl/pair.h: shm's messages are not expected to be zero-copy"
-#endif
-#undef RVX__TL_RKEY_PACKED_SIZE
-#undef RVX__TL_ADDR_SIZE
-#undef RVX__TL_AM_ZCOPY
-#undef RVX__TL_AM_ZCOPY_HDR_MAX
-#define RVX__TL_RENAME_UNDO
-#include "rename.h"
-#undef RVX__TL_PREFIX
-
-/* ---- the net transport, renamed rvx__net_tl_* -------------------------------------------------- */
-#define RVX__TL_PREFIX rvx__net_
-#include "rename.h"
-#if RVX_CAN_RECEIVE
-struct rvx__tl_ep;
-RVX_INLINE void rvx__rx_deliver(struct rvx__tl_ep *ep, unsigned chan, unsigned info, void *body,
-                                size_t len);
-#endif
 #if RVX_TL == RVX_TL_RC_MLX5
 #include "rc_mlx5.h"
+#define RVX__NET(x) rvx__rc_##x /* the net transport's own names */
+#define RVX__NET_ADDR_SIZE       RVX__RC_ADDR_SIZE
+#define RVX__NET_ADDR_KEPT       RVX__RC_ADDR_KEPT
+#define RVX__NET_AM_ZCOPY        RVX__RC_AM_ZCOPY
+#define RVX__NET_AM_ZCOPY_HDR    RVX__RC_AM_ZCOPY_HDR_MAX
+#define RVX__NET_IN_HANDLER(ep)  RVX__RC_IN_HANDLER(ep)
+#define RVX__NET_IN_RX(ifc)      rvx__rc_iface_in_rx(ifc)
+#define rvx__net_am_claim_hot    rvx__rc_am_claim
 #elif RVX_TL == RVX_TL_DC_MLX5
 #include "dc_mlx5.h"
+#define RVX__NET(x) rvx__dc_##x
+#define RVX__NET_ADDR_SIZE       RVX__DC_ADDR_SIZE
+#define RVX__NET_ADDR_KEPT       RVX__DC_ADDR_KEPT
+#define RVX__NET_AM_ZCOPY        RVX__DC_AM_ZCOPY
+#define RVX__NET_AM_ZCOPY_HDR    RVX__DC_AM_ZCOPY_HDR_MAX
+#define RVX__NET_IN_HANDLER(ep)  RVX__DC_IN_HANDLER(ep)
+#define RVX__NET_IN_RX(ifc)      rvx__dc_iface_in_rx(ifc)
+#define rvx__net_am_claim_hot    rvx__dc_am_claim_hot /* fails rather than call out */
 #endif
-enum { RVX__NET_RKEY_PACKED = RVX__TL_RKEY_PACKED_SIZE };
-#if RVX_CAN_RECEIVE /* mlx5 carries messages only in builds that receive */
-enum { RVX__NET_ZCOPY_HDR = RVX__TL_AM_ZCOPY_HDR_MAX };
-#if RVX__TL_AM_ZCOPY
-#define RVX__NET_AM_ZCOPY 1
-#else
-#define RVX__NET_AM_ZCOPY 0
+#if RVX__SHM_AM_ZCOPY
+#error "tl/pair.h: shm's messages are not expected to be zero-copy"
 #endif
-#endif
-RVX_INLINE size_t rvx__net_addr_size(size_t n)
-{
-    (void)n; /* dc_mlx5's address does not grow with the job */
-    return RVX__TL_ADDR_SIZE(n);
-}
-#ifdef RVX__TL_ADDR_KEPT
-#define RVX__NET_ADDR_KEPT 1
-RVX_INLINE size_t rvx__net_addr_kept(size_t n)
-{
-    (void)n; /* both mlx5 transports keep a fixed prefix */
-    return RVX__TL_ADDR_KEPT(n);
-}
-#endif
-#if RVX_CAN_RECEIVE
-/* net's claim of hot paths (one that fails rather than call out, where net names one) */
-RVX_INLINE void *rvx__net_am_claim_hot(rvx__tl_ep_t *ep, unsigned chan, size_t len)
-{
-#ifdef RVX__TL_AM_CLAIM_HOT
-    return RVX__TL_AM_CLAIM_HOT(ep, chan, len);
-#else
-    return rvx__tl_am_claim(ep, chan, len);
-#endif
-}
-/* Both mlx5 transports name a word set while their deliveries run, in their iface's in_rx; the
- * pair sets it around shm's deliveries too (rvx__shm_rx_deliver), so it stands for both paths. */
-RVX_INLINE unsigned rvx__net_in_handler(const rvx__tl_ep_t *ep)
-{
-    return RVX__TL_IN_HANDLER(ep);
-}
-#endif
-#undef RVX__TL_RKEY_PACKED_SIZE
-#undef RVX__TL_ADDR_SIZE
-#undef RVX__TL_ADDR_KEPT
-#undef RVX__TL_AM_ZCOPY
-#undef RVX__TL_AM_ZCOPY_HDR_MAX
-#undef RVX__TL_IN_HANDLER
-#undef RVX__TL_AM_CLAIM_HOT
-#define RVX__TL_RENAME_UNDO
-#include "rename.h"
-#undef RVX__TL_PREFIX
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
-typedef struct rvx__tl_ctx {
-    rvx__shm_tl_ctx_t shm;
-    rvx__net_tl_ctx_t net;
-} rvx__tl_ctx_t;
+typedef struct rvx__pair_ctx {
+    rvx__shm_ctx_t shm;
+    rvx__mlx5_ctx_t net;
+} rvx__pair_ctx_t;
 
 /* addr and len first: the core reads them of every region */
-typedef struct rvx__tl_mem {
+typedef struct rvx__pair_mem {
     void             *addr;
     size_t            len;
-    rvx__shm_tl_mem_t shm;
-    rvx__net_tl_mem_t net;
-} rvx__tl_mem_t;
+    rvx__shm_mem_t shm;
+    rvx__mlx5_mem_t net;
+} rvx__pair_mem_t;
 
 /* net first: the off-node put then finds its key at the address it was given (no add) */
-typedef struct rvx_rkey {
-    rvx__net_rkey_t net;   /* always: every access off the node, atomics on it */
+typedef struct rvx__pair_rkey {
+    rvx__mlx5_rkey_t net;   /* always: every access off the node, atomics on it */
     rvx__shm_rkey_t shm;   /* resolved on an on-node endpoint only: puts and gets */
 #if RVX_DEBUG
     const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
 #endif
-} rvx_rkey_t;
-#define RVX__TL_RKEY_PACKED_SIZE ((size_t)RVX__SHM_RKEY_PACKED + RVX__NET_RKEY_PACKED)
+} rvx__pair_rkey_t;
+#define RVX__PAIR_RKEY_PACKED_SIZE (RVX__SHM_RKEY_PACKED_SIZE + RVX__MLX5_RKEY_PACKED_SIZE)
 
 /* A worker's address: this header, then shm's address at RVX__PAIR_SHM_OFF and net's at
  * RVX__PAIR_NET_OFF (8-byte aligned: both hold 64-bit fields). Net's comes last, so that the
- * prefix net keeps after wire-up (RVX__TL_ADDR_KEPT) is a prefix of the pair's too. */
-typedef struct rvx__tl_addr {
+ * prefix net keeps after wire-up (RVX__PAIR_ADDR_KEPT) is a prefix of the pair's too. */
+typedef struct rvx__pair_addr {
     int32_t node;
     int32_t pad;
-} rvx__tl_addr_t;
-#define RVX__PAIR_SHM_OFF sizeof(rvx__tl_addr_t)
-#define RVX__PAIR_NET_OFF (RVX__PAIR_SHM_OFF + (((size_t)RVX__SHM_ADDR_BYTES + 7) & ~(size_t)7))
-#define RVX__TL_ADDR_SIZE(n) (RVX__PAIR_NET_OFF + rvx__net_addr_size((size_t)(n)))
+} rvx__pair_addr_t;
+#define RVX__PAIR_SHM_OFF sizeof(rvx__pair_addr_t)
+#define RVX__PAIR_NET_OFF (RVX__PAIR_SHM_OFF + ((sizeof(rvx__shm_addr_t) + 7) & ~(size_t)7))
+#define RVX__PAIR_ADDR_SIZE(n) (RVX__PAIR_NET_OFF + RVX__NET_ADDR_SIZE(n))
 #ifdef RVX__NET_ADDR_KEPT
-#define RVX__TL_ADDR_KEPT(n) (RVX__PAIR_NET_OFF + rvx__net_addr_kept((size_t)(n)))
+#define RVX__PAIR_ADDR_KEPT(n) (RVX__PAIR_NET_OFF + RVX__NET_ADDR_KEPT(n))
 #endif
 
-struct rvx__tl_iface;
+struct rvx__pair_iface;
 
 /* intra first: the one word every operation branches on; net's endpoint (rc_mlx5: the conn
  * pointer) next to it, shm's rings after. */
-typedef struct rvx__tl_ep {
+typedef struct rvx__pair_ep {
     uint8_t               intra;   /* the peer is on this node: shm; else net */
     int                   rank;
-    rvx__net_tl_ep_t      net;     /* connected on every endpoint (atomics go this way) */
-    rvx__shm_tl_ep_t      shm;     /* connected on on-node endpoints */
-    struct rvx__tl_iface *ifc;
-} rvx__tl_ep_t;
+    RVX__NET(ep_t)      net;     /* connected on every endpoint (atomics go this way) */
+    rvx__shm_ep_t      shm;     /* connected on on-node endpoints */
+    struct rvx__pair_iface *ifc;
+} rvx__pair_ep_t;
 
-typedef struct rvx__tl_iface {
+typedef struct rvx__pair_iface {
     /* hot: progress reads these */
     unsigned          nlive;       /* endpoints, both paths */
     unsigned          outstanding; /* 0: net's own count is net.outstanding (the core reads this
                                       field for lanes above 0 only, which a pair has not) */
     unsigned          noff;        /* endpoints to other nodes: net's CQ is polled for them */
     int               node;        /* this rank's node */
-    rvx__shm_tl_iface_t shm;
-    rvx__net_tl_iface_t net;
+    rvx__shm_iface_t shm;
+    RVX__NET(iface_t) net;
     /* cold */
+    int               rank;
     int               nranks;
-} rvx__tl_iface_t;
+} rvx__pair_iface_t;
 
-#define RVX__PAIR_SHM_ADDR(a) ((rvx__shm_tl_addr_t *)(void *)((uint8_t *)(a) + RVX__PAIR_SHM_OFF))
-#define RVX__PAIR_NET_ADDR(a) ((rvx__net_tl_addr_t *)(void *)((uint8_t *)(a) + RVX__PAIR_NET_OFF))
+#define RVX__PAIR_SHM_ADDR(a) ((rvx__shm_addr_t *)(void *)((uint8_t *)(a) + RVX__PAIR_SHM_OFF))
+#define RVX__PAIR_NET_ADDR(a) ((RVX__NET(addr_t) *)(void *)((uint8_t *)(a) + RVX__PAIR_NET_OFF))
 
 /* ---- upcalls: a sub-endpoint's frame goes to the protocols with the pair endpoint ----------- */
 #if RVX_CAN_RECEIVE
+RVX_INLINE void rvx__rx_deliver(rvx__pair_ep_t *ep, unsigned chan, unsigned info, void *body,
+                                size_t len); /* the protocols' (proto/rx.h) */
+
 /* shm's deliveries run with net's in_rx set, so that one word says "a handler runs" on both
- * paths (RVX__TL_IN_HANDLER_ON); net's progress, which it also holds off, is not re-entered from
+ * paths (RVX__PAIR_IN_HANDLER_ON); net's progress, which it also holds off, is not re-entered from
  * a handler anyway (rvx_progress from a handler does nothing). */
-RVX_INLINE void rvx__shm_rx_deliver(struct rvx__shm_tl_ep *sep, unsigned chan, unsigned info,
+RVX_INLINE void rvx__shm_rx_deliver(rvx__shm_ep_t *sep, unsigned chan, unsigned info,
                                     void *body, size_t len)
 {
-    rvx__tl_ep_t *ep = RVX_CONTAINER_OF(sep, rvx__tl_ep_t, shm);
-    uint8_t was = ep->ifc->net.in_rx;
-    ep->ifc->net.in_rx = 1;
+    rvx__pair_ep_t *ep = RVX_CONTAINER_OF(sep, rvx__pair_ep_t, shm);
+    uint8_t *in_rx = RVX__NET_IN_RX(&ep->ifc->net);
+    uint8_t was = *in_rx;
+    *in_rx = 1;
     rvx__rx_deliver(ep, chan, info, body, len);
-    ep->ifc->net.in_rx = was;
+    *in_rx = was;
 }
 
-RVX_INLINE void rvx__net_rx_deliver(struct rvx__net_tl_ep *nep, unsigned chan, unsigned info,
+RVX_INLINE void RVX__NET(rx_deliver)(RVX__NET(ep_t) *nep, unsigned chan, unsigned info,
                                     void *body, size_t len)
 {
-    rvx__rx_deliver(RVX_CONTAINER_OF(nep, rvx__tl_ep_t, net), chan, info, body, len);
+    rvx__rx_deliver(RVX_CONTAINER_OF(nep, rvx__pair_ep_t, net), chan, info, body, len);
 }
 #endif
 
@@ -222,135 +162,135 @@ RVX_INLINE void rvx__net_rx_deliver(struct rvx__net_tl_ep *nep, unsigned chan, u
 
 /* ---- RMA: one branch on where the peer is --------------------------------------------------- */
 
-RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__pair_put_short(rvx__pair_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__pair_rkey_t *rkey)
 {
-    if (ep->intra) return rvx__shm_tl_put_short(&ep->shm, src, len, raddr, &rkey->shm);
-    return rvx__net_tl_put_short(&ep->net, src, len, raddr, &rkey->net);
+    if (ep->intra) return rvx__shm_put_short(&ep->shm, src, len, raddr, &rkey->shm);
+    return RVX__NET(put_short)(&ep->net, src, len, raddr, &rkey->net);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__pair_put_bcopy(rvx__pair_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__pair_rkey_t *rkey)
 {
-    if (ep->intra) return rvx__shm_tl_put_bcopy(&ep->shm, src, len, raddr, &rkey->shm);
-    return rvx__net_tl_put_bcopy(&ep->net, src, len, raddr, &rkey->net);
+    if (ep->intra) return rvx__shm_put_bcopy(&ep->shm, src, len, raddr, &rkey->shm);
+    return RVX__NET(put_bcopy)(&ep->net, src, len, raddr, &rkey->net);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__pair_put_zcopy(rvx__pair_ep_t *ep, const void *src, size_t len,
+                                          const rvx__pair_mem_t *lmem, uint64_t raddr,
+                                          const rvx__pair_rkey_t *rkey, rvx_request_t *req)
 {
-    if (ep->intra) return rvx__shm_tl_put_zcopy(&ep->shm, src, len, &lmem->shm, raddr, &rkey->shm, req);
-    return rvx__net_tl_put_zcopy(&ep->net, src, len, &lmem->net, raddr, &rkey->net, req);
+    if (ep->intra) return rvx__shm_put_zcopy(&ep->shm, src, len, &lmem->shm, raddr, &rkey->shm, req);
+    return RVX__NET(put_zcopy)(&ep->net, src, len, &lmem->net, raddr, &rkey->net, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__pair_get_bcopy(rvx__pair_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx__pair_rkey_t *rkey, rvx_request_t *req)
 {
-    if (ep->intra) return rvx__shm_tl_get_bcopy(&ep->shm, dst, len, raddr, &rkey->shm, req);
-    return rvx__net_tl_get_bcopy(&ep->net, dst, len, raddr, &rkey->net, req);
+    if (ep->intra) return rvx__shm_get_bcopy(&ep->shm, dst, len, raddr, &rkey->shm, req);
+    return RVX__NET(get_bcopy)(&ep->net, dst, len, raddr, &rkey->net, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__pair_get_zcopy(rvx__pair_ep_t *ep, void *dst, size_t len,
+                                          const rvx__pair_mem_t *lmem, uint64_t raddr,
+                                          const rvx__pair_rkey_t *rkey, rvx_request_t *req)
 {
-    if (ep->intra) return rvx__shm_tl_get_zcopy(&ep->shm, dst, len, &lmem->shm, raddr, &rkey->shm, req);
-    return rvx__net_tl_get_zcopy(&ep->net, dst, len, &lmem->net, raddr, &rkey->net, req);
+    if (ep->intra) return rvx__shm_get_zcopy(&ep->shm, dst, len, &lmem->shm, raddr, &rkey->shm, req);
+    return RVX__NET(get_zcopy)(&ep->net, dst, len, &lmem->net, raddr, &rkey->net, req);
 }
 
 /* Atomics: through the NIC whatever the peer (see the top of this file). On the node the atomic
  * has completed when the call returns (a fetch into a local word where the caller wants none):
  * the puts and messages issued after it go through shared memory and would otherwise overtake
  * it, against the endpoint's order. A NIC round trip per on-node atomic, in a call. */
-RVX_COLD rvx_status_t rvx__pair_amo_intra(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
+RVX_COLD rvx_status_t rvx__pair_amo_intra(rvx__pair_ep_t *ep, rvx_amo_op_t op, unsigned size,
                                           uint64_t v, uint64_t cmp, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, void *fetch)
+                                          const rvx__pair_rkey_t *rkey, void *fetch)
 {
     uint64_t old64;
     uint32_t old32;
     if (size == 8)
-        return rvx__net_tl_atomic64(&ep->net, op, v, cmp, raddr, &rkey->net,
+        return RVX__NET(atomic64)(&ep->net, op, v, cmp, raddr, &rkey->net,
                                     fetch ? (uint64_t *)fetch : &old64, NULL);
-    return rvx__net_tl_atomic32(&ep->net, op, (uint32_t)v, (uint32_t)cmp, raddr, &rkey->net,
+    return RVX__NET(atomic32)(&ep->net, op, (uint32_t)v, (uint32_t)cmp, raddr, &rkey->net,
                                 fetch ? (uint32_t *)fetch : &old32, NULL);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_atomic64(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
-                                         uint64_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__pair_atomic64(rvx__pair_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
+                                         uint64_t compare, uint64_t raddr, const rvx__pair_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
     if (ep->intra) return rvx__pair_amo_intra(ep, op, 8, operand, compare, raddr, rkey, fetch);
-    return rvx__net_tl_atomic64(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
+    return RVX__NET(atomic64)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
-                                         uint32_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__pair_atomic32(rvx__pair_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
+                                         uint32_t compare, uint64_t raddr, const rvx__pair_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
     if (ep->intra) return rvx__pair_amo_intra(ep, op, 4, operand, compare, raddr, rkey, fetch);
-    return rvx__net_tl_atomic32(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
+    return RVX__NET(atomic32)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
 /* ---- messages (builds that receive: the only ones where mlx5 carries them) ------------------ */
 #if RVX_CAN_RECEIVE
 
-RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_INLINE void *rvx__pair_am_claim(rvx__pair_ep_t *ep, unsigned chan, size_t len)
 {
-    if (ep->intra) return rvx__shm_tl_am_claim(&ep->shm, chan, len);
-    return rvx__net_tl_am_claim(&ep->net, chan, len);
+    if (ep->intra) return rvx__shm_am_claim(&ep->shm, chan, len);
+    return RVX__NET(am_claim)(&ep->net, chan, len);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+RVX_INLINE rvx_status_t rvx__pair_am_publish(rvx__pair_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
-    if (ep->intra) return rvx__shm_tl_am_publish(&ep->shm, chan, body, len, info);
-    return rvx__net_tl_am_publish(&ep->net, chan, body, len, info);
+    if (ep->intra) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
+    return RVX__NET(am_publish)(&ep->net, chan, body, len, info);
 }
 
 /* The protocols' hot sends (tl/path.h): path 1 is shm, 0 net, read once per send, so that the
  * claim, publish and handler test below each fold to one transport's. */
-#define RVX__TL_PATH(ep) ((unsigned)(ep)->intra)
+#define RVX__PAIR_PATH(ep) ((unsigned)(ep)->intra)
 
-RVX_INLINE void *rvx__tl_am_claim_on(rvx__tl_ep_t *ep, unsigned path, unsigned chan, size_t len)
+RVX_INLINE void *rvx__pair_am_claim_on(rvx__pair_ep_t *ep, unsigned path, unsigned chan, size_t len)
 {
-    if (path) return rvx__shm_tl_am_claim(&ep->shm, chan, len); /* never calls out */
+    if (path) return rvx__shm_am_claim(&ep->shm, chan, len); /* never calls out */
     return rvx__net_am_claim_hot(&ep->net, chan, len);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_am_publish_on(rvx__tl_ep_t *ep, unsigned path, unsigned chan,
+RVX_INLINE rvx_status_t rvx__pair_am_publish_on(rvx__pair_ep_t *ep, unsigned path, unsigned chan,
                                               void *body, size_t len, unsigned info)
 {
-    if (path) return rvx__shm_tl_am_publish(&ep->shm, chan, body, len, info);
-    return rvx__net_tl_am_publish(&ep->net, chan, body, len, info);
+    if (path) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
+    return RVX__NET(am_publish)(&ep->net, chan, body, len, info);
 }
 
 /* net's in_rx on either path: net's own test where net sends (it loads the word's way anyway),
  * the pair iface's copy of net's iface where shm sends */
-#define RVX__TL_IN_HANDLER_ON(ep, path) \
-    ((path) ? (unsigned)(ep)->ifc->net.in_rx : rvx__net_in_handler(&(ep)->net))
+#define RVX__PAIR_IN_HANDLER_ON(ep, path) \
+    ((path) ? (unsigned)*RVX__NET_IN_RX(&(ep)->ifc->net) : RVX__NET_IN_HANDLER(&(ep)->net))
 
-RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_COLD void *rvx__pair_am_wait_room(rvx__pair_ep_t *ep, unsigned chan, size_t len)
 {
-    if (ep->intra) return rvx__shm_tl_am_wait_room(&ep->shm, chan, len);
-    return rvx__net_tl_am_wait_room(&ep->net, chan, len);
+    if (ep->intra) return rvx__shm_am_wait_room(&ep->shm, chan, len);
+    return RVX__NET(am_wait_room)(&ep->net, chan, len);
 }
 
-/* Zero-copy where net carries the message; shm copies (and ignores lmem). RVX__TL_AM_ZCOPY is
- * net's; RVX__TL_AM_ZCOPY_ON tells callers that an on-node body needs no registration. */
-#define RVX__TL_AM_ZCOPY RVX__NET_AM_ZCOPY
-#define RVX__TL_AM_ZCOPY_ON(ep) (!(ep)->intra && RVX__NET_AM_ZCOPY)
-#define RVX__TL_AM_ZCOPY_HDR_MAX \
-    ((int)RVX__SHM_ZCOPY_HDR < (int)RVX__NET_ZCOPY_HDR ? (int)RVX__SHM_ZCOPY_HDR : (int)RVX__NET_ZCOPY_HDR)
-RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr,
+/* Zero-copy where net carries the message; shm copies (and ignores lmem). RVX__PAIR_AM_ZCOPY is
+ * net's; RVX__PAIR_AM_ZCOPY_ON tells callers that an on-node body needs no registration. */
+#define RVX__PAIR_AM_ZCOPY RVX__NET_AM_ZCOPY
+#define RVX__PAIR_AM_ZCOPY_ON(ep) (!(ep)->intra && RVX__NET_AM_ZCOPY)
+#define RVX__PAIR_AM_ZCOPY_HDR_MAX \
+    ((int)RVX__SHM_AM_ZCOPY_HDR_MAX < (int)RVX__NET_AM_ZCOPY_HDR ? (int)RVX__SHM_AM_ZCOPY_HDR_MAX : (int)RVX__NET_AM_ZCOPY_HDR)
+RVX_INLINE rvx_status_t rvx__pair_am_zcopy(rvx__pair_ep_t *ep, unsigned chan, const void *hdr,
                                          size_t hdrlen, const void *buf, size_t len,
-                                         const rvx__tl_mem_t *lmem, unsigned info,
+                                         const rvx__pair_mem_t *lmem, unsigned info,
                                          rvx_request_t *req)
 {
     if (ep->intra)
-        return rvx__shm_tl_am_zcopy(&ep->shm, chan, hdr, hdrlen, buf, len, lmem ? &lmem->shm : NULL,
+        return rvx__shm_am_zcopy(&ep->shm, chan, hdr, hdrlen, buf, len, lmem ? &lmem->shm : NULL,
                                     info, req);
-    return rvx__net_tl_am_zcopy(&ep->net, chan, hdr, hdrlen, buf, len, lmem ? &lmem->net : NULL,
+    return RVX__NET(am_zcopy)(&ep->net, chan, hdr, hdrlen, buf, len, lmem ? &lmem->net : NULL,
                                 info, req);
 }
 #endif /* RVX_CAN_RECEIVE */
@@ -363,41 +303,41 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
 #if RVX_CAN_RECEIVE
 /* Both transports live: each polled in turn. Out of line, so that the paths below keep each
  * transport's tail calls and need no saved registers (no prologue before the idle return). */
-static RVX_NOINLINE RVX_UNUSED int rvx__pair_progress_both(rvx__tl_iface_t *ifc)
+static RVX_NOINLINE RVX_UNUSED int rvx__pair_progress_both(rvx__pair_iface_t *ifc)
 {
-    int n = rvx__shm_tl_progress(&ifc->shm);
-    return n + rvx__net_tl_progress(&ifc->net);
+    int n = rvx__shm_progress(&ifc->shm);
+    return n + RVX__NET(progress)(&ifc->net);
 }
 #endif
 
-RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+RVX_INLINE int rvx__pair_progress(rvx__pair_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
-    if (!ifc->noff && !ifc->net.outstanding) return rvx__shm_tl_progress(&ifc->shm);
-    if (!ifc->shm.nrx) return rvx__net_tl_progress(&ifc->net);
+    if (!ifc->noff && !ifc->net.outstanding) return rvx__shm_progress(&ifc->shm);
+    if (!rvx__shm_iface_nrx(&ifc->shm)) return RVX__NET(progress)(&ifc->net);
     return rvx__pair_progress_both(ifc);
 #else
-    return rvx__net_tl_progress(&ifc->net);
+    return RVX__NET(progress)(&ifc->net);
 #endif
 }
 
 /* The path's flush; on an on-node endpoint net's too, which returns at once unless atomics are
  * outstanding on it. */
-RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__pair_ep_flush(rvx__pair_ep_t *ep, rvx_request_t *req)
 {
     if (ep->intra) {
-        rvx_status_t st = rvx__shm_tl_ep_flush(&ep->shm, req);
+        rvx_status_t st = rvx__shm_ep_flush(&ep->shm, req);
         if (st != RVX_OK) return st;
     }
-    return rvx__net_tl_ep_flush(&ep->net, req);
+    return RVX__NET(ep_flush)(&ep->net, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__pair_iface_flush(rvx__pair_iface_t *ifc, rvx_request_t *req)
 {
-    rvx_status_t st = rvx__shm_tl_iface_flush(&ifc->shm, req);
+    rvx_status_t st = rvx__shm_iface_flush(&ifc->shm, req);
     if (st != RVX_OK) return st;
-    return rvx__net_tl_iface_flush(&ifc->net, req);
+    return RVX__NET(iface_flush)(&ifc->net, req);
 }
 
 #endif /* RVX_TL_PAIR_H */

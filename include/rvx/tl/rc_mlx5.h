@@ -41,12 +41,12 @@
  * what they do not use; failing that the call polls the CQ, as for a full queue.
  *
  * Messages (RVX_CAN_RECEIVE builds). SEND with immediate = info | channel << 16 into the shared
- * receive queue's buffers of RVX__MLX5_FRAME bytes. Flow control by credits: each peer may have
+ * receive queue's buffers of RVX__RC_FRAME bytes. Flow control by credits: each peer may have
  * ifc->credits frames in flight, and the queue holds every peer's credits (plus room for
  * re-connection hellos); a receiver reports how many frames it has consumed by an RDMA WRITE of
  * that count into the sender's control region (so a credit message never needs a receive
  * buffer), every quarter of the credits; a sender with no credit gets NULL from
- * rvx__tl_am_claim (RVX_ERR_NO_RESOURCE for requests). RNR cannot happen.
+ * rvx__rc_am_claim (RVX_ERR_NO_RESOURCE for requests). RNR cannot happen.
  *
  * Errors. An error CQE fails the operation it names (remote access -> RVX_ERR_REMOTE_ACCESS,
  * retries exhausted -> RVX_ERR_PEER_FAILED) and marks the endpoint failed; the WQEs after it are
@@ -69,42 +69,42 @@
 #include "mlx5/setup.h"
 #include "mlx5/srq.h"
 
-#define RVX__MLX5_QPT_EMPTY (-1)
-#define RVX__MLX5_QPT_GONE  (-2)              /* a QP that no longer completes anything */
-#define RVX__MLX5_QPT_HELLO 0x40000000        /* the iface's hello QP (tl/rc/reconnect.h) */
-#define RVX__MLX5_HELLO_WR  16u               /* datagrams the hello QP may have in flight */
-#define RVX__MLX5_HELLO     0xffffu           /* imm info of a re-connection message */
+#define RVX__RC_QPT_EMPTY (-1)
+#define RVX__RC_QPT_GONE  (-2)              /* a QP that no longer completes anything */
+#define RVX__RC_QPT_HELLO 0x40000000        /* the iface's hello QP (tl/rc/reconnect.h) */
+#define RVX__RC_HELLO_WR  16u               /* datagrams the hello QP may have in flight */
+#define RVX__RC_HELLO     0xffffu           /* imm info of a re-connection message */
 /* WQEBBs the data path leaves free: a flush NOP, a credit write and a keepalive always fit. */
-#define RVX__MLX5_SQ_RESERVE 4u
+#define RVX__RC_SQ_RESERVE 4u
 /* Buffers of the shared receive queue beyond every peer's credits: re-connection hellos. */
-#define RVX__MLX5_SRQ_SPARE 16u
+#define RVX__RC_SRQ_SPARE 16u
 
 /* The worker's send budget (per lane), as UCX's interface TX credits: WQEBBs that may be
  * outstanding on all its QPs together. It bounds the send CQEs the CQ can hold, whatever the
- * number of ranks (see rvx__mlx5_iface_cq). Lent to conns in grants of RVX__MLX5_GRANT WQEBBs. */
+ * number of ranks (see rvx__rc_iface_cq). Lent to conns in grants of RVX__RC_GRANT WQEBBs. */
 #ifndef RVX_MLX5_TX_BUDGET
 #define RVX_MLX5_TX_BUDGET 4096
 #endif
-#define RVX__MLX5_GRANT   16u
-#define RVX__MLX5_HOLDERS (RVX_MLX5_TX_BUDGET / RVX__MLX5_GRANT)
+#define RVX__RC_GRANT   16u
+#define RVX__RC_HOLDERS (RVX_MLX5_TX_BUDGET / RVX__RC_GRANT)
 #if RVX_MLX5_TX_BUDGET < 64 || RVX_MLX5_TX_BUDGET > 65536 || RVX_MLX5_TX_BUDGET % 16
 #error "RVX_MLX5_TX_BUDGET must be a multiple of 16 between 64 and 65536"
 #endif
 
-#define RVX__MLX5_WF_END 0xffffffffu /* the end of the iface's flush list */
+#define RVX__RC_WF_END 0xffffffffu /* the end of the iface's flush list */
 
 /* Build-time sizes. */
-#define RVX__MLX5_FRAME        RVX_MLX5_FRAME
-#define RVX__MLX5_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
-#define RVX__MLX5_BOUNCE_SEG   RVX_MLX5_BOUNCE_SEG   /* the ring a conn holds while it copies */
-#define RVX__MLX5_BOUNCE_CHUNK RVX_PUT_BCOPY_MAX
+#define RVX__RC_FRAME        RVX_MLX5_FRAME
+#define RVX__RC_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
+#define RVX__RC_BOUNCE_SEG   RVX_MLX5_BOUNCE_SEG   /* the ring a conn holds while it copies */
+#define RVX__RC_BOUNCE_CHUNK RVX_PUT_BCOPY_MAX
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
 /* An iface's address: the port, the control region and the hello QP (tl/rc/reconnect.h), then
  * one QPN per rank: the QP towards that rank. */
-typedef struct rvx__tl_addr {
-    /* kept after wire-up (RVX__TL_ADDR_KEPT): what re-connection reads */
+typedef struct rvx__rc_addr {
+    /* kept after wire-up (RVX__RC_ADDR_KEPT): what re-connection reads */
     uint64_t ctrl_addr;
     uint32_t ctrl_rkey;
     uint16_t lid;
@@ -115,17 +115,17 @@ typedef struct rvx__tl_addr {
     /* read by the wire-up only */
     int32_t  nranks;
     uint64_t magic;
-    uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__MLX5_QPN: the
+    uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__RC_QPN: the
                          * array runs past its declared two) */
-} rvx__tl_addr_t;
-#define RVX__TL_ADDR_SIZE(n) (offsetof(rvx__tl_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
-#define RVX__MLX5_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__tl_addr_t, qpn)))
-#define RVX__TL_ADDR_KEPT(n) offsetof(rvx__tl_addr_t, nranks) /* after wire-up: no check words, no QPN table */
+} rvx__rc_addr_t;
+#define RVX__RC_ADDR_SIZE(n) (offsetof(rvx__rc_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
+#define RVX__RC_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__rc_addr_t, qpn)))
+#define RVX__RC_ADDR_KEPT(n) offsetof(rvx__rc_addr_t, nranks) /* after wire-up: no check words, no QPN table */
 
-struct rvx__tl_iface;
-struct rvx__tl_ep;
+struct rvx__rc_iface;
+struct rvx__rc_ep;
 
-typedef struct rvx__mlx5_conn {
+typedef struct rvx__rc_conn {
     /* hot: the put path reads this line */
     rvx__mlx5_sq_t        sq;
     uint64_t              ctrl_w8;     /* RDMA_WRITE << 32 | qpn << 8 | 3: a put8's first ctrl
@@ -136,7 +136,7 @@ typedef struct rvx__mlx5_conn {
     uint8_t               connected;   /* went to RTS */
     int8_t                err;         /* an rvx_status_t: RVX_OK, or why the conn failed */
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */
-    struct rvx__tl_iface *ifc;
+    struct rvx__rc_iface *ifc;
     /* message credits (RVX_CAN_RECEIVE) */
     uint32_t              tx_sent;     /* frames sent, low 32 bits (compared by difference: the */
     uint32_t              tx_limit;    /* limit is at most the credits ahead); tx_sent may reach
@@ -149,56 +149,63 @@ typedef struct rvx__mlx5_conn {
     struct ibv_qp        *qp;
     uint32_t              wflush_pi;   /* a pending worker flush waits for ci to reach this */
     /* liveness (the peer's address, its control region included, is the worker's copy:
-     * rvx__mlx5_peer_addr) */
+     * rvx__rc_peer_addr) */
     uint32_t              ka_pi;       /* pi after the last keepalive (0: none in flight) */
-    uint32_t              ka_ms;       /* last keepalive, rvx__mlx5_now_ms (32 bits: compared by
+    uint32_t              ka_ms;       /* last keepalive, rvx__rc_now_ms (32 bits: compared by
                                         * difference, so the wrap after 49 days does no harm) */
     uint32_t              rx_held;     /* frames received while no endpoint existed: copied aside,
                                         * their credits wait for the endpoint */
-    struct rvx__tl_ep    *ep;          /* the live endpoint, or NULL */
+    struct rvx__rc_ep    *ep;          /* the live endpoint, or NULL */
     /* the bounce segment this conn copies into while copies to the peer are in flight; else the
      * iface's empty record, on which nothing fits (so the copy paths test no NULL) */
-    struct rvx__mlx5_bseg *bs;
+    struct rvx__rc_bseg *bs;
     /* receive side: frames land in the iface's shared receive queue */
     uint64_t              rx_done;     /* frames consumed (reported to the peer as credits) */
     uint32_t              rx_reported; /* rx_done when credits last went back (low 32 bits: only
                                         * the difference, at most the credits, is read) */
     uint32_t              wf_next;     /* the next conn (its rank) in the iface's flush list */
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
-} rvx__mlx5_conn_t;
+} rvx__rc_conn_t;
 
 /* The conn's error as a status (kept in a byte), and what a post that found no room on a failed
  * conn returns: that error, else the peer's failure. */
-#define RVX__MLX5_ERR(c) ((rvx_status_t)(c)->err)
-RVX_INLINE rvx_status_t rvx__mlx5_fail_st(const rvx__mlx5_conn_t *c)
+#define RVX__RC_ERR(c) ((rvx_status_t)(c)->err)
+RVX_INLINE rvx_status_t rvx__rc_fail_st(const rvx__rc_conn_t *c)
 {
-    return c->err != RVX_OK ? RVX__MLX5_ERR(c) : RVX_ERR_PEER_FAILED;
+    return c->err != RVX_OK ? RVX__RC_ERR(c) : RVX_ERR_PEER_FAILED;
 }
 
-/* A segment of the worker's bounce pool (RVX__MLX5_BOUNCE_SEG bytes), the ring of the conn that
+/* A segment of the worker's bounce pool (RVX__RC_BOUNCE_SEG bytes), the ring of the conn that
  * holds it: copies go at head, which may not pass lim (the position given back last, plus the
  * segment's size). Positions run on across holders; 0 is never one an op records. */
-typedef struct rvx__mlx5_bseg {
+typedef struct rvx__rc_bseg {
     uint64_t          head, lim;
     uint8_t          *buf;
     uint32_t          lkey;
     uint32_t          rsvd;
-    rvx__mlx5_conn_t *holder;      /* NULL: free */
-} rvx__mlx5_bseg_t;
+    rvx__rc_conn_t *holder;      /* NULL: free */
+} rvx__rc_bseg_t;
 
-typedef struct rvx__tl_ep {
-    rvx__mlx5_conn_t *c;
-} rvx__tl_ep_t;
+typedef struct rvx__rc_ep {
+    rvx__rc_conn_t *c;
+} rvx__rc_ep_t;
 
-typedef struct rvx__tl_iface {
+#if RVX_CAN_RECEIVE
+/* The upcall a received frame goes to: defined above this transport (tl/bind.h hands it to the
+ * protocols' rvx__rx_deliver; a pair, tl/pair.h, first finds its own endpoint). */
+RVX_INLINE void rvx__rc_rx_deliver(rvx__rc_ep_t *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
+#endif
+
+typedef struct rvx__rc_iface {
     /* hot: progress reads these */
     unsigned          nlive;
     unsigned          outstanding; /* signaled WQEs not yet completed, all endpoints */
     rvx__mlx5_cq_t    cq;
     /* cold */
-    rvx__tl_ctx_t    *ctx;
+    rvx__mlx5_ctx_t    *ctx;
     struct ibv_cq    *ibcq;
-    rvx__mlx5_conn_t *conns;       /* by rank */
+    rvx__rc_conn_t *conns;       /* by rank */
     int               rank, nranks;
     uint64_t         *ctrl;        /* credit words, one per rank */
     struct ibv_mr    *ctrl_mr;
@@ -218,7 +225,7 @@ typedef struct rvx__tl_iface {
     uint32_t          credits;     /* frames each peer may have in flight to us */
     uint32_t          credit_q;    /* credits go back when this many frames were consumed */
     unsigned          nrec;        /* conns waiting to follow a peer's re-connection */
-    struct rvx__mlx5_hello *hello; /* the hello QP, failed QPs, the re-connections under way */
+    struct rvx__rc_hello *hello; /* the hello QP, failed QPs, the re-connections under way */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
     /* the bounce pool: RVX_MLX5_BOUNCE_BYTES registered on first use, lent to conns in segments */
@@ -226,54 +233,54 @@ typedef struct rvx__tl_iface {
     struct ibv_mr    *bpool_mr;
     uint32_t         *bfree;       /* free segments (a stack) */
     unsigned          nbfree;
-    rvx__mlx5_bseg_t *bsegs;       /* one record per segment */
-    rvx__mlx5_bseg_t  bnone;       /* what a conn without a segment points to: head 0, lim 0 */
+    rvx__rc_bseg_t *bsegs;       /* one record per segment */
+    rvx__rc_bseg_t  bnone;       /* what a conn without a segment points to: head 0, lim 0 */
     /* the send budget: WQEBBs not lent, and the conns that hold a grant (each at least
-     * RVX__MLX5_GRANT, so there are at most RVX__MLX5_HOLDERS, whatever the job's size) */
+     * RVX__RC_GRANT, so there are at most RVX__RC_HOLDERS, whatever the job's size) */
     uint32_t          tx_free;
     unsigned          nholders;
-    rvx__mlx5_conn_t *holders[RVX__MLX5_HOLDERS];
-    uint32_t          holder_g[RVX__MLX5_HOLDERS];
-} rvx__tl_iface_t;
+    rvx__rc_conn_t *holders[RVX__RC_HOLDERS];
+    uint32_t          holder_g[RVX__RC_HOLDERS];
+} rvx__rc_iface_t;
 
 /* The rank a conn leads to: its place in the iface's table (not stored: per-peer bytes). */
-RVX_INLINE int rvx__mlx5_rank(const rvx__mlx5_conn_t *c)
+RVX_INLINE int rvx__rc_rank(const rvx__rc_conn_t *c)
 {
     return (int)(c - c->ifc->conns);
 }
 
 /* The cold paths the hot ones fall into (tl/rc/). */
-RVX_COLD void rvx__mlx5_wait_room(rvx__mlx5_conn_t *c, uint32_t nbb);
-RVX_COLD uint8_t *rvx__mlx5_bounce_wait(rvx__mlx5_conn_t *c, size_t len);
-RVX_COLD rvx_status_t rvx__mlx5_wait_req(rvx__mlx5_conn_t *c, rvx_request_t *req);
-RVX_COLD rvx_status_t rvx__mlx5_stop(rvx__mlx5_conn_t *c, rvx_request_t *req);
-RVX_COLD rvx_status_t rvx__mlx5_amo_loop(rvx__mlx5_conn_t *c, rvx_amo_op_t op, unsigned size,
-                                         uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_COLD void rvx__rc_wait_room(rvx__rc_conn_t *c, uint32_t nbb);
+RVX_COLD uint8_t *rvx__rc_bounce_wait(rvx__rc_conn_t *c, size_t len);
+RVX_COLD rvx_status_t rvx__rc_wait_req(rvx__rc_conn_t *c, rvx_request_t *req);
+RVX_COLD rvx_status_t rvx__rc_stop(rvx__rc_conn_t *c, rvx_request_t *req);
+RVX_COLD rvx_status_t rvx__rc_amo_loop(rvx__rc_conn_t *c, rvx_amo_op_t op, unsigned size,
+                                         uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          void *fetch, rvx_request_t *req);
-RVX_COLD int rvx__mlx5_progress_slow(rvx__tl_iface_t *ifc);
-RVX_COLD rvx_status_t rvx__mlx5_flush_slow(rvx__mlx5_conn_t *c, rvx_request_t *req);
-RVX_COLD void rvx__mlx5_grant_adopt(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c);
+RVX_COLD int rvx__rc_progress_slow(rvx__rc_iface_t *ifc);
+RVX_COLD rvx_status_t rvx__rc_flush_slow(rvx__rc_conn_t *c, rvx_request_t *req);
+RVX_COLD void rvx__rc_grant_adopt(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c);
 
 /* ---- posting -------------------------------------------------------------------------------- */
 
 /* Milliseconds on the monotonic clock in 32 bits: keepalive times, compared by difference. */
-RVX_INLINE uint32_t rvx__mlx5_now_ms(void)
+RVX_INLINE uint32_t rvx__rc_now_ms(void)
 {
     return (uint32_t)(uint64_t)(rvx__now_s() * 1000.0);
 }
 
 /* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). */
-#define RVX__MLX5_NEED(c, nbb) \
-    if (RVX_UNLIKELY(rvx__mlx5_sq_full(&(c)->sq, (nbb)))) rvx__mlx5_wait_room((c), (nbb))
+#define RVX__RC_NEED(c, nbb) \
+    if (RVX_UNLIKELY(rvx__mlx5_sq_full(&(c)->sq, (nbb)))) rvx__rc_wait_room((c), (nbb))
 
 /* Book-keeping of a signaled WQE that starts at pi and ends at end. */
-RVX_INLINE void rvx__mlx5_mark_sig(rvx__mlx5_conn_t *c, uint32_t pi, uint32_t end)
+RVX_INLINE void rvx__rc_mark_sig(rvx__rc_conn_t *c, uint32_t pi, uint32_t end)
 {
     rvx__mlx5_tx_mark_sig(&c->sq, &c->tx, pi, end);
 }
 
 /* What the CQE handler does when the WQE at pi retires. */
-RVX_INLINE void rvx__mlx5_on_retire(rvx__mlx5_conn_t *c, uint32_t pi, const rvx__mlx5_op_t *o)
+RVX_INLINE void rvx__rc_on_retire(rvx__rc_conn_t *c, uint32_t pi, const rvx__mlx5_op_t *o)
 {
     rvx__mlx5_tx_on_retire(&c->sq, &c->tx, pi, o);
 }
@@ -281,16 +288,16 @@ RVX_INLINE void rvx__mlx5_on_retire(rvx__mlx5_conn_t *c, uint32_t pi, const rvx_
 /* ---- put ------------------------------------------------------------------------------------ */
 
 #if defined(__x86_64__)
-RVX_COLD rvx_status_t rvx__mlx5_put8_slow(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
-                                          const rvx_rkey_t *rkey);
+RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey);
 
 /* An 8-byte put, the case the kit is measured by: one WQEBB built in SSE registers (ctrl, raddr,
  * inline header + 8 bytes, a zero quarter: mlx5/wqe.h, rvx__mlx5_bb_write8) and stored from
  * them to the queue and to the BlueFlame register; the rkey word and the ctrl's opcode/QPN/DS
  * are precomputed. `hi` is bytes 8-15 of the ctrl segment (fm_ce_se in byte 11): 0 on the fast
  * path. */
-RVX_INLINE void rvx__mlx5_put8_post(rvx__mlx5_conn_t *c, uint32_t pi, const void *src,
-                                    uint64_t raddr, const rvx_rkey_t *rkey, uint64_t hi)
+RVX_INLINE void rvx__rc_put8_post(rvx__rc_conn_t *c, uint32_t pi, const void *src,
+                                    uint64_t raddr, const rvx__mlx5_rkey_t *rkey, uint64_t hi)
 {
     rvx__mlx5_bb_t bb;
     rvx__mlx5_bb_write8(&bb, c->ctrl_w8, pi, src, raddr, rkey, hi);
@@ -299,43 +306,43 @@ RVX_INLINE void rvx__mlx5_put8_post(rvx__mlx5_conn_t *c, uint32_t pi, const void
 
 /* Full queue, or the WQE that asks for a completion (sig_left reached 0) or carries a fence.
  * Arguments in the order put8 receives them, so that its tail call moves no register. */
-RVX_COLD rvx_status_t rvx__mlx5_put8_slow(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
-                                          const rvx_rkey_t *rkey)
+RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey)
 {
     unsigned f;
     uint32_t pi;
-    RVX__MLX5_NEED(c, 1);
+    RVX__RC_NEED(c, 1);
     pi = c->sq.pi;
     f = rvx__mlx5_moderate(&c->sq, 0);
-    if (f & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
-    rvx__mlx5_put8_post(c, pi, src, raddr, rkey, (uint64_t)f << 24);
+    if (f & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
+    rvx__rc_put8_post(c, pi, src, raddr, rkey, (uint64_t)f << 24);
     return RVX_OK;
 }
 
-RVX_INLINE rvx_status_t rvx__mlx5_put8(rvx__mlx5_conn_t *c, const void *src, uint64_t raddr,
-                                       const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__rc_put8(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
+                                       const rvx__mlx5_rkey_t *rkey)
 {
     uint32_t pi = c->sq.pi;
     /* a full queue, or the WQE that must ask for a completion (or carry a fence): out of line,
      * as a tail call so that this path needs no stack frame */
-    if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0)) return rvx__mlx5_put8_slow(c, src, raddr, rkey);
-    if (RVX_UNLIKELY(--c->sq.sig_left == 0)) return rvx__mlx5_put8_slow(c, src, raddr, rkey);
-    rvx__mlx5_put8_post(c, pi, src, raddr, rkey, 0);
+    if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0)) return rvx__rc_put8_slow(c, src, raddr, rkey);
+    if (RVX_UNLIKELY(--c->sq.sig_left == 0)) return rvx__rc_put8_slow(c, src, raddr, rkey);
+    rvx__rc_put8_post(c, pi, src, raddr, rkey, 0);
     return RVX_OK;
 }
 #endif
 
 /* RDMA WRITE with the data inline: ctrl, raddr, inline segment, zeros to the end of the last
  * WQEBB; one or two WQEBBs. */
-RVX_INLINE rvx_status_t rvx__mlx5_put_short_gen(rvx__mlx5_conn_t *c, const void *src, size_t len,
-                                                uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__rc_put_short_gen(rvx__rc_conn_t *c, const void *src, size_t len,
+                                                uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
     uint32_t pi, nbb, ds = 2 + RVX__MLX5_INLINE_DS(len);
     uint8_t *wqe, *seg;
     unsigned flags, units;
     size_t used;
     nbb = RVX__MLX5_NBB(ds);
-    RVX__MLX5_NEED(c, nbb);
+    RVX__RC_NEED(c, nbb);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, 0);
@@ -345,48 +352,48 @@ RVX_INLINE rvx_status_t rvx__mlx5_put_short_gen(rvx__mlx5_conn_t *c, const void 
     units = rvx__mlx5_set_inline(&c->sq, seg, src, len);
     used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
     rvx__mlx5_zero_pad(&c->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + nbb);
+    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + nbb);
     rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, NULL);
     return RVX_OK;
 }
 
 /* Put short: ctrl, raddr, inline data; one or two WQEBBs. */
-RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__rc_put_short(rvx__rc_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
     if (len == 0) return RVX_OK;
 #if defined(__x86_64__)
-    if (__builtin_constant_p(len) && len == 8) return rvx__mlx5_put8(ep->c, src, raddr, rkey);
+    if (__builtin_constant_p(len) && len == 8) return rvx__rc_put8(ep->c, src, raddr, rkey);
 #endif
-    return rvx__mlx5_put_short_gen(ep->c, src, len, raddr, rkey);
+    return rvx__rc_put_short_gen(ep->c, src, len, raddr, rkey);
 }
 
 /* Room in the conn's bounce segment for len bytes (64-aligned), given back in WQE order. A conn
  * without a segment points to the empty record, on which nothing fits, and takes one from the
  * worker's pool in the cold path. */
-RVX_INLINE uint8_t *rvx__mlx5_bounce(rvx__mlx5_conn_t *c, size_t len)
+RVX_INLINE uint8_t *rvx__rc_bounce(rvx__rc_conn_t *c, size_t len)
 {
-    rvx__mlx5_bseg_t *s = c->bs;
+    rvx__rc_bseg_t *s = c->bs;
     uint64_t pos = s->head, off;
     len = (len + 63) & ~(size_t)63;
-    off = pos % RVX__MLX5_BOUNCE_SEG;
-    if (off + len > RVX__MLX5_BOUNCE_SEG) { pos += RVX__MLX5_BOUNCE_SEG - off; off = 0; }
-    if (RVX_UNLIKELY(pos + len > s->lim)) return rvx__mlx5_bounce_wait(c, len);
+    off = pos % RVX__RC_BOUNCE_SEG;
+    if (off + len > RVX__RC_BOUNCE_SEG) { pos += RVX__RC_BOUNCE_SEG - off; off = 0; }
+    if (RVX_UNLIKELY(pos + len > s->lim)) return rvx__rc_bounce_wait(c, len);
     s->head = pos + len;
     return s->buf + off;
 }
 
 /* One WQE with a raddr segment and a data segment: WRITE or READ (opcode), from/to local memory
  * addr (lkey). `o` describes what to do when it retires; sig forces a CQE. */
-RVX_INLINE void rvx__mlx5_post_rdma(rvx__mlx5_conn_t *c, unsigned opcode, const void *addr,
+RVX_INLINE void rvx__rc_post_rdma(rvx__rc_conn_t *c, unsigned opcode, const void *addr,
                                     uint32_t len, uint32_t lkey, uint64_t raddr,
-                                    const rvx_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
+                                    const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     uint32_t pi;
     uint8_t *wqe;
     rvx__mlx5_wqe_rdma_t *w;
     unsigned flags;
-    RVX__MLX5_NEED(c, 1);
+    RVX__RC_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, sig);
@@ -395,50 +402,50 @@ RVX_INLINE void rvx__mlx5_post_rdma(rvx__mlx5_conn_t *c, unsigned opcode, const 
     rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
     rvx__mlx5_set_data(&w->data, len, lkey, addr);
     memset(w->unused, 0, sizeof(w->unused));
-    if (o) rvx__mlx5_on_retire(c, pi, o);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
+    if (o) rvx__rc_on_retire(c, pi, o);
+    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
     if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&c->sq);
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
 /* Put bcopy: copy into the bounce ring (chunks of RVX_PUT_BCOPY_MAX), one WRITE per chunk. The
  * source can be reused on return. */
-RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__rc_put_bcopy(rvx__rc_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
-    rvx__mlx5_conn_t *c = ep->c;
+    rvx__rc_conn_t *c = ep->c;
     size_t done = 0;
     /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX__MLX5_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
+    if (len > RVX__RC_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
         return RVX_ERR_REMOTE_ACCESS;
     while (done < len) {
-        size_t n = len - done < RVX__MLX5_BOUNCE_CHUNK ? len - done : RVX__MLX5_BOUNCE_CHUNK;
+        size_t n = len - done < RVX__RC_BOUNCE_CHUNK ? len - done : RVX__RC_BOUNCE_CHUNK;
         rvx__mlx5_op_t o;
         uint8_t *b;
         if (n <= RVX__TL_SHORT_MAX) {
-            rvx__tl_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
+            rvx__rc_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
             done += n;
             continue;
         }
-        b = rvx__mlx5_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return rvx__mlx5_fail_st(c);
+        b = rvx__rc_bounce(c, n);
+        if (RVX_UNLIKELY(!b)) return rvx__rc_fail_st(c);
         memcpy(b, (const uint8_t *)src + done, n);
         memset(&o, 0, sizeof(o));
         o.kind = RVX__MLX5_ON_NONE;
         o.bounce = c->bs->head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bs->lkey,
+        rvx__rc_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bs->lkey,
                             raddr + done, rkey, &o, 0);
         done += n;
-        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__mlx5_fail_st(c); /* none after an error */
+        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__rc_fail_st(c); /* none after an error */
     }
     return RVX_OK;
 }
 
 /* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
  * completes when the last one has (without a request, the call waits). */
-RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcode, const uint8_t *buf,
-                                             size_t len, const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                             const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__rc_rdma_zcopy(rvx__rc_conn_t *c, unsigned opcode, const uint8_t *buf,
+                                             size_t len, const rvx__mlx5_mem_t *lmem, uint64_t raddr,
+                                             const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
     rvx_request_t own;
     size_t done = 0;
@@ -455,19 +462,19 @@ RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(rvx__mlx5_conn_t *c, unsigned opcod
         o.kind = RVX__MLX5_ON_REQ;
         o.part = RVX__MLX5_PART(done, n, len);
         o.req = req;
-        rvx__mlx5_post_rdma(c, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
+        rvx__rc_post_rdma(c, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
                             &o, last);
         done += n;
-        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__mlx5_stop(c, req); /* none after an error */
+        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__rc_stop(c, req); /* none after an error */
     }
-    return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
+    return req == &own ? rvx__rc_wait_req(c, &own) : RVX_INPROGRESS;
 }
 
-RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__rc_put_zcopy(rvx__rc_ep_t *ep, const void *src, size_t len,
+                                          const rvx__mlx5_mem_t *lmem, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__mlx5_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
+    return rvx__rc_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
                                 raddr, rkey, req);
 }
 
@@ -475,25 +482,25 @@ RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, siz
 
 /* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
  * with the last chunk. Without a request the call waits. */
-RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__rc_get_bcopy(rvx__rc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    rvx__mlx5_conn_t *c = ep->c;
+    rvx__rc_conn_t *c = ep->c;
     rvx_request_t own;
     size_t done = 0;
     if (len == 0) return RVX_OK;
     /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX__MLX5_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
+    if (len > RVX__RC_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
         return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
     req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX__MLX5_BOUNCE_CHUNK) req->tl_private[2] = 0; /* chunks: the first error */
+    if (len > RVX__RC_BOUNCE_CHUNK) req->tl_private[2] = 0; /* chunks: the first error */
     while (done < len) {
-        size_t n = len - done < RVX__MLX5_BOUNCE_CHUNK ? len - done : RVX__MLX5_BOUNCE_CHUNK;
+        size_t n = len - done < RVX__RC_BOUNCE_CHUNK ? len - done : RVX__RC_BOUNCE_CHUNK;
         int last = done + n == len;
         rvx__mlx5_op_t o;
-        uint8_t *b = rvx__mlx5_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return rvx__mlx5_stop(c, req);
+        uint8_t *b = rvx__rc_bounce(c, n);
+        if (RVX_UNLIKELY(!b)) return rvx__rc_stop(c, req);
         o.kind = RVX__MLX5_ON_COPY;
         o.part = RVX__MLX5_PART(done, n, len);
         o.len = (uint32_t)n;
@@ -501,19 +508,19 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
         o.src = b;
         o.req = req;
         o.bounce = c->bs->head;
-        rvx__mlx5_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bs->lkey,
+        rvx__rc_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bs->lkey,
                             raddr + done, rkey, &o, last);
         done += n;
-        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__mlx5_stop(c, req); /* none after an error */
+        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__rc_stop(c, req); /* none after an error */
     }
-    return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
+    return req == &own ? rvx__rc_wait_req(c, &own) : RVX_INPROGRESS;
 }
 
-RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__rc_get_zcopy(rvx__rc_ep_t *ep, void *dst, size_t len,
+                                          const rvx__mlx5_mem_t *lmem, uint64_t raddr,
+                                          const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__mlx5_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
+    return rvx__rc_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
                                 raddr, rkey, req);
 }
 
@@ -522,7 +529,7 @@ RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t le
 /* The atomic segment(s) at seg: native 64-bit (swap_add a, compare b), masked 8-byte FA (add a,
  * field boundary b), masked 8-byte CS (two segments: a, b, then the masks), masked 4-byte
  * (one segment). Returns the last segment written. */
-RVX_INLINE uint8_t *rvx__mlx5_amo_segs(rvx__mlx5_conn_t *c, uint8_t *seg, unsigned size,
+RVX_INLINE uint8_t *rvx__rc_amo_segs(rvx__rc_conn_t *c, uint8_t *seg, unsigned size,
                                        unsigned ds, uint64_t a, uint64_t b, uint64_t amask,
                                        uint64_t bmask)
 {
@@ -539,9 +546,9 @@ RVX_INLINE uint8_t *rvx__mlx5_amo_segs(rvx__mlx5_conn_t *c, uint8_t *seg, unsign
 /* One atomic WQE. native: ATOMIC_FA / ATOMIC_CS (64-bit only); masked: opmod 0x08 | log2(size)-2
  * with the masked segment {swap/add, compare/boundary, swap_mask, compare_mask}. The old value
  * lands in an 8-byte bounce slot and is copied to *fetch when the WQE completes. */
-RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsigned size,
+RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_conn_t *c, unsigned opcode, unsigned size,
                                       uint64_t a, uint64_t b, uint64_t amask, uint64_t bmask,
-                                      uint64_t raddr, const rvx_rkey_t *rkey, void *fetch,
+                                      uint64_t raddr, const rvx__mlx5_rkey_t *rkey, void *fetch,
                                       rvx_request_t *req)
 {
     int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
@@ -556,11 +563,11 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     rvx_request_t own;
     int wait = fetch && !req;
 
-    slot = rvx__mlx5_bounce(c, 8);
-    if (RVX_UNLIKELY(!slot)) return rvx__mlx5_fail_st(c);
+    slot = rvx__rc_bounce(c, 8);
+    if (RVX_UNLIKELY(!slot)) return rvx__rc_fail_st(c);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    RVX__MLX5_NEED(c, nbb);
+    RVX__RC_NEED(c, nbb);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, fetch != NULL);
@@ -568,7 +575,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     rvx__mlx5_set_ctrl(&w->ctrl, pi, opmod, opcode, c->sq.qpn8, ds, flags, 0);
     rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
     seg = rvx__mlx5_next_seg(&c->sq, (uint8_t *)(void *)&w->raddr);
-    seg = rvx__mlx5_amo_segs(c, seg, size, ds, a, b, amask, bmask);
+    seg = rvx__rc_amo_segs(c, seg, size, ds, a, b, amask, bmask);
     rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bs->lkey, slot);
     o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
     o.part = RVX__MLX5_PART_NONE;
@@ -577,20 +584,20 @@ RVX_INLINE rvx_status_t rvx__mlx5_amo(rvx__mlx5_conn_t *c, unsigned opcode, unsi
     o.src = slot;
     o.req = fetch ? req : NULL;
     o.bounce = c->bs->head;
-    rvx__mlx5_on_retire(c, pi, &o);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + nbb);
+    rvx__rc_on_retire(c, pi, &o);
+    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + nbb);
     rvx__mlx5_set_fence(&c->sq);
     rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, NULL);
-    if (wait) return rvx__mlx5_wait_req(c, &own);
+    if (wait) return rvx__rc_wait_req(c, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
 /* Map an rvx_amo_op_t to one NIC atomic (see proto/amo.h for the mapping). */
-RVX_INLINE rvx_status_t rvx__mlx5_atomic(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
+RVX_INLINE rvx_status_t rvx__rc_atomic(rvx__rc_ep_t *ep, rvx_amo_op_t op, unsigned size,
                                          uint64_t v, uint64_t cmp, uint64_t raddr,
-                                         const rvx_rkey_t *rkey, void *fetch, rvx_request_t *req)
+                                         const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
 {
-    rvx__mlx5_conn_t *c = ep->c;
+    rvx__rc_conn_t *c = ep->c;
     uint64_t ones = size == 8 ? ~0ull : 0xffffffffull;
     unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
     switch (op) {
@@ -601,48 +608,48 @@ RVX_INLINE rvx_status_t rvx__mlx5_atomic(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsi
     case RVX_AMO_GET: v = 0; break;
     case RVX_AMO_CAS:
         if (size == 8)
-            return rvx__mlx5_amo(c, MLX5_OPCODE_ATOMIC_CS, 8, v, cmp, 0, 0, raddr, rkey, fetch, req);
-        return rvx__mlx5_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, 4, v, cmp, ones, ones, raddr, rkey,
+            return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_CS, 8, v, cmp, 0, 0, raddr, rkey, fetch, req);
+        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, 4, v, cmp, ones, ones, raddr, rkey,
                              fetch, req);
     case RVX_AMO_SET:
     case RVX_AMO_SWAP: /* compare nothing, replace every bit */
-        return rvx__mlx5_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, ones, 0, raddr, rkey,
+        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, ones, 0, raddr, rkey,
                              fetch, req);
     case RVX_AMO_AND: /* clear the bits that are 0 in v */
-        return rvx__mlx5_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, 0, 0, ~v & ones, 0, raddr,
+        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, 0, 0, ~v & ones, 0, raddr,
                              rkey, fetch, req);
     case RVX_AMO_OR: /* set the bits that are 1 in v */
-        return rvx__mlx5_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, v, 0, raddr, rkey,
+        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, v, 0, raddr, rkey,
                              fetch, req);
     case RVX_AMO_XOR: /* masked fetch-add with a field boundary at every bit: no carries */
-        return rvx__mlx5_amo(c, MLX5_OPCODE_ATOMIC_MASKED_FA, size, v, ones, 0, 0, raddr, rkey,
+        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_FA, size, v, ones, 0, 0, raddr, rkey,
                              fetch, req);
     default: /* MULT, MIN, MAX, UMIN, UMAX: compare-and-swap loop */
-        return rvx__mlx5_amo_loop(c, op, size, v, raddr, rkey, fetch, req);
+        return rvx__rc_amo_loop(c, op, size, v, raddr, rkey, fetch, req);
     }
     /* the adds: native 64-bit FA; 32-bit through masked FA without boundaries */
-    return rvx__mlx5_amo(c, fa, size, v, 0, 0, 0, raddr, rkey, fetch, req);
+    return rvx__rc_amo(c, fa, size, v, 0, 0, 0, raddr, rkey, fetch, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_atomic64(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
-                                         uint64_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__rc_atomic64(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
+                                         uint64_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
-    return rvx__mlx5_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
+    return rvx__rc_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_atomic32(rvx__tl_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
-                                         uint32_t compare, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_INLINE rvx_status_t rvx__rc_atomic32(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
+                                         uint32_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
-    return rvx__mlx5_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
+    return rvx__rc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
 }
 
 /* ---- sends ---------------------------------------------------------------------------------- */
 
 /* A SEND with immediate whose body (at most 44 bytes) goes inline in one WQEBB. An empty body
  * has no inline segment (libmlx5 emits none for zero bytes). */
-RVX_INLINE void rvx__mlx5_send_inline(rvx__mlx5_sq_t *sq, uint8_t *wqe, uint32_t pi, unsigned flags,
+RVX_INLINE void rvx__rc_send_inline(rvx__mlx5_sq_t *sq, uint8_t *wqe, uint32_t pi, unsigned flags,
                                       uint32_t imm_be, const void *body, size_t len)
 {
     unsigned ds = 1 + (len ? RVX__MLX5_INLINE_DS(len) : 0);
@@ -661,7 +668,7 @@ RVX_INLINE void rvx__mlx5_send_inline(rvx__mlx5_sq_t *sq, uint8_t *wqe, uint32_t
 /* Room for one more frame at the peer: the cached limit, else the peer's credit word (how many
  * frames we may have sent in all, of which the low 32 bits are compared by difference). A failed
  * conn has tx_limit = tx_sent and gets none. */
-RVX_INLINE int rvx__mlx5_credit(rvx__mlx5_conn_t *c)
+RVX_INLINE int rvx__rc_credit(rvx__rc_conn_t *c)
 {
     if (RVX_LIKELY((int32_t)(c->tx_sent - c->tx_limit) < 0)) return 1;
     if (c->failed) return 0;
@@ -672,29 +679,29 @@ RVX_INLINE int rvx__mlx5_credit(rvx__mlx5_conn_t *c)
 /* Where to write a frame of len bytes: small frames go inline in the WQE (built in the conn's
  * scratch area first), others from the bounce ring. NULL when the peer has no free receive
  * buffer. */
-RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_INLINE void *rvx__rc_am_claim(rvx__rc_ep_t *ep, unsigned chan, size_t len)
 {
-    rvx__mlx5_conn_t *c = ep->c;
+    rvx__rc_conn_t *c = ep->c;
     (void)chan;
-    if (!rvx__mlx5_credit(c)) return NULL;
+    if (!rvx__rc_credit(c)) return NULL;
     if (len <= RVX__MLX5_BB_INLINE_MAX) return c->scratch;
-    return rvx__mlx5_bounce(c, len);
+    return rvx__rc_bounce(c, len);
 }
 
 /* SEND with immediate (info | chan << 16): inline when it fits one WQEBB with the ctrl segment,
  * otherwise a data segment on the bounce ring. */
-RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *body, size_t len,
+RVX_INLINE void rvx__rc_publish_gen(rvx__rc_conn_t *c, unsigned chan, void *body, size_t len,
                                     unsigned info)
 {
     uint32_t pi, imm = rvx_htobe32(info | chan << 16);
     uint8_t *wqe;
     unsigned flags;
-    RVX__MLX5_NEED(c, 1);
+    RVX__RC_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, 0);
     if (len <= RVX__MLX5_BB_INLINE_MAX) { /* body is the scratch area: copy it into the WQE */
-        rvx__mlx5_send_inline(&c->sq, wqe, pi, flags, imm, body, len);
+        rvx__rc_send_inline(&c->sq, wqe, pi, flags, imm, body, len);
     } else {
         rvx__mlx5_op_t o;
         rvx__mlx5_wqe_send_t *w = (rvx__mlx5_wqe_send_t *)(void *)wqe;
@@ -704,17 +711,17 @@ RVX_INLINE void rvx__mlx5_publish_gen(rvx__mlx5_conn_t *c, unsigned chan, void *
         memset(&o, 0, sizeof(o)); /* the bounce space goes back when this WQE retires */
         o.kind = RVX__MLX5_ON_NONE;
         o.bounce = c->bs->head;
-        rvx__mlx5_on_retire(c, pi, &o);
+        rvx__rc_on_retire(c, pi, &o);
     }
-    if (flags & RVX__MLX5_CE) rvx__mlx5_mark_sig(c, pi, pi + 1);
+    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
     c->tx_sent++;
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-RVX_COLD rvx_status_t rvx__mlx5_publish_slow(rvx__mlx5_conn_t *c, unsigned chan, void *body,
+RVX_COLD rvx_status_t rvx__rc_publish_slow(rvx__rc_conn_t *c, unsigned chan, void *body,
                                              size_t len, unsigned info)
 {
-    rvx__mlx5_publish_gen(c, chan, body, len, info);
+    rvx__rc_publish_gen(c, chan, body, len, info);
     return RVX_OK;
 }
 
@@ -726,7 +733,7 @@ RVX_COLD rvx_status_t rvx__mlx5_publish_slow(rvx__mlx5_conn_t *c, unsigned chan,
  *   q[2] frame bytes 12 to flen - 1, then zeros (frame must be readable to byte 27)
  *   q[3] zero
  * With flen known at compile time the mask is one constant: as put8, no memory but the frame. */
-RVX_INLINE void rvx__mlx5_bb_send_small(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
+RVX_INLINE void rvx__rc_bb_send_small(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
                                         const uint8_t *frame, unsigned flen, uint32_t imm_be)
 {
     static const uint8_t keep[32] __attribute__((aligned(32))) = {
@@ -748,28 +755,28 @@ RVX_INLINE void rvx__mlx5_bb_send_small(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, 
 #endif
 
 /* RVX_OK always: callers return it as their own status, so the cold path is a jump. */
-RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+RVX_INLINE rvx_status_t rvx__rc_am_publish(rvx__rc_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
-    rvx__mlx5_conn_t *c;
+    rvx__rc_conn_t *c;
 #if defined(__x86_64__)
     if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
         (len == 8 || (len >= 12 && len <= 28))) {
         /* a frame of known size up to 28 bytes (an 8-byte message, a tag send of 8 bytes): as
          * put8, one WQEBB from SSE registers. Such a frame is in the conn's scratch area
-         * (rvx__tl_am_claim), readable to byte 47; the ctrl word differs from the 8-byte SEND's
+         * (rvx__rc_am_claim), readable to byte 47; the ctrl word differs from the 8-byte SEND's
          * only in DS. The conn is the one around the scratch area: the caller's stores into the
          * frame make the compiler load ep->c again, not this */
         uint32_t pi;
-        c = (rvx__mlx5_conn_t *)(void *)((uint8_t *)body - offsetof(rvx__mlx5_conn_t, scratch));
+        c = (rvx__rc_conn_t *)(void *)((uint8_t *)body - offsetof(rvx__rc_conn_t, scratch));
         pi = c->sq.pi;
         rvx__mlx5_bb_t bb;
         if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0 || --c->sq.sig_left == 0))
-            return rvx__mlx5_publish_slow(c, chan, body, len, info);
+            return rvx__rc_publish_slow(c, chan, body, len, info);
         if (len == 8)
             rvx__mlx5_bb_send8(&bb, c->ctrl_send2, pi, body, rvx_htobe32(info | chan << 16));
         else
-            rvx__mlx5_bb_send_small(&bb, c->ctrl_send2 + (RVX__MLX5_INLINE_DS(len) - 1), pi,
+            rvx__rc_bb_send_small(&bb, c->ctrl_send2 + (RVX__MLX5_INLINE_DS(len) - 1), pi,
                                     (const uint8_t *)body, (unsigned)len,
                                     rvx_htobe32(info | chan << 16));
         rvx__mlx5_post_bb(&c->sq, pi, &bb);
@@ -778,39 +785,41 @@ RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void
     }
 #endif
     c = ep->c;
-    rvx__mlx5_publish_gen(c, chan, body, len, info);
+    rvx__rc_publish_gen(c, chan, body, len, info);
     return RVX_OK;
 }
 
 /* Nonzero while frames are delivered (progress sets in_rx around it, so whenever a handler
  * runs): proto/am.h refuses requests with it. Reached from the conn the send path loads anyway,
  * one load and a compare, not the two loads of the worker's count. */
-#define RVX__TL_IN_HANDLER(tl) ((tl)->c->ifc->in_rx)
+#define RVX__RC_IN_HANDLER(tl) ((tl)->c->ifc->in_rx)
+/* The word that says so, for a pair (tl/pair.h), which sets it around shm's deliveries too. */
+RVX_INLINE uint8_t *rvx__rc_iface_in_rx(rvx__rc_iface_t *ifc) { return &ifc->in_rx; }
 
 /* Zero-copy message: one SEND_IMM WQEBB with the header as an inline segment and the body as a
  * data segment on the caller's registered memory (lmem's lkey), no copy of the body. Always
  * signaled: the buffer is the NIC's until the WQE retires, and req completes then, through the
  * ops table as zero-copy gets do (without a request the call waits). RVX_ERR_NO_RESOURCE: no
  * credit for a frame at the peer, nothing posted. hdrlen + len must fit a receive frame. */
-#define RVX__TL_AM_ZCOPY         1  /* real zero-copy: the body must be registered */
-#define RVX__TL_AM_ZCOPY_HDR_MAX 28 /* ctrl 16 + inline 4 + 28 + data seg 16: one WQEBB */
-RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr, size_t hdrlen,
-                                         const void *buf, size_t len, const rvx__tl_mem_t *lmem,
+#define RVX__RC_AM_ZCOPY         1  /* real zero-copy: the body must be registered */
+#define RVX__RC_AM_ZCOPY_HDR_MAX 28 /* ctrl 16 + inline 4 + 28 + data seg 16: one WQEBB */
+RVX_INLINE rvx_status_t rvx__rc_am_zcopy(rvx__rc_ep_t *ep, unsigned chan, const void *hdr, size_t hdrlen,
+                                         const void *buf, size_t len, const rvx__mlx5_mem_t *lmem,
                                          unsigned info, rvx_request_t *req)
 {
-    rvx__mlx5_conn_t *c = ep->c;
+    rvx__rc_conn_t *c = ep->c;
     uint32_t pi;
     uint8_t *wqe, *seg;
     unsigned flags, ids = hdrlen ? RVX__MLX5_INLINE_DS(hdrlen) : 0;
     rvx__mlx5_op_t o;
     rvx_request_t own;
-    if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX__MLX5_FRAME || (len && !lmem))
+    if (hdrlen > RVX__RC_AM_ZCOPY_HDR_MAX || hdrlen + len > RVX__RC_FRAME || (len && !lmem))
         return RVX_ERR_INVALID_PARAM;
-    if (!rvx__mlx5_credit(c))
-        return !c->failed ? RVX_ERR_NO_RESOURCE : rvx__mlx5_fail_st(c);
+    if (!rvx__rc_credit(c))
+        return !c->failed ? RVX_ERR_NO_RESOURCE : rvx__rc_fail_st(c);
     if (!req) req = &own;
     req->status = RVX_INPROGRESS;
-    RVX__MLX5_NEED(c, 1);
+    RVX__RC_NEED(c, 1);
     pi = c->sq.pi;
     wqe = rvx__mlx5_slot(&c->sq, pi);
     flags = rvx__mlx5_moderate(&c->sq, 1);
@@ -823,11 +832,11 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
     memset(&o, 0, sizeof(o));
     o.kind = RVX__MLX5_ON_REQ;
     o.req = req;
-    rvx__mlx5_on_retire(c, pi, &o);
-    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    rvx__rc_on_retire(c, pi, &o);
+    rvx__rc_mark_sig(c, pi, pi + 1);
     c->tx_sent++;
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
-    return req == &own ? rvx__mlx5_wait_req(c, &own) : RVX_INPROGRESS;
+    return req == &own ? rvx__rc_wait_req(c, &own) : RVX_INPROGRESS;
 }
 #endif
 
@@ -835,7 +844,7 @@ RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const 
 
 /* Progress: nothing without live endpoints (or, in an RMA-only build, without outstanding
  * signaled work); otherwise one look at the CQE at the consumer index. */
-RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+RVX_INLINE int rvx__rc_progress(rvx__rc_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
@@ -849,20 +858,20 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
         return 0;
 #endif
     }
-    return rvx__mlx5_progress_slow(ifc);
+    return rvx__rc_progress_slow(ifc);
 }
 
 /* Done at once when nothing is outstanding, or when the CQE at the head of the CQ is this QP's
  * successful completion of its last signaled WQE: then everything issued has completed. That
  * CQE is left for progress to consume (it retires the queue space and runs any pending copies);
  * a flush only needs to know it is there. Otherwise the slow path. */
-RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__rc_ep_flush(rvx__rc_ep_t *ep, rvx_request_t *req)
 {
-    rvx__mlx5_conn_t *c = ep->c;
-    const rvx__tl_iface_t *ifc;
+    rvx__rc_conn_t *c = ep->c;
+    const rvx__rc_iface_t *ifc;
     const struct mlx5_cqe64 *cqe;
     uint32_t pi = c->sq.pi;
-    if (c->sq.ci == pi) return RVX__MLX5_ERR(c);
+    if (c->sq.ci == pi) return RVX__RC_ERR(c);
     ifc = c->ifc;
     cqe = RVX_CONTAINER_OF(ifc->cq.next_op_own, const struct mlx5_cqe64, op_own);
     if (RVX_LIKELY(c->tx.last_sig_pi == pi && rvx__mlx5_cqe_req_ok(&ifc->cq, cqe))) {
@@ -871,7 +880,7 @@ RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
                        cqe->wqe_counter == c->tx.last_sig_idx_be))
             return RVX_OK;
     }
-    return rvx__mlx5_flush_slow(c, req);
+    return rvx__rc_flush_slow(c, req);
 }
 
 /* ---- cold code ------------------------------------------------------------------------------ */

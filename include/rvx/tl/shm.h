@@ -64,22 +64,22 @@ typedef struct rvx__shm_reg {
     size_t    len;
 } rvx__shm_reg_t;
 
-typedef struct rvx__tl_ctx {
+typedef struct rvx__shm_ctx {
     size_t          page;
     rvx__shm_reg_t *regs;
     unsigned        nregs, capregs;
-} rvx__tl_ctx_t;
+} rvx__shm_ctx_t;
 
-typedef struct rvx__tl_mem {
+typedef struct rvx__shm_mem {
     void  *addr;
     size_t len;
     int    fd;   /* memfd of rvx_mem_alloc memory; -1 for registered user memory */
-} rvx__tl_mem_t;
+} rvx__shm_mem_t;
 
 /* What a put reads: the first three fields, nothing else. `maplen` is the length of the local
  * mapping, 0 for memory reached by cross-memory attach, which sends every access to the slow path
  * (where `len` is the region's real length). */
-typedef struct rvx_rkey {
+typedef struct rvx__shm_rkey {
     uint64_t rbase;   /* region start in the owner's address space */
     uint64_t maplen;
     uint8_t *lbase;   /* region start in this process (mapping), or NULL */
@@ -89,7 +89,7 @@ typedef struct rvx_rkey {
 #if RVX_DEBUG
     const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
 #endif
-} rvx_rkey_t;
+} rvx__shm_rkey_t;
 
 typedef struct rvx__shm_packed_rkey {
     uint64_t magic;
@@ -98,18 +98,18 @@ typedef struct rvx__shm_packed_rkey {
     int32_t  pid;
     int32_t  fd;      /* -1: cross-memory attach */
 } rvx__shm_packed_rkey_t;
-#define RVX__TL_RKEY_PACKED_SIZE sizeof(rvx__shm_packed_rkey_t)
+#define RVX__SHM_RKEY_PACKED_SIZE sizeof(rvx__shm_packed_rkey_t)
 /* bytes of an iface address in a job of n ranks */
-#define RVX__TL_ADDR_SIZE(n) sizeof(rvx__tl_addr_t)
+#define RVX__SHM_ADDR_SIZE(n) sizeof(rvx__shm_addr_t)
 
-typedef struct rvx__tl_addr {
+typedef struct rvx__shm_addr {
     uint64_t magic;
     uint64_t mbox_len;
     int32_t  pid;
     int32_t  fd;
     int32_t  nslots;  /* senders its mailbox has rings for */
     int32_t  slot;    /* where this rank's rings are in its peers' mailboxes */
-} rvx__tl_addr_t;
+} rvx__shm_addr_t;
 
 typedef struct rvx__shm_tx {
     uint8_t                *slots;
@@ -126,26 +126,33 @@ typedef struct rvx__shm_rx {
     uint64_t  head;
 } rvx__shm_rx_t;
 
-struct rvx__tl_iface;
+struct rvx__shm_iface;
 
-typedef struct rvx__tl_ep {
+typedef struct rvx__shm_ep {
     rvx__shm_rx_t         rx[RVX__TL_AM_CHANNELS];
     rvx__shm_tx_t         tx[RVX__TL_AM_CHANNELS];
-    struct rvx__tl_iface *ifc;
+    struct rvx__shm_iface *ifc;
     uint8_t              *peer_mbox;
     size_t                peer_mbox_len;
     int                   rank;
     int                   pid;
     int                   pidfd;
     int                   failed;
-} rvx__tl_ep_t;
+} rvx__shm_ep_t;
 
-typedef struct rvx__tl_iface {
+#if RVX_CAN_RECEIVE
+/* The upcall a received frame goes to: defined above this transport (tl/bind.h hands it to the
+ * protocols' rvx__rx_deliver; a pair, tl/pair.h, first finds its own endpoint). */
+RVX_INLINE void rvx__shm_rx_deliver(rvx__shm_ep_t *ep, unsigned chan, unsigned info, void *body,
+                                size_t len);
+#endif
+
+typedef struct rvx__shm_iface {
     unsigned       nrx;          /* endpoints whose rings progress polls */
     unsigned       nlive;
     unsigned       outstanding;  /* always 0: every shm operation completes before it returns */
     unsigned       rx_cap;
-    rvx__tl_ep_t **rx;
+    rvx__shm_ep_t **rx;
     uint8_t       *mbox;
     size_t         mbox_len;
     int            mbox_fd;
@@ -153,11 +160,29 @@ typedef struct rvx__tl_iface {
     int            nranks;
     int            in_rx;        /* handlers are running: progress must not re-enter */
     unsigned       warned_nested;
-    rvx__tl_ctx_t *tctx;         /* its registrations bound loopback keys */
+    rvx__shm_ctx_t *tctx;         /* its registrations bound loopback keys */
     int            slot;         /* this rank's rings in a peer's mailbox */
     int            nslots;       /* senders this mailbox has rings for */
     int            by_node;      /* slots are node-local indices (else slot == rank) */
-} rvx__tl_iface_t;
+} rvx__shm_iface_t;
+
+/* ---- what a pair (tl/pair.h) reads of shm: named here, so that its fields stay shm's -------- */
+
+/* endpoints whose rings progress polls: none, and shm's progress has nothing to do */
+RVX_INLINE unsigned rvx__shm_iface_nrx(const rvx__shm_iface_t *ifc) { return ifc->nrx; }
+
+/* where a rank's rings sit in its node's mailboxes (slot) and how many senders each has (nslots):
+ * from its address, and this rank's own */
+RVX_INLINE void rvx__shm_addr_slot(const rvx__shm_addr_t *a, int *slot, int *nslots)
+{
+    *slot = a->slot;
+    *nslots = a->nslots;
+}
+RVX_INLINE void rvx__shm_iface_slot(const rvx__shm_iface_t *ifc, int *slot, int *nslots)
+{
+    *slot = ifc->slot;
+    *nslots = ifc->nslots;
+}
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
@@ -232,7 +257,7 @@ RVX_COLD void *rvx__shm_map_peer(int pid, int fd, size_t len, const char *what)
 
 /* ---- context, iface, endpoint (cold) -------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
+RVX_COLD rvx_status_t rvx__shm_ctx_init(rvx__shm_ctx_t *ctx, unsigned lane)
 {
     (void)lane; /* one lane only (config.h refuses RVX_LANES > 1 on shm) */
     memset(ctx, 0, sizeof(*ctx));
@@ -240,13 +265,13 @@ RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
     return RVX_OK;
 }
 
-RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx)
+RVX_COLD void rvx__shm_ctx_fini(rvx__shm_ctx_t *ctx)
 {
     free(ctx->regs);
     memset(ctx, 0, sizeof(*ctx));
 }
 
-RVX_COLD rvx_status_t rvx__shm_reg_add(rvx__tl_ctx_t *ctx, void *addr, size_t len)
+RVX_COLD rvx_status_t rvx__shm_reg_add(rvx__shm_ctx_t *ctx, void *addr, size_t len)
 {
     if (ctx->nregs == ctx->capregs) {
         unsigned cap = ctx->capregs ? 2 * ctx->capregs : 8;
@@ -261,7 +286,7 @@ RVX_COLD rvx_status_t rvx__shm_reg_add(rvx__tl_ctx_t *ctx, void *addr, size_t le
     return RVX_OK;
 }
 
-RVX_COLD void rvx__shm_reg_del(rvx__tl_ctx_t *ctx, const void *addr, size_t len)
+RVX_COLD void rvx__shm_reg_del(rvx__shm_ctx_t *ctx, const void *addr, size_t len)
 {
     unsigned i;
     for (i = 0; i < ctx->nregs; i++) {
@@ -273,7 +298,7 @@ RVX_COLD void rvx__shm_reg_del(rvx__tl_ctx_t *ctx, const void *addr, size_t len)
 }
 
 /* Is [base, base+len) inside one region this process registered? */
-RVX_COLD int rvx__shm_reg_covers(const rvx__tl_ctx_t *ctx, uint64_t base, uint64_t len)
+RVX_COLD int rvx__shm_reg_covers(const rvx__shm_ctx_t *ctx, uint64_t base, uint64_t len)
 {
     unsigned i;
     for (i = 0; ctx && i < ctx->nregs; i++) {
@@ -284,7 +309,7 @@ RVX_COLD int rvx__shm_reg_covers(const rvx__tl_ctx_t *ctx, uint64_t base, uint64
 }
 
 /* A lane's bandwidth in MB/s: shared memory has no port to ask, so the fabric header's figure. */
-RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
+RVX_COLD uint32_t rvx__shm_ctx_bw_mbs(const rvx__shm_ctx_t *ctx)
 {
     (void)ctx;
     return RVX_FAB_BW_MBS;
@@ -293,7 +318,7 @@ RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
 /* The iface of rank `rank` whose mailbox has rings for `nslots` senders and whose own rings are
  * at `slot` in its peers'. by_node: the slots are indices among the node's ranks, which the
  * caller checks are distinct at wire-up (tl/pair/setup.h); else every slot is its rank. */
-RVX_COLD rvx_status_t rvx__shm_iface_open(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+RVX_COLD rvx_status_t rvx__shm_iface_open(rvx__shm_iface_t *ifc, rvx__shm_ctx_t *ctx, int rank,
                                           int nranks, int slot, int nslots, int by_node)
 {
     memset(ifc, 0, sizeof(*ifc));
@@ -324,14 +349,14 @@ RVX_COLD rvx_status_t rvx__shm_iface_open(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *c
     return RVX_OK;
 }
 
-RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+RVX_COLD rvx_status_t rvx__shm_iface_init(rvx__shm_iface_t *ifc, rvx__shm_ctx_t *ctx, int rank,
                                          int nranks, int node)
 {
     (void)node; /* one transport for every peer: where a peer runs changes nothing */
     return rvx__shm_iface_open(ifc, ctx, rank, nranks, rank, nranks, 0);
 }
 
-RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__shm_iface_fini(rvx__shm_iface_t *ifc)
 {
     /* peers that still map the mailbox see it closed and stop waiting for room in it */
     rvx_store_release_u64((uint64_t *)(void *)ifc->mbox, RVX__SHM_MBOX_CLOSED);
@@ -341,7 +366,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     memset(ifc, 0, sizeof(*ifc));
 }
 
-RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
+RVX_COLD void rvx__shm_iface_address(rvx__shm_iface_t *ifc, rvx__shm_addr_t *addr)
 {
     memset(addr, 0, sizeof(*addr));
     addr->magic = RVX__SHM_MAGIC;
@@ -353,7 +378,7 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
 }
 
 /* Nothing to set up per pair in advance: rings are found through the mailbox at ep_connect. */
-RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+RVX_COLD rvx_status_t rvx__shm_iface_wireup(rvx__shm_iface_t *ifc, const uint8_t *addrs, size_t size)
 {
     (void)ifc;
     (void)addrs;
@@ -361,8 +386,8 @@ RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *
     return RVX_OK;
 }
 
-RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
-                                         const rvx__tl_addr_t *addr)
+RVX_COLD rvx_status_t rvx__shm_ep_connect(rvx__shm_iface_t *ifc, rvx__shm_ep_t *ep, int rank,
+                                         const rvx__shm_addr_t *addr)
 {
     unsigned c;
     memset(ep, 0, sizeof(*ep));
@@ -413,7 +438,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
 #if RVX_CAN_RECEIVE
     if (ifc->nrx == ifc->rx_cap) {
         unsigned cap = ifc->rx_cap ? 2 * ifc->rx_cap : 8;
-        rvx__tl_ep_t **n = (rvx__tl_ep_t **)realloc(ifc->rx, cap * sizeof(*n));
+        rvx__shm_ep_t **n = (rvx__shm_ep_t **)realloc(ifc->rx, cap * sizeof(*n));
         if (!n) return RVX_ERR_NO_MEMORY;
         ifc->rx = n;
         ifc->rx_cap = cap;
@@ -424,9 +449,9 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     return RVX_OK;
 }
 
-RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__shm_ep_disconnect(rvx__shm_ep_t *ep)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__shm_iface_t *ifc = ep->ifc;
     unsigned i;
     for (i = 0; i < ifc->nrx; i++) {
         if (ifc->rx[i] == ep) {
@@ -442,7 +467,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     ep->peer_mbox = NULL;
 }
 
-RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
+RVX_COLD rvx_status_t rvx__shm_ep_alive(rvx__shm_ep_t *ep)
 {
     if (ep->failed) return RVX_ERR_PEER_FAILED;
     if (rvx_load_acquire_u64((uint64_t *)(void *)ep->peer_mbox) == RVX__SHM_MBOX_CLOSED) {
@@ -464,7 +489,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
 
 /* ---- memory and keys (cold) ----------------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_mem_t *mem)
+RVX_COLD rvx_status_t rvx__shm_mem_alloc(rvx__shm_ctx_t *ctx, size_t len, rvx__shm_mem_t *mem)
 {
     size_t maplen = (len + ctx->page - 1) & ~(ctx->page - 1);
     mem->fd = rvx__shm_memfd("rvx-mem", maplen);
@@ -483,8 +508,8 @@ RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_
     return RVX_OK;
 }
 
-RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len,
-                                      rvx__tl_mem_t *mem)
+RVX_COLD rvx_status_t rvx__shm_mem_reg(rvx__shm_ctx_t *ctx, void *addr, size_t len,
+                                      rvx__shm_mem_t *mem)
 {
     mem->addr = addr;
     mem->len = len;
@@ -492,7 +517,7 @@ RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len
     return rvx__shm_reg_add(ctx, addr, len);
 }
 
-RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
+RVX_COLD void rvx__shm_mem_dereg(rvx__shm_ctx_t *ctx, rvx__shm_mem_t *mem)
 {
     rvx__shm_reg_del(ctx, mem->addr, mem->len);
     if (mem->fd >= 0) {
@@ -501,7 +526,7 @@ RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
     }
 }
 
-RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
+RVX_COLD void rvx__shm_rkey_pack(const rvx__shm_mem_t *mem, void *buf)
 {
     rvx__shm_packed_rkey_t p;
     memset(&p, 0, sizeof(p));
@@ -514,9 +539,9 @@ RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
 }
 
 /* The key already names its process (pid), which unpack checks against the endpoint's peer. */
-RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank) { (void)buf; (void)rank; }
+RVX_COLD void rvx__shm_rkey_stamp(void *buf, int rank) { (void)buf; (void)rank; }
 
-RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
+RVX_COLD rvx_status_t rvx__shm_rkey_unpack(rvx__shm_ep_t *ep, const void *buf, rvx__shm_rkey_t *rkey)
 {
     rvx__shm_packed_rkey_t p;
     memcpy(&p, buf, sizeof(p));
@@ -548,7 +573,7 @@ RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx
     return RVX_OK;
 }
 
-RVX_COLD void rvx__tl_rkey_release(rvx_rkey_t *rkey)
+RVX_COLD void rvx__shm_rkey_release(rvx__shm_rkey_t *rkey)
 {
     if (rkey->lbase && !rkey->self) munmap(rkey->lbase, rkey->maplen);
     memset(rkey, 0, sizeof(*rkey));
@@ -559,8 +584,8 @@ RVX_COLD void rvx__tl_rkey_release(rvx_rkey_t *rkey)
 /* Not in the mapping: cross-memory attach into registered memory, or an error. The bounds are
  * checked against the region's real length before any byte moves; a mapped key (maplen == len)
  * only comes here when it is out of bounds. */
-RVX_COLD rvx_status_t rvx__shm_rma_slow(rvx__tl_ep_t *ep, void *local, size_t len, uint64_t raddr,
-                                        const rvx_rkey_t *rkey, int is_put)
+RVX_COLD rvx_status_t rvx__shm_rma_slow(rvx__shm_ep_t *ep, void *local, size_t len, uint64_t raddr,
+                                        const rvx__shm_rkey_t *rkey, int is_put)
 {
     uint64_t off = raddr - rkey->rbase;
     size_t done = 0;
@@ -595,8 +620,8 @@ RVX_COLD rvx_status_t rvx__shm_rma_slow(rvx__tl_ep_t *ep, void *local, size_t le
     ((off) = (raddr) - (rkey)->rbase,                                                           \
      RVX_LIKELY((off) + (len) <= (rkey)->maplen && (off) + (len) >= (len)))
 
-RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__shm_put_short(rvx__shm_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__shm_rkey_t *rkey)
 {
     uint64_t off;
     if (RVX__SHM_IN_MAP(rkey, raddr, len, off)) {
@@ -606,24 +631,24 @@ RVX_INLINE rvx_status_t rvx__tl_put_short(rvx__tl_ep_t *ep, const void *src, siz
     return rvx__shm_rma_slow(ep, (void *)(uintptr_t)src, len, raddr, rkey, 1);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_put_bcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE rvx_status_t rvx__shm_put_bcopy(rvx__shm_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__shm_rkey_t *rkey)
 {
-    return rvx__tl_put_short(ep, src, len, raddr, rkey);
+    return rvx__shm_put_short(ep, src, len, raddr, rkey);
 }
 
 /* shm has no registration: zero-copy is the same single copy, completed before return. */
-RVX_INLINE rvx_status_t rvx__tl_put_zcopy(rvx__tl_ep_t *ep, const void *src, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__shm_put_zcopy(rvx__shm_ep_t *ep, const void *src, size_t len,
+                                          const rvx__shm_mem_t *lmem, uint64_t raddr,
+                                          const rvx__shm_rkey_t *rkey, rvx_request_t *req)
 {
     (void)lmem;
     (void)req;
-    return rvx__tl_put_short(ep, src, len, raddr, rkey);
+    return rvx__shm_put_short(ep, src, len, raddr, rkey);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t len, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__shm_get_bcopy(rvx__shm_ep_t *ep, void *dst, size_t len, uint64_t raddr,
+                                          const rvx__shm_rkey_t *rkey, rvx_request_t *req)
 {
     uint64_t off;
     (void)req;
@@ -634,17 +659,17 @@ RVX_INLINE rvx_status_t rvx__tl_get_bcopy(rvx__tl_ep_t *ep, void *dst, size_t le
     return rvx__shm_rma_slow(ep, dst, len, raddr, rkey, 0);
 }
 
-RVX_INLINE rvx_status_t rvx__tl_get_zcopy(rvx__tl_ep_t *ep, void *dst, size_t len,
-                                          const rvx__tl_mem_t *lmem, uint64_t raddr,
-                                          const rvx_rkey_t *rkey, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__shm_get_zcopy(rvx__shm_ep_t *ep, void *dst, size_t len,
+                                          const rvx__shm_mem_t *lmem, uint64_t raddr,
+                                          const rvx__shm_rkey_t *rkey, rvx_request_t *req)
 {
     (void)lmem;
-    return rvx__tl_get_bcopy(ep, dst, len, raddr, rkey, req);
+    return rvx__shm_get_bcopy(ep, dst, len, raddr, rkey, req);
 }
 
 /* ---- atomics: CPU atomics on the mapping ---------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__shm_amo_slow(const rvx_rkey_t *rkey, uint64_t raddr, size_t size)
+RVX_COLD rvx_status_t rvx__shm_amo_slow(const rvx__shm_rkey_t *rkey, uint64_t raddr, size_t size)
 {
     uint64_t off = raddr - rkey->rbase;
     if (off > rkey->len || size > rkey->len - off) return RVX_ERR_REMOTE_ACCESS;
@@ -690,8 +715,8 @@ RVX_COLD rvx_status_t rvx__shm_amo_slow(const rvx_rkey_t *rkey, uint64_t raddr, 
         return old;                                                                             \
     }                                                                                           \
                                                                                                 \
-    RVX_INLINE rvx_status_t rvx__tl_atomic##BITS(rvx__tl_ep_t *ep, rvx_amo_op_t op, T v, T cmp, \
-                                                 uint64_t raddr, const rvx_rkey_t *rkey,        \
+    RVX_INLINE rvx_status_t rvx__shm_atomic##BITS(rvx__shm_ep_t *ep, rvx_amo_op_t op, T v, T cmp, \
+                                                 uint64_t raddr, const rvx__shm_rkey_t *rkey,        \
                                                  T *fetch, rvx_request_t *req)                  \
     {                                                                                           \
         uint64_t off;                                                                           \
@@ -715,7 +740,7 @@ RVX_INLINE size_t rvx__shm_nslots(size_t len) { return (8 + len + RVX__SHM_SLOT 
 
 /* Room for a frame with `len` body bytes; returns where to write the body, or NULL when full.
  * A frame that would cross the ring's end is preceded by a skip frame. */
-RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_INLINE void *rvx__shm_am_claim(rvx__shm_ep_t *ep, unsigned chan, size_t len)
 {
     rvx__shm_tx_t *tx = &ep->tx[chan];
     uint64_t pos = tx->tail;
@@ -737,7 +762,7 @@ RVX_INLINE void *rvx__tl_am_claim(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 }
 
 /* Make the frame visible: one release store of its header, after the body. RVX_OK always. */
-RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void *body, size_t len,
+RVX_INLINE rvx_status_t rvx__shm_am_publish(rvx__shm_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
     rvx__shm_tx_t *tx = &ep->tx[chan];
@@ -750,33 +775,33 @@ RVX_INLINE rvx_status_t rvx__tl_am_publish(rvx__tl_ep_t *ep, unsigned chan, void
 /* Zero-copy message, as the contract has it: between processes there is no zero-copy here, so
  * header and body are copied into the ring (the same as claim + publish) and the call completes
  * at once: RVX_OK, buf reusable; lmem and req are not used. RVX_ERR_NO_RESOURCE: ring full. */
-#define RVX__TL_AM_ZCOPY         0  /* no real zero-copy: callers need not register */
-#define RVX__TL_AM_ZCOPY_HDR_MAX 28
-RVX_INLINE rvx_status_t rvx__tl_am_zcopy(rvx__tl_ep_t *ep, unsigned chan, const void *hdr, size_t hdrlen,
-                                         const void *buf, size_t len, const rvx__tl_mem_t *lmem,
+#define RVX__SHM_AM_ZCOPY         0  /* no real zero-copy: callers need not register */
+#define RVX__SHM_AM_ZCOPY_HDR_MAX 28
+RVX_INLINE rvx_status_t rvx__shm_am_zcopy(rvx__shm_ep_t *ep, unsigned chan, const void *hdr, size_t hdrlen,
+                                         const void *buf, size_t len, const rvx__shm_mem_t *lmem,
                                          unsigned info, rvx_request_t *req)
 {
     uint8_t *b;
     (void)lmem;
     (void)req;
-    if (hdrlen > RVX__TL_AM_ZCOPY_HDR_MAX) return RVX_ERR_INVALID_PARAM;
+    if (hdrlen > RVX__SHM_AM_ZCOPY_HDR_MAX) return RVX_ERR_INVALID_PARAM;
     if (RVX_UNLIKELY(ep->failed)) return RVX_ERR_PEER_FAILED;
-    b = (uint8_t *)rvx__tl_am_claim(ep, chan, hdrlen + len);
+    b = (uint8_t *)rvx__shm_am_claim(ep, chan, hdrlen + len);
     if (!b) return RVX_ERR_NO_RESOURCE;
     if (hdrlen) memcpy(b, hdr, hdrlen);
     if (len) memcpy(b + hdrlen, buf, len);
-    rvx__tl_am_publish(ep, chan, b, hdrlen + len, info);
+    rvx__shm_am_publish(ep, chan, b, hdrlen + len, info);
     return RVX_OK;
 }
 
 #if RVX_CAN_RECEIVE
-RVX_INLINE int rvx__shm_ready(const rvx__tl_ep_t *ep, unsigned chan)
+RVX_INLINE int rvx__shm_ready(const rvx__shm_ep_t *ep, unsigned chan)
 {
     return __atomic_load_n(ep->rx[chan].next, __ATOMIC_RELAXED) == ep->rx[chan].expect;
 }
 
 /* Hand over up to a batch of frames from one ring. */
-RVX_COLD int rvx__shm_consume(rvx__tl_ep_t *ep, unsigned chan)
+RVX_COLD int rvx__shm_consume(rvx__shm_ep_t *ep, unsigned chan)
 {
     rvx__shm_rx_t *rx = &ep->rx[chan];
     int n = 0;
@@ -794,7 +819,7 @@ RVX_COLD int rvx__shm_consume(rvx__tl_ep_t *ep, unsigned chan)
             info = RVX__SHM_SKIP;
             rvx__log("shm: rank %d sent a frame that crosses the ring end; dropped", ep->rank);
         }
-        if (info != RVX__SHM_SKIP) rvx__rx_deliver(ep, chan, info, slot + 8, len);
+        if (info != RVX__SHM_SKIP) rvx__shm_rx_deliver(ep, chan, info, slot + 8, len);
         /* Continuation slots may hold payload that, a lap later, would be read as a header:
          * stamp each with its own (now stale) position. */
         for (i = 1; i < nslots; i++)
@@ -809,7 +834,7 @@ RVX_COLD int rvx__shm_consume(rvx__tl_ep_t *ep, unsigned chan)
 
 /* Something has arrived on endpoint `first` (or later ones): deliver it all. Out of line, so
  * that the empty poll needs no saved registers. */
-RVX_COLD int rvx__shm_progress_from(rvx__tl_iface_t *ifc, unsigned first)
+RVX_COLD int rvx__shm_progress_from(rvx__shm_iface_t *ifc, unsigned first)
 {
     unsigned i;
     int done = 0;
@@ -821,7 +846,7 @@ RVX_COLD int rvx__shm_progress_from(rvx__tl_iface_t *ifc, unsigned first)
     }
     ifc->in_rx = 1;
     for (i = first; i < ifc->nrx; i++) {
-        rvx__tl_ep_t *ep = ifc->rx[i];
+        rvx__shm_ep_t *ep = ifc->rx[i];
         if (rvx__shm_ready(ep, RVX__CHAN_REPLY)) done += rvx__shm_consume(ep, RVX__CHAN_REPLY);
         if (rvx__shm_ready(ep, RVX__CHAN_REQUEST)) done += rvx__shm_consume(ep, RVX__CHAN_REQUEST);
     }
@@ -832,12 +857,12 @@ RVX_COLD int rvx__shm_progress_from(rvx__tl_iface_t *ifc, unsigned first)
 
 /* Progress: nothing without live endpoints; shm has no TX completions to poll (outstanding is
  * always 0); RX rings only in builds that can receive: two loads and a compare per ring. */
-RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
+RVX_INLINE int rvx__shm_progress(rvx__shm_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     unsigned i, n = ifc->nrx;
     for (i = 0; i < n; i++) {
-        const rvx__tl_ep_t *ep = ifc->rx[i];
+        const rvx__shm_ep_t *ep = ifc->rx[i];
         if (RVX_UNLIKELY(rvx__shm_ready(ep, RVX__CHAN_REPLY) || rvx__shm_ready(ep, RVX__CHAN_REQUEST)))
             return rvx__shm_progress_from(ifc, i);
     }
@@ -850,18 +875,18 @@ RVX_INLINE int rvx__tl_progress(rvx__tl_iface_t *ifc)
 
 /* A reply must not fail for lack of room: wait, draining incoming replies (whose handlers cannot
  * send) so two peers replying to each other cannot deadlock; give up if the peer is gone. */
-RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_COLD void *rvx__shm_am_wait_room(rvx__shm_ep_t *ep, unsigned chan, size_t len)
 {
     unsigned spins = 0;
     void *body;
-    while (!(body = rvx__tl_am_claim(ep, chan, len))) {
+    while (!(body = rvx__shm_am_claim(ep, chan, len))) {
 #if RVX_CAN_RECEIVE
         unsigned i;
         for (i = 0; i < ep->ifc->nrx; i++)
             if (rvx__shm_ready(ep->ifc->rx[i], RVX__CHAN_REPLY))
                 rvx__shm_consume(ep->ifc->rx[i], RVX__CHAN_REPLY);
 #endif
-        if ((spins & 1023) == 1023 && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+        if ((spins & 1023) == 1023 && rvx__shm_ep_alive(ep) != RVX_OK) return NULL;
         spins++;
         if (spins > 4096) {
             struct timespec ts = {0, 50000};
@@ -873,14 +898,14 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
 
 /* Every shm operation is complete (visible to the peer) when it returns; a flush only orders
  * earlier stores before later ones and reports a peer already known to have failed. */
-RVX_INLINE rvx_status_t rvx__tl_ep_flush(rvx__tl_ep_t *ep, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__shm_ep_flush(rvx__shm_ep_t *ep, rvx_request_t *req)
 {
     (void)req;
     rvx_release_fence();
     return RVX_UNLIKELY(ep->failed) ? RVX_ERR_PEER_FAILED : RVX_OK;
 }
 
-RVX_INLINE rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
+RVX_INLINE rvx_status_t rvx__shm_iface_flush(rvx__shm_iface_t *ifc, rvx_request_t *req)
 {
     (void)ifc;
     (void)req;

@@ -50,10 +50,10 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     uint16_t idx = rvx_htobe16(e->wqe_counter);
     rvx_status_t st = rvx__mlx5_syndrome_status(e->syndrome);
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
-    rvx__tl_ep_t *ep = d->owner[idx & d->sq.mask]; /* the DCI is shared: the WQE's own endpoint */
+    rvx__dc_ep_t *ep = d->owner[idx & d->sq.mask]; /* the DCI is shared: the WQE's own endpoint */
     if (ep && !ep->failed) ep->dci = &d->ifc->no_dci; /* its later posts fail at once */
 #else
-    rvx__tl_ep_t *ep = d->ep;
+    rvx__dc_ep_t *ep = d->ep;
 #endif
     uint64_t b;
     if (!d->failed) {
@@ -78,7 +78,7 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
 
 /* ---- the CQ poll ---------------------------------------------------------------------------- */
 
-RVX_COLD rvx__dc_dci_t *rvx__dc_dci_of(rvx__tl_iface_t *ifc, uint32_t qpn)
+RVX_COLD rvx__dc_dci_t *rvx__dc_dci_of(rvx__dc_iface_t *ifc, uint32_t qpn)
 {
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
@@ -87,7 +87,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_dci_of(rvx__tl_iface_t *ifc, uint32_t qpn)
 }
 
 /* Pending worker flushes complete once every DCI has retired what was posted before them. */
-RVX_COLD void rvx__dc_wflush_check(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__dc_wflush_check(rvx__dc_iface_t *ifc)
 {
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
@@ -96,13 +96,13 @@ RVX_COLD void rvx__dc_wflush_check(rvx__tl_iface_t *ifc)
 }
 
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode,
+RVX_COLD void rvx__dc_rx(rvx__dc_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode,
                          int deliver);
 #endif
 
 /* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting for
  * room, or no handler may run). Returns the number of CQEs. */
-RVX_COLD int rvx__dc_poll(rvx__tl_iface_t *ifc, int deliver)
+RVX_COLD int rvx__dc_poll(rvx__dc_iface_t *ifc, int deliver)
 {
     int n = 0;
     (void)deliver;
@@ -150,20 +150,20 @@ RVX_COLD int rvx__dc_poll(rvx__tl_iface_t *ifc, int deliver)
 
 /* Inside an rvx call (or a handler): completions and replies; requests go aside for the next
  * rvx_progress. */
-RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc)
+RVX_COLD int rvx__dc_drain(rvx__dc_iface_t *ifc)
 {
     return rvx__dc_poll(ifc, 0);
 }
 
 #if RVX_CAN_RECEIVE
-RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc);
+RVX_COLD int rvx__dc_deliver_deferred(rvx__dc_iface_t *ifc);
 #endif
 
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc);
+RVX_COLD void rvx__dc_tick(rvx__dc_iface_t *ifc);
 #endif
 
-RVX_COLD int rvx__dc_progress_slow(rvx__tl_iface_t *ifc)
+RVX_COLD int rvx__dc_progress_slow(rvx__dc_iface_t *ifc)
 {
     int n = 0;
 #if RVX_CAN_RECEIVE
@@ -207,7 +207,7 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
  * left: its retries can last seconds) goes only to an endpoint being destroyed, for its credits'
  * give-back: an error of that work must not fail a living endpoint, and teardown must not wait
  * for the retries. NULL: none is free. */
-RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
+RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__dc_iface_t *ifc)
 {
     rvx__dc_dci_t *free_d = NULL, *idle_held = NULL, *orphan = NULL;
     unsigned k;
@@ -234,9 +234,9 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__tl_iface_t *ifc)
 /* The endpoint's DCI with room for nbb WQEBBs: its own (waiting for room), or one from the pool
  * (waiting, when every DCI holds outstanding work, until one has retired it all). NULL: the
  * endpoint has failed and holds no DCI. */
-RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
+RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__dc_ep_t *ep, uint32_t nbb)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     unsigned spins = 0, k;
     int counted = 0;
     for (;;) {
@@ -279,7 +279,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__tl_ep_t *ep, uint32_t nbb)
     }
 }
 
-RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, size_t len)
+RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, size_t len)
 {
     unsigned spins = 0;
     for (;;) {
@@ -302,7 +302,7 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__tl_ep_t *ep, 
 /* A transfer stops early: its endpoint failed. The chunks it posted on DCI d come back first (a
  * failed DCI returns every WQE, then recovers), so that none of them names req, perhaps the
  * caller's stack, once this returns. */
-RVX_COLD rvx_status_t rvx__dc_stop(rvx__tl_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
+RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
 {
     unsigned spins = 0;
     while (d && d->failed && d->sq.ci != d->sq.pi) {
@@ -313,7 +313,7 @@ RVX_COLD rvx_status_t rvx__dc_stop(rvx__tl_ep_t *ep, rvx__dc_dci_t *d, rvx_reque
     return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
 }
 
-RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req)
+RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req)
 {
     unsigned spins = 0;
     while (req->status == RVX_INPROGRESS) {
@@ -324,8 +324,8 @@ RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__tl_iface_t *ifc, rvx_request_t *req)
 }
 
 /* MULT, MIN, MAX, UMIN, UMAX: read, compute, compare-and-swap until no one else changed it. */
-RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t raddr, const rvx_rkey_t *rkey,
+RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size,
+                                       uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                        void *fetch)
 {
     uint64_t ones = size == 8 ? ~0ull : 0xffffffffull, old = 0, seen = 0, nv;
@@ -348,7 +348,7 @@ RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__tl_ep_t *ep, rvx_amo_op_t op, unsign
 
 /* ---- flush ---------------------------------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req)
+RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__dc_ep_t *ep, rvx_request_t *req)
 {
     rvx__dc_dci_t *d;
     rvx__dc_drain(ep->ifc);
@@ -362,7 +362,7 @@ RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__tl_ep_t *ep, rvx_request_t *req)
 }
 
 /* Every DCI in use retires what it holds; the pool is a few DCIs, whatever the job's size. */
-RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *req)
+RVX_COLD rvx_status_t rvx__dc_iface_flush(rvx__dc_iface_t *ifc, rvx_request_t *req)
 {
     unsigned i;
     int busy = 0;
@@ -388,14 +388,14 @@ RVX_COLD rvx_status_t rvx__tl_iface_flush(rvx__tl_iface_t *ifc, rvx_request_t *r
 /* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
  * DCT still answers, its error CQE fails the endpoint. No data segment (a zero-length one would
  * mean 2 GiB to the NIC). */
-RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_keepalive(rvx__dc_ep_t *ep)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
-    const rvx__tl_addr_t *a = rvx__dc_addr(ep);
+    const rvx__dc_addr_t *a = rvx__dc_addr_of(ep);
     uint8_t *wqe, *seg;
-    rvx_rkey_t k;
+    rvx__mlx5_rkey_t k;
     if (!d) return;
     k.rkey_word = (uint64_t)rvx_htobe32(a->ctrl_rkey);
     k.base = a->ctrl_addr;
@@ -413,7 +413,7 @@ RVX_COLD void rvx__dc_keepalive(rvx__tl_ep_t *ep)
  * the endpoint's last keepalive is still in flight (the DCI it holds remembers it: an endpoint
  * whose DCI was taken has had all its work complete), another every 100 ms (it also retires an
  * unsignaled tail, which would otherwise never show an error). */
-RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
+RVX_COLD rvx_status_t rvx__dc_ep_alive(rvx__dc_ep_t *ep)
 {
     const rvx__dc_dci_t *d = ep->dci;
     uint32_t now;
@@ -432,19 +432,19 @@ RVX_COLD rvx_status_t rvx__tl_ep_alive(rvx__tl_ep_t *ep)
  * what progress would for the credits: the drain takes frames off the SRQ (requests go aside,
  * counted taken) and the tick reports what was taken and gives back idle credits, so a peer
  * waiting in a handler of its own for this worker's reports or pool gets them (see below). */
-RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
+RVX_COLD void *rvx__dc_am_wait_room(rvx__dc_ep_t *ep, unsigned chan, size_t len)
 {
 #if RVX_CAN_RECEIVE
     unsigned spins = 0;
     void *body;
-    while (!(body = rvx__tl_am_claim(ep, chan, len))) {
+    while (!(body = rvx__dc_am_claim(ep, chan, len))) {
         if (ep->failed) return NULL;
         if (rvx__dc_drain(ep->ifc)) spins = 0;
         else rvx__backoff(&spins);
         rvx__dc_tick(ep->ifc);
         /* once the wait sleeps, each round asks whether the peer lives (its keepalive, at
          * most every 100 ms, fails within the retries): a time, not a count of rounds */
-        if (spins > RVX__BACKOFF_SLEEPING && rvx__tl_ep_alive(ep) != RVX_OK) return NULL;
+        if (spins > RVX__BACKOFF_SLEEPING && rvx__dc_ep_alive(ep) != RVX_OK) return NULL;
     }
     return body;
 #else
@@ -481,7 +481,7 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   covered frames in flight go at a later sweep, once the reports show them taken. A sender that
  *   finds a pool empty retries after a growing wait (20 us, doubled up to 5 ms).
  * Why a sender waiting for credits at R gets them once R progresses (no deadlock). Every place a
- *   worker waits for a peer (rvx_progress, and a reply's wait in rvx__tl_am_wait_room) polls its
+ *   worker waits for a peer (rvx_progress, and a reply's wait in rvx__dc_am_wait_room) polls its
  *   CQ, which takes every frame that arrived off the SRQ and counts it taken, even when a handler
  *   may not run (requests are copied aside), and ticks: within a sweep interval R reports every
  *   count not yet reported (a WRITE, which needs no receive buffer) and gives back credits of its
@@ -499,19 +499,19 @@ RVX_COLD void *rvx__tl_am_wait_room(rvx__tl_ep_t *ep, unsigned chan, size_t len)
  *   handlers' own waits too. What no scheme can cover is a peer that stops calling into rvx. */
 
 /* The peer's control region as a key (its word 0 is the pool, word 1 + r rank r's credits). */
-RVX_INLINE void rvx__dc_ctrl_key(const rvx__tl_ep_t *ep, rvx_rkey_t *k)
+RVX_INLINE void rvx__dc_ctrl_key(const rvx__dc_ep_t *ep, rvx__mlx5_rkey_t *k)
 {
-    k->rkey_word = (uint64_t)rvx_htobe32(rvx__dc_addr(ep)->ctrl_rkey);
-    k->base = rvx__dc_addr(ep)->ctrl_addr;
+    k->rkey_word = (uint64_t)rvx_htobe32(rvx__dc_addr_of(ep)->ctrl_rkey);
+    k->base = rvx__dc_addr_of(ep)->ctrl_addr;
     k->len = 8 * (2 * (uint64_t)ep->ifc->nranks + 1);
 }
 
 /* The worker's records of endpoints that hold credits at their peer (the sweep walks them): one
  * per such endpoint, in an array that grows (doubling) and is never walked per rank. Returns 0
  * when there is no memory for another record: the caller gives the credits back at once. */
-RVX_COLD int rvx__dc_hold_add(rvx__tl_ep_t *ep)
+RVX_COLD int rvx__dc_hold_add(rvx__dc_ep_t *ep)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     rvx__dc_hold_t *h;
     if (ep->holding) return 1;
     if (ifc->nholders == ifc->cap_holders) {
@@ -530,15 +530,15 @@ RVX_COLD int rvx__dc_hold_add(rvx__tl_ep_t *ep)
 }
 
 /* The record at index i goes (the last one takes its place). */
-RVX_COLD void rvx__dc_hold_drop(rvx__tl_iface_t *ifc, unsigned i)
+RVX_COLD void rvx__dc_hold_drop(rvx__dc_iface_t *ifc, unsigned i)
 {
     ifc->holders[i].ep->holding = 0;
     ifc->holders[i] = ifc->holders[--ifc->nholders];
 }
 
-RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_hold_del(rvx__dc_ep_t *ep)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     unsigned i;
     if (!ep->holding) return;
     for (i = 0; i < ifc->nholders; i++)
@@ -549,7 +549,7 @@ RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep)
 }
 
 /* The back-off record of a rank (NULL: none, claims on it may go). */
-RVX_COLD rvx__dc_backoff_t *rvx__dc_backoff_of(rvx__tl_iface_t *ifc, int rank)
+RVX_COLD rvx__dc_backoff_t *rvx__dc_backoff_of(rvx__dc_iface_t *ifc, int rank)
 {
     unsigned i;
     for (i = 0; i < ifc->nbackoff; i++)
@@ -559,7 +559,7 @@ RVX_COLD rvx__dc_backoff_t *rvx__dc_backoff_of(rvx__tl_iface_t *ifc, int rank)
 
 /* A claim on the rank's pool found it empty: the next waits 20 us, doubling up to 5 ms. Without
  * memory for a record, no wait (claims are only more frequent). */
-RVX_COLD void rvx__dc_backoff_add(rvx__tl_iface_t *ifc, int rank)
+RVX_COLD void rvx__dc_backoff_add(rvx__dc_iface_t *ifc, int rank)
 {
     rvx__dc_backoff_t *b = rvx__dc_backoff_of(ifc, rank);
     if (!b) {
@@ -580,16 +580,16 @@ RVX_COLD void rvx__dc_backoff_add(rvx__tl_iface_t *ifc, int rank)
 }
 
 /* A claim on the rank's pool succeeded: no more waiting. */
-RVX_COLD void rvx__dc_backoff_del(rvx__tl_iface_t *ifc, int rank)
+RVX_COLD void rvx__dc_backoff_del(rvx__dc_iface_t *ifc, int rank)
 {
     rvx__dc_backoff_t *b = rvx__dc_backoff_of(ifc, rank);
     if (b) *b = ifc->backoff[--ifc->nbackoff];
 }
 
 /* Add v to the peer's pool (a NIC fetch-add, unsignaled, nothing waited for). */
-RVX_COLD void rvx__dc_pool_add(rvx__tl_ep_t *ep, uint64_t v)
+RVX_COLD void rvx__dc_pool_add(rvx__dc_ep_t *ep, uint64_t v)
 {
-    rvx_rkey_t k;
+    rvx__mlx5_rkey_t k;
     rvx__dc_ctrl_key(ep, &k);
     (void)rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, v, 0, 0, 0, k.base, &k, NULL, NULL);
 }
@@ -597,13 +597,13 @@ RVX_COLD void rvx__dc_pool_add(rvx__tl_ep_t *ep, uint64_t v)
 /* Take up to `want` credits from the peer's pool by fetch-add (one round trip); what the pool
  * could not give goes straight back. Returns the credits taken (0: the pool was empty, or the
  * endpoint failed). */
-RVX_COLD uint32_t rvx__dc_claim(rvx__tl_ep_t *ep, uint32_t want)
+RVX_COLD uint32_t rvx__dc_claim(rvx__dc_ep_t *ep, uint32_t want)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     rvx__dc_peer_t *p = &ifc->peers[ep->rank];
     uint64_t old = 0;
     uint32_t got;
-    rvx_rkey_t k;
+    rvx__mlx5_rkey_t k;
     rvx__dc_ctrl_key(ep, &k);
     ifc->claims++;
     if (rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_FA, 8, (uint64_t)0 - want, 0, 0, 0, k.base, &k,
@@ -626,7 +626,7 @@ RVX_COLD uint32_t rvx__dc_claim(rvx__tl_ep_t *ep, uint32_t want)
 
 /* Give back the credits the endpoint holds beyond its frames the peer may still hold. Returns 1
  * once it holds none (or failed): its holder's record may go. */
-RVX_COLD int rvx__dc_release(rvx__tl_ep_t *ep)
+RVX_COLD int rvx__dc_release(rvx__dc_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
     uint32_t unused;
@@ -645,10 +645,10 @@ RVX_COLD int rvx__dc_release(rvx__tl_ep_t *ep)
 
 /* Holding less than a batch and no credit left: claim the rest (not again soon after a claim
  * that found the pool empty). */
-RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all);
-RVX_COLD int rvx__dc_credit_claim(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_sweep(rvx__dc_iface_t *ifc, const rvx__dc_ep_t *keep, int all);
+RVX_COLD int rvx__dc_credit_claim(rvx__dc_ep_t *ep)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     rvx__dc_peer_t *p = &ifc->peers[ep->rank];
     const rvx__dc_backoff_t *b;
     if (p->claimed >= RVX_DC_AM_CREDITS) return 0; /* the peer has them all: wait for reports */
@@ -667,7 +667,7 @@ RVX_COLD int rvx__dc_credit_claim(rvx__tl_ep_t *ep)
 }
 
 /* No cached credit: what the peer reported since (the common case, short), else a claim. */
-RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
+RVX_COLD int rvx__dc_credit_slow(rvx__dc_ep_t *ep)
 {
     if (ep->failed) return 0;
     rvx__dc_refresh(ep);
@@ -676,18 +676,18 @@ RVX_COLD int rvx__dc_credit_slow(rvx__tl_ep_t *ep)
 }
 
 /* Frames of rank r's taken off the SRQ here. */
-RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r)
+RVX_INLINE uint64_t *rvx__dc_taken(rvx__dc_iface_t *ifc, int r)
 {
     return &ifc->ctrl[1 + (size_t)ifc->nranks + (size_t)r];
 }
 
 /* Tell the peer how many of its frames we took: an 8-byte inline WRITE into its control region
  * (it needs no receive buffer, so credits always flow). */
-RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
     uint64_t v = *rvx__dc_taken(ep->ifc, ep->rank);
-    rvx_rkey_t k;
+    rvx__mlx5_rkey_t k;
     if (ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
     p->rx_reported = (uint32_t)v;
@@ -696,14 +696,14 @@ RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep)
 
 /* Reports of frames taken here not told yet; then the credits of endpoints that sent nothing
  * since the last sweep (all = 1: of every endpoint but `keep`). Not nested. */
-RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int all)
+RVX_COLD void rvx__dc_sweep(rvx__dc_iface_t *ifc, const rvx__dc_ep_t *keep, int all)
 {
     unsigned i;
     if (ifc->in_sweep) return;
     ifc->in_sweep = 1;
     while (ifc->ndirty) { /* a report may poll, and the poll add ranks: taken from the end */
         int r = ifc->dirty[--ifc->ndirty];
-        rvx__tl_ep_t *e = ifc->eps[r];
+        rvx__dc_ep_t *e = ifc->eps[r];
         ifc->peers[r].dirty = 0;
         if (e && (uint32_t)*rvx__dc_taken(ifc, r) != ifc->peers[r].rx_reported)
             rvx__dc_credit_return(e); /* no endpoint: reported when one is created */
@@ -712,7 +712,7 @@ RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int 
      * polls inside a release neither add nor remove records */
     for (i = ifc->nholders; i-- > 0;) {
         rvx__dc_hold_t *h = &ifc->holders[i];
-        rvx__tl_ep_t *ep = h->ep;
+        rvx__dc_ep_t *ep = h->ep;
         uint32_t sent = rvx__dc_tx_sent(ep);
         if (ep == keep) continue;
         if (!all && sent != h->mark) {
@@ -727,7 +727,7 @@ RVX_COLD void rvx__dc_sweep(rvx__tl_iface_t *ifc, const rvx__tl_ep_t *keep, int 
 }
 
 /* From progress: a sweep once per RVX_DC_CREDIT_IDLE_US, when there is anything to sweep. */
-RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__dc_tick(rvx__dc_iface_t *ifc)
 {
     double now;
     if (!ifc->nholders && !ifc->ndirty) return;
@@ -743,8 +743,8 @@ RVX_COLD void rvx__dc_tick(rvx__tl_iface_t *ifc)
  * so when the peer's NIC adds them those frames are in its receive buffers; until its CPU takes
  * them the pool may promise those buffers twice (an RNR NAK at worst, retried: rnr_retry 7). The
  * frames sent so far count as paid for: a later endpoint ignores their reports
- * (rvx__tl_ep_connect). A failed endpoint keeps what it holds (the peer may be gone). */
-RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
+ * (rvx__dc_ep_connect). A failed endpoint keeps what it holds (the peer may be gone). */
+RVX_COLD void rvx__dc_give_back(rvx__dc_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
     ep->ifc->closing = 1;
@@ -761,10 +761,10 @@ RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep)
 
 /* A frame of the peer's was taken off the SRQ: its credit goes back every half batch (sooner
  * when a message to the peer carries it, or at the next sweep). */
-RVX_COLD void rvx__dc_rx_taken(rvx__tl_iface_t *ifc, int rank)
+RVX_COLD void rvx__dc_rx_taken(rvx__dc_iface_t *ifc, int rank)
 {
     uint64_t *t = rvx__dc_taken(ifc, rank);
-    rvx__tl_ep_t *ep = ifc->eps[rank];
+    rvx__dc_ep_t *ep = ifc->eps[rank];
     ++*t;
     if (ep && (uint32_t)*t - ifc->peers[rank].rx_reported >= RVX_DC_AM_CREDITS / 2) {
         rvx__dc_credit_return(ep);
@@ -776,13 +776,13 @@ RVX_COLD void rvx__dc_rx_taken(rvx__tl_iface_t *ifc, int rank)
 
 /* ---- messages: receiving -------------------------------------------------------------------- */
 
-RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc)
+RVX_COLD int rvx__dc_deliver_deferred(rvx__dc_iface_t *ifc)
 {
     rvx__dc_deferred_t *kept = NULL, *last = NULL;
     int n = 0;
     while (ifc->def_head) {
         rvx__dc_deferred_t *f = ifc->def_head;
-        rvx__tl_ep_t *ep = ifc->eps[f->rank];
+        rvx__dc_ep_t *ep = ifc->eps[f->rank];
         ifc->def_head = f->next;
         if (!ifc->def_head) ifc->def_tail = NULL;
         if (!ep) { /* kept (in order) until the endpoint exists */
@@ -792,7 +792,7 @@ RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc)
             last = f;
             continue;
         }
-        rvx__rx_deliver(ep, f->chan, f->info, f->body, f->len);
+        rvx__dc_rx_deliver(ep, f->chan, f->info, f->body, f->len);
         free(f);
         n++;
     }
@@ -803,7 +803,7 @@ RVX_COLD int rvx__dc_deliver_deferred(rvx__tl_iface_t *ifc)
 
 /* A CQE of the DCT: a frame in the SRQ buffer its wqe_counter names (or, scattered, in the CQE
  * itself). Handed to the protocol, or kept aside; the buffer goes straight back to the SRQ. */
-RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode,
+RVX_COLD void rvx__dc_rx(rvx__dc_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode,
                          int deliver)
 {
     uint16_t idx = rvx_htobe16(cqe->wqe_counter);
@@ -812,7 +812,7 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
     unsigned chan = x >> 16, info = x & 0xffff;
     uint32_t report;
     rvx__dc_prefix_t pre;
-    rvx__tl_ep_t *ep;
+    rvx__dc_ep_t *ep;
     if (opcode != MLX5_CQE_RESP_SEND_IMM) {
         rvx__log("dc_mlx5: receive completion with opcode %u (syndrome 0x%x): buffer reposted",
                  opcode, ((const struct mlx5_err_cqe *)(const void *)cqe)->syndrome);
@@ -842,10 +842,10 @@ RVX_COLD void rvx__dc_rx(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, uns
         ifc->quiet = 1; /* the next progress delivers it */
     } else {
         /* the buffer goes back after the handler; frames a nested poll takes use others. A
-         * handler runs with in_rx set (a request from it is refused, RVX__TL_IN_HANDLER) */
+         * handler runs with in_rx set (a request from it is refused, RVX__DC_IN_HANDLER) */
         int was = ifc->in_rx;
         ifc->in_rx = 1;
-        rvx__rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
+        rvx__dc_rx_deliver(ep, chan, info, (void *)(uintptr_t)buf, len);
         ifc->in_rx = was;
     }
     rvx__mlx5_srq_done(&ifc->srq, cqe);

@@ -5,22 +5,22 @@
 #ifndef RVX_TL_DC_SETUP_H
 #define RVX_TL_DC_SETUP_H
 
-RVX_COLD int rvx__dc_drain(rvx__tl_iface_t *ifc);
+RVX_COLD int rvx__dc_drain(rvx__dc_iface_t *ifc);
 RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
 RVX_COLD void rvx__dc_hold(rvx__dc_dci_t *d);
 #if RVX_CAN_RECEIVE
-RVX_COLD void rvx__dc_give_back(rvx__tl_ep_t *ep);
-RVX_COLD void rvx__dc_credit_return(rvx__tl_ep_t *ep);
-RVX_COLD int rvx__dc_hold_add(rvx__tl_ep_t *ep);
-RVX_COLD void rvx__dc_hold_del(rvx__tl_ep_t *ep);
-RVX_INLINE uint64_t *rvx__dc_taken(rvx__tl_iface_t *ifc, int r);
+RVX_COLD void rvx__dc_give_back(rvx__dc_ep_t *ep);
+RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep);
+RVX_COLD int rvx__dc_hold_add(rvx__dc_ep_t *ep);
+RVX_COLD void rvx__dc_hold_del(rvx__dc_ep_t *ep);
+RVX_INLINE uint64_t *rvx__dc_taken(rvx__dc_iface_t *ifc, int r);
 #endif
 
 /* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
 
 /* Creation attributes, the same for a DCI and the DCT but for the type: a driver QP on the
  * worker's PD and CQ. */
-RVX_COLD void rvx__dc_qp_attr(const rvx__tl_iface_t *ifc, struct ibv_qp_init_attr_ex *ia,
+RVX_COLD void rvx__dc_qp_attr(const rvx__dc_iface_t *ifc, struct ibv_qp_init_attr_ex *ia,
                               struct mlx5dv_qp_init_attr *da, enum mlx5dv_dc_type type)
 {
     memset(ia, 0, sizeof(*ia));
@@ -36,7 +36,7 @@ RVX_COLD void rvx__dc_qp_attr(const rvx__tl_iface_t *ifc, struct ibv_qp_init_att
 
 /* RTR's attributes, the same for a DCI and the DCT: the path MTU and the port, with the GRH's
  * source GID and hop limit on RoCE. */
-RVX_COLD void rvx__dc_rtr_attr(const rvx__tl_ctx_t *ctx, struct ibv_qp_attr *qa)
+RVX_COLD void rvx__dc_rtr_attr(const rvx__mlx5_ctx_t *ctx, struct ibv_qp_attr *qa)
 {
     memset(qa, 0, sizeof(*qa));
     qa->qp_state = IBV_QPS_RTR;
@@ -49,7 +49,7 @@ RVX_COLD void rvx__dc_rtr_attr(const rvx__tl_ctx_t *ctx, struct ibv_qp_attr *qa)
     }
 }
 
-RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__tl_ctx_t *ctx, struct ibv_qp *qp)
+RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__mlx5_ctx_t *ctx, struct ibv_qp *qp)
 {
     struct ibv_qp_attr qa;
     memset(&qa, 0, sizeof(qa));
@@ -66,7 +66,7 @@ fail:
 }
 
 /* A DCI's send queue and book-keeping, from its first WQEBB (after creation or RESET). */
-RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
+RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d)
 {
     struct mlx5dv_qp dq;
     rvx__mlx5_bf_t *bf;
@@ -90,15 +90,15 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     d->b_head = d->b_tail = 0;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
     free(d->owner);
-    d->owner = (struct rvx__tl_ep **)calloc(d->sq.mask + 1, sizeof(*d->owner));
+    d->owner = (struct rvx__dc_ep **)calloc(d->sq.mask + 1, sizeof(*d->owner));
     if (!d->owner) return RVX_ERR_NO_MEMORY;
 #endif
     return RVX_OK;
 }
 
-RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d, unsigned i)
+RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d, unsigned i)
 {
-    rvx__tl_ctx_t *ctx = ifc->ctx;
+    rvx__mlx5_ctx_t *ctx = ifc->ctx;
     struct ibv_qp_init_attr_ex ia;
     struct mlx5dv_qp_init_attr da;
     rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCI);
@@ -126,7 +126,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d,
  * back to the pool. The endpoint that held it stays failed; no one else notices. */
 RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
 {
-    rvx__tl_iface_t *ifc = d->ifc;
+    rvx__dc_iface_t *ifc = d->ifc;
     struct ibv_qp_attr qa;
     memset(&qa, 0, sizeof(qa));
     qa.qp_state = IBV_QPS_RESET;
@@ -144,7 +144,7 @@ RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
 
 /* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails) and
  * every receive buffer: sized by what can be outstanding, not by the job. */
-RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__tl_iface_t *ifc)
+RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__dc_iface_t *ifc)
 {
     int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 2 * RVX__DC_RX_DEPTH + 64;
     ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
@@ -157,9 +157,9 @@ RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__tl_iface_t *ifc)
 
 /* The DCT: on the worker's SRQ (tl/mlx5/srq.h: RVX_DC_RX_DEPTH frames in a build that receives
  * messages, a token few otherwise), RESET -> INIT -> RTR, after which it has its number. */
-RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
+RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__dc_iface_t *ifc)
 {
-    rvx__tl_ctx_t *ctx = ifc->ctx;
+    rvx__mlx5_ctx_t *ctx = ifc->ctx;
     struct ibv_qp_init_attr_ex ia;
     struct mlx5dv_qp_init_attr da;
     struct ibv_qp_attr qa;
@@ -188,7 +188,7 @@ RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__tl_iface_t *ifc)
  * peers still there get it in microseconds; one that has left is not waited for beyond
  * RVX__DC_FINI_GRACE_S, and its failure is not reported (rvx__dc_req_err). */
 #define RVX__DC_FINI_GRACE_S 0.01
-RVX_COLD void rvx__dc_iface_quiesce(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__dc_iface_quiesce(rvx__dc_iface_t *ifc)
 {
     double t0 = rvx__now_s();
     unsigned spins = 0, i, busy = 1;
@@ -206,7 +206,7 @@ RVX_COLD void rvx__dc_iface_quiesce(rvx__tl_iface_t *ifc)
     }
 }
 
-RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__dc_iface_fini(rvx__dc_iface_t *ifc)
 {
     unsigned i;
     if (ifc->ibcq) rvx__dc_iface_quiesce(ifc);
@@ -244,7 +244,7 @@ RVX_COLD void rvx__tl_iface_fini(rvx__tl_iface_t *ifc)
     memset(ifc, 0, sizeof(*ifc));
 }
 
-RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ctx, int rank,
+RVX_COLD rvx_status_t rvx__dc_iface_init(rvx__dc_iface_t *ifc, rvx__mlx5_ctx_t *ctx, int rank,
                                          int nranks, int node)
 {
     size_t bytes = (size_t)RVX_DC_NUM_DCI * RVX_DC_BOUNCE_BYTES;
@@ -276,7 +276,7 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
      * rank r's returned credits, word 1 + nranks + r rank r's frames taken here (16 bytes a rank,
      * and 20 of counters and lists); keepalives write nothing to it */
     ifc->ctrl = (uint64_t *)rvx__mlx5_alloc(ctx, 8 * (2 * (size_t)nranks + 1));
-    ifc->eps = (rvx__tl_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
+    ifc->eps = (rvx__dc_ep_t **)calloc((size_t)nranks, sizeof(*ifc->eps));
     ifc->peers = (rvx__dc_peer_t *)calloc((size_t)nranks, sizeof(*ifc->peers));
     ifc->dirty = (int *)calloc((size_t)nranks, sizeof(*ifc->dirty));
     if (!ifc->ctrl || !ifc->eps || !ifc->peers || !ifc->dirty) { st = RVX_ERR_NO_MEMORY; goto fail; }
@@ -290,11 +290,11 @@ RVX_COLD rvx_status_t rvx__tl_iface_init(rvx__tl_iface_t *ifc, rvx__tl_ctx_t *ct
         if ((st = rvx__dc_dci_create(ifc, &ifc->dci[i], i)) != RVX_OK) goto fail;
     return RVX_OK;
 fail:
-    rvx__tl_iface_fini(ifc);
+    rvx__dc_iface_fini(ifc);
     return st;
 }
 
-RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
+RVX_COLD void rvx__dc_iface_address(rvx__dc_iface_t *ifc, rvx__dc_addr_t *addr)
 {
     memset(addr, 0, sizeof(*addr));
     addr->magic = RVX__MLX5_MAGIC;
@@ -313,7 +313,7 @@ RVX_COLD void rvx__tl_iface_address(rvx__tl_iface_t *ifc, rvx__tl_addr_t *addr)
 }
 
 /* A rank's address is refused at connect when wire-up found it is not one of this fabric. */
-RVX_COLD int rvx__dc_refused(const rvx__tl_iface_t *ifc, int rank)
+RVX_COLD int rvx__dc_refused(const rvx__dc_iface_t *ifc, int rank)
 {
     unsigned i;
     for (i = 0; i < ifc->nrefused; i++)
@@ -324,14 +324,14 @@ RVX_COLD int rvx__dc_refused(const rvx__tl_iface_t *ifc, int rank)
 /* The only look at whole addresses (the worker keeps their first 24 bytes): note the ranks whose
  * address is not a dc_mlx5 address of this link layer, and on RoCE keep the GIDs' top 8 bytes
  * once if every rank has the same (one subnet prefix, or IPv4-mapped), else per rank. */
-RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t size)
+RVX_COLD rvx_status_t rvx__dc_iface_wireup(rvx__dc_iface_t *ifc, const uint8_t *addrs, size_t size)
 {
-    const rvx__tl_addr_t *a;
+    const rvx__dc_addr_t *a;
     int r, shared = 1;
     for (r = 0; r < ifc->nranks; r++) {
-        a = (const rvx__tl_addr_t *)(const void *)(addrs + (size_t)r * size);
+        a = (const rvx__dc_addr_t *)(const void *)(addrs + (size_t)r * size);
         if (a->magic == RVX__MLX5_MAGIC && a->is_roce == ifc->ctx->is_roce) {
-            if (memcmp(a->gid_hi, ((const rvx__tl_addr_t *)(const void *)addrs)->gid_hi, 8)) shared = 0;
+            if (memcmp(a->gid_hi, ((const rvx__dc_addr_t *)(const void *)addrs)->gid_hi, 8)) shared = 0;
             continue;
         }
         if (!ifc->refused) ifc->refused = (int *)calloc((size_t)ifc->nranks, sizeof(int));
@@ -340,20 +340,20 @@ RVX_COLD rvx_status_t rvx__tl_iface_wireup(rvx__tl_iface_t *ifc, const uint8_t *
     }
     if (!ifc->ctx->is_roce || ifc->nranks == 0) return RVX_OK;
     if (shared) {
-        memcpy(ifc->gid_hi, ((const rvx__tl_addr_t *)(const void *)addrs)->gid_hi, 8);
+        memcpy(ifc->gid_hi, ((const rvx__dc_addr_t *)(const void *)addrs)->gid_hi, 8);
         return RVX_OK;
     }
     ifc->gid_his = (uint8_t *)malloc(8 * (size_t)ifc->nranks);
     if (!ifc->gid_his) return RVX_ERR_NO_MEMORY;
     for (r = 0; r < ifc->nranks; r++)
         memcpy(ifc->gid_his + 8 * (size_t)r,
-               ((const rvx__tl_addr_t *)(const void *)(addrs + (size_t)r * size))->gid_hi, 8);
+               ((const rvx__dc_addr_t *)(const void *)(addrs + (size_t)r * size))->gid_hi, 8);
     return RVX_OK;
 }
 
-/* Where the worker keeps every rank's address after wire-up (its first RVX__TL_ADDR_KEPT bytes):
+/* Where the worker keeps every rank's address after wire-up (its first RVX__DC_ADDR_KEPT bytes):
  * endpoints read the control region and the GID's low half from there, not from a copy each. */
-RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+RVX_COLD void rvx__dc_iface_addrs(rvx__dc_iface_t *ifc, const uint8_t *addrs, size_t stride)
 {
     ifc->addrs = addrs;
     ifc->addr_stride = stride;
@@ -364,8 +364,8 @@ RVX_COLD void rvx__tl_iface_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, si
 /* The address segment's fields, built once: bytes 8-15 of the base form are dqp_dct (the DCT
  * number, no extended flag), stat_rate_sl 0, fl_mlid 0, rlid (0 on RoCE, where the GRH form
  * takes the DCT number and GID from the kept address). */
-RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep, int rank,
-                                         const rvx__tl_addr_t *addr)
+RVX_COLD rvx_status_t rvx__dc_ep_connect(rvx__dc_iface_t *ifc, rvx__dc_ep_t *ep, int rank,
+                                         const rvx__dc_addr_t *addr)
 {
     uint32_t dq;
     uint16_t lid;
@@ -384,7 +384,7 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
     ep->err = RVX_OK;
     ep->live = 1;
     ep->ka_ms = rvx__dc_ms();
-    if (addr != rvx__dc_addr(ep)) { /* the GID and control region are read from the kept copy */
+    if (addr != rvx__dc_addr_of(ep)) { /* the GID and control region are read from the kept copy */
         rvx__log("dc_mlx5: the address of rank %d is not where the worker keeps it", rank);
         return RVX_ERR_INVALID_PARAM;
     }
@@ -410,9 +410,9 @@ RVX_COLD rvx_status_t rvx__tl_ep_connect(rvx__tl_iface_t *ifc, rvx__tl_ep_t *ep,
  * retries (RVX__MLX5_TEARDOWN_S), after which the DCI is failed on purpose and its flush ends
  * every request. The rest (sends, credit words, keepalives: what a peer that has left no longer
  * needs) is not waited for. */
-RVX_COLD void rvx__dc_ep_settle(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_ep_settle(rvx__dc_ep_t *ep)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
     /* its DCI even once an error set ep->dci to no_dci: its WQEs behind the error still flush */
     rvx__dc_dci_t *d = &ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
@@ -444,7 +444,7 @@ RVX_COLD void rvx__dc_ep_settle(rvx__tl_ep_t *ep)
 
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
 /* WQEs of the endpoint still on its (shared) DCI: an error CQE for one finds no endpoint. */
-RVX_COLD void rvx__dc_disown(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_disown(rvx__dc_ep_t *ep)
 {
     rvx__dc_dci_t *d = &ep->ifc->dci[(unsigned)ep->rank % RVX_DC_NUM_DCI];
     uint32_t i;
@@ -456,9 +456,9 @@ RVX_COLD void rvx__dc_disown(rvx__tl_ep_t *ep)
 /* The endpoint goes. Its credits go back at once (tl/dc/poll.h), its owed work completes, and a
  * DCI it held goes back to the pool, to be handed out again once what is left on it retires
  * (a signaled NOP after it: a peer that has left fails it unreported, see rvx__dc_req_err). */
-RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
+RVX_COLD void rvx__dc_ep_disconnect(rvx__dc_ep_t *ep)
 {
-    rvx__tl_iface_t *ifc = ep->ifc;
+    rvx__dc_iface_t *ifc = ep->ifc;
     if (!ep->live) return;
 #if RVX_CAN_RECEIVE
     rvx__dc_give_back(ep); /* and off the holders' list */
@@ -477,7 +477,7 @@ RVX_COLD void rvx__tl_ep_disconnect(rvx__tl_ep_t *ep)
     ifc->nlive--;
 }
 
-RVX_COLD rvx_status_t rvx__tl_rkey_unpack(rvx__tl_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
+RVX_COLD rvx_status_t rvx__dc_rkey_unpack(rvx__dc_ep_t *ep, const void *buf, rvx__mlx5_rkey_t *rkey)
 {
     return rvx__mlx5_rkey_unpack(buf, rkey, ep->rank);
 }

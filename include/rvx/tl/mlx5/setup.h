@@ -14,7 +14,7 @@
 
 #define RVX__MLX5_MAGIC 0x7276784d4c58ull /* "rvxMLX": rkeys and addresses of this layer */
 
-typedef struct rvx__tl_ctx {
+typedef struct rvx__mlx5_ctx {
     struct ibv_context *ib;
     struct ibv_pd      *pd;
     uint8_t             port;
@@ -27,24 +27,24 @@ typedef struct rvx__tl_ctx {
     uint32_t            bw_mbs;  /* the port's data rate (active speed x width), MB/s */
     unsigned            lane;    /* which lane this device serves (0: everything, others: data) */
     char                name[64];
-} rvx__tl_ctx_t;
+} rvx__mlx5_ctx_t;
 
-typedef struct rvx__tl_mem {
+typedef struct rvx__mlx5_mem {
     void          *addr;
     size_t         len;
     struct ibv_mr *mr;
     uint32_t       lkey;
     int            allocated;
-} rvx__tl_mem_t;
+} rvx__mlx5_mem_t;
 
 typedef struct rvx__mlx5_packed_rkey {
     uint64_t magic;
     uint64_t base;
     uint64_t len;
     uint32_t rkey;
-    uint32_t owner;   /* rank + 1 of the process that packed it (rvx__tl_rkey_stamp) */
+    uint32_t owner;   /* rank + 1 of the process that packed it (rvx__mlx5_rkey_stamp) */
 } rvx__mlx5_packed_rkey_t;
-#define RVX__TL_RKEY_PACKED_SIZE sizeof(rvx__mlx5_packed_rkey_t)
+#define RVX__MLX5_RKEY_PACKED_SIZE sizeof(rvx__mlx5_packed_rkey_t)
 
 /* ---- the device ----------------------------------------------------------------------------- */
 
@@ -92,7 +92,7 @@ RVX_COLD uint32_t rvx__mlx5_port_mbs(unsigned speed, unsigned width)
 }
 
 /* A lane's bandwidth (MB/s): what its port reported, else the fabric header's figure. */
-RVX_COLD uint32_t rvx__tl_ctx_bw_mbs(const rvx__tl_ctx_t *ctx)
+RVX_COLD uint32_t rvx__mlx5_ctx_bw_mbs(const rvx__mlx5_ctx_t *ctx)
 {
     return ctx->bw_mbs ? ctx->bw_mbs : (uint32_t)RVX_FAB_BW_MBS;
 }
@@ -136,7 +136,7 @@ RVX_COLD rvx_status_t rvx__mlx5_dev_wanted(const char *want, unsigned lane, char
 }
 
 /* Open the device named, or the lane-th mlx5 device found. */
-RVX_COLD rvx_status_t rvx__mlx5_dev_open(rvx__tl_ctx_t *ctx, const char *name, unsigned lane)
+RVX_COLD rvx_status_t rvx__mlx5_dev_open(rvx__mlx5_ctx_t *ctx, const char *name, unsigned lane)
 {
     struct ibv_device **list = NULL, *dev = NULL;
     int n = 0, i;
@@ -173,7 +173,7 @@ RVX_COLD rvx_status_t rvx__mlx5_dev_open(rvx__tl_ctx_t *ctx, const char *name, u
 }
 
 /* The port: active, its LID, MTU, rate, link layer and GID; then the protection domain. */
-RVX_COLD rvx_status_t rvx__mlx5_port_open(rvx__tl_ctx_t *ctx, int port)
+RVX_COLD rvx_status_t rvx__mlx5_port_open(rvx__mlx5_ctx_t *ctx, int port)
 {
     struct ibv_port_attr pa;
     ctx->port = (uint8_t)port;
@@ -206,7 +206,7 @@ RVX_COLD rvx_status_t rvx__mlx5_port_open(rvx__tl_ctx_t *ctx, int port)
 
 /* Open the device of `lane` (0 for single-lane builds): the lane-th name of RVX_DEV, or the
  * lane-th mlx5 device found. */
-RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
+RVX_COLD rvx_status_t rvx__mlx5_ctx_init(rvx__mlx5_ctx_t *ctx, unsigned lane)
 {
     char name[64];
     int port;
@@ -222,7 +222,7 @@ RVX_COLD rvx_status_t rvx__tl_ctx_init(rvx__tl_ctx_t *ctx, unsigned lane)
     return st;
 }
 
-RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx)
+RVX_COLD void rvx__mlx5_ctx_fini(rvx__mlx5_ctx_t *ctx)
 {
     if (ctx->pd) ibv_dealloc_pd(ctx->pd);
     if (ctx->ib) ibv_close_device(ctx->ib);
@@ -231,7 +231,7 @@ RVX_COLD void rvx__tl_ctx_fini(rvx__tl_ctx_t *ctx)
 
 /* ---- memory and keys ------------------------------------------------------------------------ */
 
-RVX_COLD struct ibv_mr *rvx__mlx5_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len, const char *what)
+RVX_COLD struct ibv_mr *rvx__mlx5_reg(rvx__mlx5_ctx_t *ctx, void *addr, size_t len, const char *what)
 {
     struct ibv_mr *mr = ibv_reg_mr(ctx->pd, addr, len, RVX__MLX5_ACCESS);
     if (!mr) rvx__log(RVX__MLX5_TL ": cannot register %zu bytes of %s: %s", len, what, strerror(errno));
@@ -239,7 +239,7 @@ RVX_COLD struct ibv_mr *rvx__mlx5_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len
 }
 
 /* Zeroed, page-aligned memory of whole pages. */
-RVX_COLD void *rvx__mlx5_alloc(rvx__tl_ctx_t *ctx, size_t len)
+RVX_COLD void *rvx__mlx5_alloc(rvx__mlx5_ctx_t *ctx, size_t len)
 {
     void *p = NULL;
     if (posix_memalign(&p, ctx->page, (len + ctx->page - 1) & ~(ctx->page - 1))) return NULL;
@@ -247,7 +247,7 @@ RVX_COLD void *rvx__mlx5_alloc(rvx__tl_ctx_t *ctx, size_t len)
     return p;
 }
 
-RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_mem_t *mem)
+RVX_COLD rvx_status_t rvx__mlx5_mem_alloc(rvx__mlx5_ctx_t *ctx, size_t len, rvx__mlx5_mem_t *mem)
 {
     mem->addr = rvx__mlx5_alloc(ctx, len);
     if (!mem->addr) return RVX_ERR_NO_MEMORY;
@@ -262,8 +262,8 @@ RVX_COLD rvx_status_t rvx__tl_mem_alloc(rvx__tl_ctx_t *ctx, size_t len, rvx__tl_
     return RVX_OK;
 }
 
-RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len,
-                                      rvx__tl_mem_t *mem)
+RVX_COLD rvx_status_t rvx__mlx5_mem_reg(rvx__mlx5_ctx_t *ctx, void *addr, size_t len,
+                                      rvx__mlx5_mem_t *mem)
 {
     mem->addr = addr;
     mem->len = len;
@@ -274,7 +274,7 @@ RVX_COLD rvx_status_t rvx__tl_mem_reg(rvx__tl_ctx_t *ctx, void *addr, size_t len
     return RVX_OK;
 }
 
-RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
+RVX_COLD void rvx__mlx5_mem_dereg(rvx__mlx5_ctx_t *ctx, rvx__mlx5_mem_t *mem)
 {
     (void)ctx;
     if (mem->mr) ibv_dereg_mr(mem->mr);
@@ -282,7 +282,7 @@ RVX_COLD void rvx__tl_mem_dereg(rvx__tl_ctx_t *ctx, rvx__tl_mem_t *mem)
     mem->mr = NULL;
 }
 
-RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
+RVX_COLD void rvx__mlx5_rkey_pack(const rvx__mlx5_mem_t *mem, void *buf)
 {
     rvx__mlx5_packed_rkey_t p;
     memset(&p, 0, sizeof(p));
@@ -295,7 +295,7 @@ RVX_COLD void rvx__tl_rkey_pack(const rvx__tl_mem_t *mem, void *buf)
 
 /* Name the packing process in its key: a key unpacked on an endpoint to another rank is refused
  * (its number means nothing to that peer's NIC, or worse, names another region there). */
-RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank)
+RVX_COLD void rvx__mlx5_rkey_stamp(void *buf, int rank)
 {
     uint32_t owner = (uint32_t)rank + 1;
     memcpy((uint8_t *)buf + offsetof(rvx__mlx5_packed_rkey_t, owner), &owner, sizeof(owner));
@@ -303,7 +303,7 @@ RVX_COLD void rvx__tl_rkey_stamp(void *buf, int rank)
 
 /* Byte-swap once: a put stores rkey_word as the raddr segment's second 8 bytes. `rank` is the
  * peer the key came from: it must be the key's owner. */
-RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx_rkey_t *rkey, int rank)
+RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx__mlx5_rkey_t *rkey, int rank)
 {
     rvx__mlx5_packed_rkey_t p;
     memcpy(&p, buf, sizeof(p));
@@ -325,7 +325,7 @@ RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx_rkey_t *rkey, i
     return RVX_OK;
 }
 
-RVX_COLD void rvx__tl_rkey_release(rvx_rkey_t *rkey) { memset(rkey, 0, sizeof(*rkey)); }
+RVX_COLD void rvx__mlx5_rkey_release(rvx__mlx5_rkey_t *rkey) { memset(rkey, 0, sizeof(*rkey)); }
 
 /* ---- send queues and CQs -------------------------------------------------------------------- */
 
@@ -425,7 +425,7 @@ RVX_COLD rvx_status_t rvx__mlx5_cq_init(rvx__mlx5_cq_t *cq, struct ibv_cq *ibcq)
 
 /* ---- QP state transitions ------------------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__mlx5_qp_to_init(const rvx__tl_ctx_t *ctx, struct ibv_qp *qp)
+RVX_COLD rvx_status_t rvx__mlx5_qp_to_init(const rvx__mlx5_ctx_t *ctx, struct ibv_qp *qp)
 {
     struct ibv_qp_attr qa;
     memset(&qa, 0, sizeof(qa));
@@ -441,7 +441,7 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_to_init(const rvx__tl_ctx_t *ctx, struct ibv_
 }
 
 /* INIT -> RTR towards QP rqpn at (lid, gid); `rank` names the peer in the log. */
-RVX_COLD rvx_status_t rvx__mlx5_qp_to_rtr(const rvx__tl_ctx_t *ctx, struct ibv_qp *qp, uint32_t rqpn,
+RVX_COLD rvx_status_t rvx__mlx5_qp_to_rtr(const rvx__mlx5_ctx_t *ctx, struct ibv_qp *qp, uint32_t rqpn,
                                           uint16_t lid, const uint8_t *gid, int rank)
 {
     struct ibv_qp_attr qa;

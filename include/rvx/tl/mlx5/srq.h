@@ -135,7 +135,7 @@ RVX_COLD void rvx__mlx5_srq_destroy(rvx__mlx5_srq_t *s)
 }
 
 /* An SRQ of at least `want` buffers of `frame` bytes, every buffer but one posted. */
-RVX_COLD rvx_status_t rvx__mlx5_srq_create(rvx__tl_ctx_t *ctx, rvx__mlx5_srq_t *s, uint32_t want,
+RVX_COLD rvx_status_t rvx__mlx5_srq_create(rvx__mlx5_ctx_t *ctx, rvx__mlx5_srq_t *s, uint32_t want,
                                            uint32_t frame)
 {
     struct ibv_srq_init_attr sa;

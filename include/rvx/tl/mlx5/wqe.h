@@ -21,19 +21,19 @@
 
 /* What a put reads: the remote key already in the byte order and position of the raddr segment's
  * second 8 bytes (rkey big-endian, then the 4 reserved bytes as zero). */
-typedef struct rvx_rkey {
+typedef struct rvx__mlx5_rkey {
     uint64_t rkey_word;
     uint64_t base;
     uint64_t len;
 #if RVX_DEBUG
     const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
 #endif
-} rvx_rkey_t;
+} rvx__mlx5_rkey_t;
 
 /* Whether [raddr, raddr + len) lies in the region the key's owner announced. The NIC holds the
  * real bounds; a transfer of several chunks (and a zero-copy one) asks here first, so one that
  * would fail posts no chunk at all and an absurd length returns at once. */
-RVX_INLINE int rvx__mlx5_rkey_covers(const rvx_rkey_t *k, uint64_t raddr, size_t len)
+RVX_INLINE int rvx__mlx5_rkey_covers(const rvx__mlx5_rkey_t *k, uint64_t raddr, size_t len)
 {
     return (uint64_t)len <= k->len && raddr - k->base <= k->len - (uint64_t)len;
 }
@@ -171,7 +171,7 @@ RVX_INLINE void rvx__mlx5_set_ctrl(void *seg, uint32_t pi, unsigned opmod, unsig
     }
 }
 
-RVX_INLINE void rvx__mlx5_set_raddr(void *seg, uint64_t raddr, const rvx_rkey_t *rkey)
+RVX_INLINE void rvx__mlx5_set_raddr(void *seg, uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
     struct mlx5_wqe_raddr_seg *r = (struct mlx5_wqe_raddr_seg *)seg;
     r->raddr = rvx_htobe64(raddr);
@@ -308,7 +308,7 @@ RVX_INLINE uint64_t rvx__mlx5_ctrl_lo(uint64_t ctrl_word, uint32_t pi)
  *   q[2] inline segment: byte_count (8 | MLX5_INLINE_SEG), the 8 payload bytes, 4 bytes of 0
  *   q[3] zero (the BlueFlame copy sends it, so the queue holds it too) */
 RVX_INLINE void rvx__mlx5_bb_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
-                                    const void *src, uint64_t raddr, const rvx_rkey_t *rkey,
+                                    const void *src, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                     uint64_t hi)
 {
     /* q[3], bytes 48-63: padding */
@@ -352,7 +352,7 @@ RVX_INLINE void rvx__mlx5_bb_send8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint3
  *   q[3] inline segment: byte_count (8 | MLX5_INLINE_SEG), the 8 payload bytes, 4 bytes of 0 */
 RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
                                        uint64_t key_be, const uint64_t *av_lo, const void *src,
-                                       uint64_t raddr, const rvx_rkey_t *rkey)
+                                       uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
     /* q[3], bytes 48-63: inline byte_count | the payload, shifted up 4 bytes | zeros */
     bb->q[3] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),

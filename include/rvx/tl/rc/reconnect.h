@@ -18,51 +18,51 @@
  *
  * The answer needs the peer's process to poll its CQ: any rvx call that polls (rvx_progress in
  * builds that receive, with an endpoint; waits, flushes and endpoint creation in every build).
- * What only a re-connection needs is allocated while one is under way (rvx__mlx5_rec_t); failed
+ * What only a re-connection needs is allocated while one is under way (rvx__rc_rec_t); failed
  * QPs are kept (in ERR) until the worker goes, in one list per iface: destroying or resetting a
  * QP makes libmlx5 clean its CQEs out of a CQ whose consumer index it does not know here. */
 #ifndef RVX_TL_RC_RECONNECT_H
 #define RVX_TL_RC_RECONNECT_H
 
-#define RVX__MLX5_QKEY        0x72767851u /* the hello QPs' Q_Key */
-#define RVX__MLX5_HELLO_MAGIC 0x72767848u /* "rvxH" */
-#define RVX__MLX5_HELLO_NBB   2u          /* ctrl + address (64 B), inline message (32 B), zeros */
-#define RVX__MLX5_UD_GRH      40u         /* a datagram lands after this much GRH space */
+#define RVX__RC_QKEY        0x72767851u /* the hello QPs' Q_Key */
+#define RVX__RC_HELLO_MAGIC 0x72767848u /* "rvxH" */
+#define RVX__RC_HELLO_NBB   2u          /* ctrl + address (64 B), inline message (32 B), zeros */
+#define RVX__RC_UD_GRH      40u         /* a datagram lands after this much GRH space */
 /* the most a hello WQE carries inline: its WQEBBs less ctrl, datagram and inline header */
-#define RVX__MLX5_HELLO_BODY  (RVX__MLX5_HELLO_NBB * RVX__MLX5_BB - 16u - 48u - 4u)
+#define RVX__RC_HELLO_BODY  (RVX__RC_HELLO_NBB * RVX__MLX5_BB - 16u - 48u - 4u)
 /* How long an initiator waits for the peer's answer: the QP's own retry time (a dead peer is
  * reported as late as a WQE to it would be), between 1 and 10 s. */
-#define RVX__MLX5_REC_RETRY_S ((RVX_MLX5_RETRY + 1) * 4.096e-6 * (double)(1ull << RVX_MLX5_TIMEOUT))
-#define RVX__MLX5_REC_WAIT_S  (RVX__MLX5_REC_RETRY_S < 1 ? 1.0 : RVX__MLX5_REC_RETRY_S > 10 ? 10.0 \
-                               : RVX__MLX5_REC_RETRY_S)
+#define RVX__RC_REC_RETRY_S ((RVX_MLX5_RETRY + 1) * 4.096e-6 * (double)(1ull << RVX_MLX5_TIMEOUT))
+#define RVX__RC_REC_WAIT_S  (RVX__RC_REC_RETRY_S < 1 ? 1.0 : RVX__RC_REC_RETRY_S > 10 ? 10.0 \
+                               : RVX__RC_REC_RETRY_S)
 
-enum { RVX__MLX5_HELLO_REQ = 0, RVX__MLX5_HELLO_ACK = 1, RVX__MLX5_HELLO_UP = 2 };
+enum { RVX__RC_HELLO_REQ = 0, RVX__RC_HELLO_ACK = 1, RVX__RC_HELLO_UP = 2 };
 
-typedef struct rvx__mlx5_hello_msg {
-    uint32_t magic;  /* RVX__MLX5_HELLO_MAGIC */
+typedef struct rvx__rc_hello_msg {
+    uint32_t magic;  /* RVX__RC_HELLO_MAGIC */
     uint32_t kind;   /* RVX__MLX5_HELLO_* */
     int32_t  rank;   /* the sender */
     uint32_t qpn;    /* the sender's new QP */
     uint32_t prev;   /* REQ: the sender's QP the receiver is connected to; ACK: the receiver's new
                       * QP this answers */
     uint32_t rsvd;
-} rvx__mlx5_hello_msg_t;
+} rvx__rc_hello_msg_t;
 
 /* A re-connection under way on one conn (freed when it is done). */
-typedef struct rvx__mlx5_rec {
+typedef struct rvx__rc_rec {
     struct ibv_qp         *qp;       /* initiator: the new QP, INIT until the peer's is known */
     uint32_t               qpn;      /* its number */
     uint32_t               peer_new; /* follower: the peer's new QP */
     uint8_t                follow;   /* the peer re-connected: follow once our old QP is quiet */
     uint8_t                taken;    /* initiator: the new QP is the conn's (connected) */
     uint8_t                acked;    /* initiator: the peer's answer came */
-    struct rvx__mlx5_conn *next;     /* the iface's list of conns that follow */
-    struct rvx__mlx5_conn *conn;     /* whose re-connection this is */
-    struct rvx__mlx5_rec  *lnext;    /* the iface's list of re-connections under way */
-} rvx__mlx5_rec_t;
+    struct rvx__rc_conn *next;     /* the iface's list of conns that follow */
+    struct rvx__rc_conn *conn;     /* whose re-connection this is */
+    struct rvx__rc_rec  *lnext;    /* the iface's list of re-connections under way */
+} rvx__rc_rec_t;
 
 /* The iface's side of re-connection. */
-typedef struct rvx__mlx5_hello {
+typedef struct rvx__rc_hello {
     struct ibv_qp     *qp;        /* UD, on the iface's CQ and shared receive queue */
     rvx__mlx5_sq_t     sq;
     const uint8_t     *addrs;     /* every rank's address (the worker's copy, kept while it lives) */
@@ -70,17 +70,17 @@ typedef struct rvx__mlx5_hello {
     struct ibv_qp    **dead;      /* failed QPs, kept in ERR until the iface goes */
     unsigned           ndead, dead_cap;
     unsigned           warned;
-    rvx__mlx5_conn_t  *follow;    /* conns waiting for their old QP to go quiet, then follow */
-    rvx__mlx5_rec_t   *recs;      /* the re-connections under way (a conn keeps no pointer: a
+    rvx__rc_conn_t  *follow;    /* conns waiting for their old QP to go quiet, then follow */
+    rvx__rc_rec_t   *recs;      /* the re-connections under way (a conn keeps no pointer: a
                                    * few in a job at once, looked up in the cold path) */
-} rvx__mlx5_hello_t;
+} rvx__rc_hello_t;
 
 /* ---- the hello QP --------------------------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__mlx5_hello_init(rvx__tl_iface_t *ifc)
+RVX_COLD rvx_status_t rvx__rc_hello_init(rvx__rc_iface_t *ifc)
 {
-    rvx__tl_ctx_t *ctx = ifc->ctx;
-    rvx__mlx5_hello_t *h = (rvx__mlx5_hello_t *)calloc(1, sizeof(*h));
+    rvx__mlx5_ctx_t *ctx = ifc->ctx;
+    rvx__rc_hello_t *h = (rvx__rc_hello_t *)calloc(1, sizeof(*h));
     struct ibv_qp_init_attr ia;
     struct ibv_qp_attr qa;
     struct mlx5dv_qp dq;
@@ -92,9 +92,9 @@ RVX_COLD rvx_status_t rvx__mlx5_hello_init(rvx__tl_iface_t *ifc)
     ia.send_cq = ifc->ibcq;
     ia.recv_cq = ifc->ibcq;
     ia.srq = ifc->srq.srq;
-    ia.cap.max_send_wr = RVX__MLX5_HELLO_WR;
+    ia.cap.max_send_wr = RVX__RC_HELLO_WR;
     ia.cap.max_send_sge = 1;
-    ia.cap.max_inline_data = sizeof(rvx__mlx5_hello_msg_t);
+    ia.cap.max_inline_data = sizeof(rvx__rc_hello_msg_t);
     h->qp = ibv_create_qp(ctx->pd, &ia);
     if (!h->qp) {
         rvx__log("rc_mlx5: cannot create the UD QP for re-connections on %s: %s", ctx->name,
@@ -105,7 +105,7 @@ RVX_COLD rvx_status_t rvx__mlx5_hello_init(rvx__tl_iface_t *ifc)
     qa.qp_state = IBV_QPS_INIT;
     qa.pkey_index = 0;
     qa.port_num = ctx->port;
-    qa.qkey = RVX__MLX5_QKEY;
+    qa.qkey = RVX__RC_QKEY;
     if (ibv_modify_qp(h->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
         goto bad;
     memset(&qa, 0, sizeof(qa));
@@ -119,20 +119,20 @@ RVX_COLD rvx_status_t rvx__mlx5_hello_init(rvx__tl_iface_t *ifc)
     bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
     if (!bf) return RVX_ERR_NO_MEMORY;
     rvx__mlx5_sq_init(&h->sq, &dq, h->qp->qp_num, bf, 0);
-    return rvx__mlx5_qpt_add(ifc, h->qp->qp_num, RVX__MLX5_QPT_HELLO);
+    return rvx__rc_qpt_add(ifc, h->qp->qp_num, RVX__RC_QPT_HELLO);
 bad:
     rvx__log("rc_mlx5: the UD QP for re-connections does not start: %s", strerror(errno));
     return RVX_ERR_IO;
 }
 
 /* Before the CQ and the shared receive queue go: the failed QPs and the hello QP. */
-RVX_COLD void rvx__mlx5_hello_fini(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__rc_hello_fini(rvx__rc_iface_t *ifc)
 {
-    rvx__mlx5_hello_t *h = ifc->hello;
+    rvx__rc_hello_t *h = ifc->hello;
     unsigned i;
     if (!h) return;
     while (h->recs) { /* the conns dropped theirs; none is left but on a failed set-up */
-        rvx__mlx5_rec_t *r = h->recs;
+        rvx__rc_rec_t *r = h->recs;
         h->recs = r->lnext;
         if (r->qp && !r->taken) ibv_destroy_qp(r->qp);
         free(r);
@@ -144,17 +144,17 @@ RVX_COLD void rvx__mlx5_hello_fini(rvx__tl_iface_t *ifc)
     ifc->hello = NULL;
 }
 
-RVX_COLD uint32_t rvx__mlx5_hello_qpn(const rvx__tl_iface_t *ifc) { return ifc->hello->qp->qp_num; }
+RVX_COLD uint32_t rvx__rc_hello_qpn(const rvx__rc_iface_t *ifc) { return ifc->hello->qp->qp_num; }
 
 /* Where the peers' addresses are: the worker keeps them as long as the iface. */
-RVX_COLD void rvx__mlx5_hello_addrs(rvx__tl_iface_t *ifc, const uint8_t *addrs, size_t stride)
+RVX_COLD void rvx__rc_hello_addrs(rvx__rc_iface_t *ifc, const uint8_t *addrs, size_t stride)
 {
     ifc->hello->addrs = addrs;
     ifc->hello->stride = stride;
 }
 
 /* Keep a failed QP until the iface goes. */
-RVX_COLD void rvx__mlx5_dead_add(rvx__mlx5_hello_t *h, struct ibv_qp *qp)
+RVX_COLD void rvx__rc_dead_add(rvx__rc_hello_t *h, struct ibv_qp *qp)
 {
     if (h->ndead == h->dead_cap) {
         unsigned cap = h->dead_cap ? 2 * h->dead_cap : 4;
@@ -169,34 +169,34 @@ RVX_COLD void rvx__mlx5_dead_add(rvx__mlx5_hello_t *h, struct ibv_qp *qp)
     h->dead[h->ndead++] = qp;
 }
 
-RVX_COLD const rvx__tl_addr_t *rvx__mlx5_peer_addr(const rvx__tl_iface_t *ifc, int rank)
+RVX_COLD const rvx__rc_addr_t *rvx__rc_peer_addr(const rvx__rc_iface_t *ifc, int rank)
 {
-    return (const rvx__tl_addr_t *)(const void *)(ifc->hello->addrs + (size_t)rank * ifc->hello->stride);
+    return (const rvx__rc_addr_t *)(const void *)(ifc->hello->addrs + (size_t)rank * ifc->hello->stride);
 }
 
 /* One datagram to rank's hello QP: ctrl, the address segment (the address vector an address
  * handle resolves, with the QPN and Q_Key), the message inline. Lost when the queue is full (the
  * REQ is sent again, a lost ACK is asked for again). */
-RVX_COLD void rvx__mlx5_hello_post(rvx__tl_iface_t *ifc, int rank, uint32_t imm, const void *body,
+RVX_COLD void rvx__rc_hello_post(rvx__rc_iface_t *ifc, int rank, uint32_t imm, const void *body,
                                    uint32_t len)
 {
-    rvx__mlx5_hello_t *h = ifc->hello;
-    rvx__tl_ctx_t *ctx = ifc->ctx;
-    const rvx__tl_addr_t *a = rvx__mlx5_peer_addr(ifc, rank);
+    rvx__rc_hello_t *h = ifc->hello;
+    rvx__mlx5_ctx_t *ctx = ifc->ctx;
+    const rvx__rc_addr_t *a = rvx__rc_peer_addr(ifc, rank);
     struct ibv_ah_attr aa;
     struct ibv_ah *ah;
     struct mlx5dv_ah dah;
     struct mlx5dv_obj obj;
-    uint8_t w[RVX__MLX5_HELLO_NBB * RVX__MLX5_BB];
+    uint8_t w[RVX__RC_HELLO_NBB * RVX__MLX5_BB];
     struct mlx5_wqe_datagram_seg *d = (struct mlx5_wqe_datagram_seg *)(void *)(w + sizeof(struct mlx5_wqe_ctrl_seg));
     struct mlx5_wqe_inl_data_seg *inl;
     uint32_t pi = h->sq.pi, i;
 
-    if (len > RVX__MLX5_HELLO_BODY) {
+    if (len > RVX__RC_HELLO_BODY) {
         rvx__log("rc_mlx5: a re-connection message of %u bytes does not fit its WQE", len);
         return;
     }
-    if (pi - h->sq.ci + RVX__MLX5_HELLO_NBB > h->sq.mask + 1) {
+    if (pi - h->sq.ci + RVX__RC_HELLO_NBB > h->sq.mask + 1) {
         if (!h->warned++) rvx__log("rc_mlx5: the re-connection queue is full: a message to rank %d waits", rank);
         return;
     }
@@ -225,53 +225,53 @@ RVX_COLD void rvx__mlx5_hello_post(rvx__tl_iface_t *ifc, int rank, uint32_t imm,
                        RVX__MLX5_CE, rvx_htobe32(imm));
     memcpy(&d->av, dah.av, sizeof(d->av));
     d->av.dqp_dct |= rvx_htobe32(a->hello_qpn & RVX__MLX5_QPN_MASK);
-    d->av.key.qkey.qkey = rvx_htobe32(RVX__MLX5_QKEY);
+    d->av.key.qkey.qkey = rvx_htobe32(RVX__RC_QKEY);
     ibv_destroy_ah(ah); /* the WQE holds a copy of its address */
     inl = (struct mlx5_wqe_inl_data_seg *)(void *)(d + 1);
     inl->byte_count = rvx_htobe32(len | MLX5_INLINE_SEG);
     memcpy(inl + 1, body, len);
-    for (i = 0; i < RVX__MLX5_HELLO_NBB; i++)
+    for (i = 0; i < RVX__RC_HELLO_NBB; i++)
         memcpy(rvx__mlx5_slot(&h->sq, pi + i), w + i * RVX__MLX5_BB, RVX__MLX5_BB);
-    rvx__mlx5_commit(&h->sq, pi + RVX__MLX5_HELLO_NBB, rvx__mlx5_slot(&h->sq, pi),
-                     RVX__MLX5_HELLO_NBB, NULL);
+    rvx__mlx5_commit(&h->sq, pi + RVX__RC_HELLO_NBB, rvx__mlx5_slot(&h->sq, pi),
+                     RVX__RC_HELLO_NBB, NULL);
 }
 
-/* A re-connection message (RVX__MLX5_HELLO_REQ, _ACK) to rank's hello QP. */
-RVX_COLD void rvx__mlx5_hello_send(rvx__tl_iface_t *ifc, int rank, unsigned kind, uint32_t qpn,
+/* A re-connection message (RVX__RC_HELLO_REQ, _ACK) to rank's hello QP. */
+RVX_COLD void rvx__rc_hello_send(rvx__rc_iface_t *ifc, int rank, unsigned kind, uint32_t qpn,
                                    uint32_t prev)
 {
-    rvx__mlx5_hello_msg_t m;
+    rvx__rc_hello_msg_t m;
     memset(&m, 0, sizeof(m));
-    m.magic = RVX__MLX5_HELLO_MAGIC;
+    m.magic = RVX__RC_HELLO_MAGIC;
     m.kind = kind;
     m.rank = ifc->rank;
     m.qpn = qpn;
     m.prev = prev;
-    rvx__mlx5_hello_post(ifc, rank, RVX__MLX5_HELLO | kind << 16, &m, (uint32_t)sizeof(m));
+    rvx__rc_hello_post(ifc, rank, RVX__RC_HELLO | kind << 16, &m, (uint32_t)sizeof(m));
 }
 
 /* The UP message over a conn's new QP, signaled: its completion shows the peer's NIC has the
  * connection; its arrival gives the peer credits towards us. */
-RVX_COLD void rvx__mlx5_send_up(rvx__mlx5_conn_t *c)
+RVX_COLD void rvx__rc_send_up(rvx__rc_conn_t *c)
 {
-    rvx__mlx5_hello_msg_t m;
+    rvx__rc_hello_msg_t m;
     uint32_t pi = c->sq.pi;
     uint8_t *wqe = rvx__mlx5_slot(&c->sq, pi);
     memset(&m, 0, sizeof(m));
-    m.magic = RVX__MLX5_HELLO_MAGIC;
-    m.kind = RVX__MLX5_HELLO_UP;
+    m.magic = RVX__RC_HELLO_MAGIC;
+    m.kind = RVX__RC_HELLO_UP;
     m.rank = c->ifc->rank;
     m.qpn = c->qpn;
-    rvx__mlx5_send_inline(&c->sq, wqe, pi, rvx__mlx5_moderate(&c->sq, 1),
-                          rvx_htobe32(RVX__MLX5_HELLO | RVX__MLX5_HELLO_UP << 16), &m, sizeof(m));
-    rvx__mlx5_mark_sig(c, pi, pi + 1);
+    rvx__rc_send_inline(&c->sq, wqe, pi, rvx__mlx5_moderate(&c->sq, 1),
+                          rvx_htobe32(RVX__RC_HELLO | RVX__RC_HELLO_UP << 16), &m, sizeof(m));
+    rvx__rc_mark_sig(c, pi, pi + 1);
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
 /* ---- taking a new QP ------------------------------------------------------------------------ */
 
 /* Nothing more will complete on the conn's QP: every WQE has come back. */
-RVX_COLD int rvx__mlx5_quiet(const rvx__mlx5_conn_t *c)
+RVX_COLD int rvx__rc_quiet(const rvx__rc_conn_t *c)
 {
     return c->sq.ci == c->sq.pi; /* receives: the shared queue flushes nothing */
 }
@@ -279,33 +279,33 @@ RVX_COLD int rvx__mlx5_quiet(const rvx__mlx5_conn_t *c)
 /* Fail the conn's QP on purpose: the NIC flushes everything it holds. WQEs that already completed
  * unsignaled get no completion from the flush: a signaled NOP after them first (completed or
  * flushed, its CQE retires them), or the QP would never look quiet. */
-RVX_COLD void rvx__mlx5_to_err(rvx__mlx5_conn_t *c, rvx_status_t st)
+RVX_COLD void rvx__rc_to_err(rvx__rc_conn_t *c, rvx_status_t st)
 {
-    rvx__mlx5_sig_tail(c);
+    rvx__rc_sig_tail(c);
     if (!c->failed) {
         c->failed = 1;
         c->err = st;
         c->tx_limit = c->tx_sent;
     }
-    rvx__mlx5_qp_to_err(c->qp, rvx__mlx5_rank(c));
-    rvx__mlx5_hold(c);
+    rvx__mlx5_qp_to_err(c->qp, rvx__rc_rank(c));
+    rvx__rc_hold(c);
 }
 
 /* The conn's re-connection under way, or NULL. */
-RVX_COLD rvx__mlx5_rec_t *rvx__mlx5_rec_find(const rvx__mlx5_conn_t *c)
+RVX_COLD rvx__rc_rec_t *rvx__rc_rec_find(const rvx__rc_conn_t *c)
 {
-    rvx__mlx5_rec_t *r = c->ifc->hello ? c->ifc->hello->recs : NULL;
+    rvx__rc_rec_t *r = c->ifc->hello ? c->ifc->hello->recs : NULL;
     while (r && r->conn != c) r = r->lnext;
     return r;
 }
 
 /* The conn's re-connection record, created if there is none (NULL: no memory). */
-RVX_COLD rvx__mlx5_rec_t *rvx__mlx5_rec_of(rvx__mlx5_conn_t *c)
+RVX_COLD rvx__rc_rec_t *rvx__rc_rec_of(rvx__rc_conn_t *c)
 {
-    rvx__mlx5_hello_t *h = c->ifc->hello;
-    rvx__mlx5_rec_t *r = rvx__mlx5_rec_find(c);
+    rvx__rc_hello_t *h = c->ifc->hello;
+    rvx__rc_rec_t *r = rvx__rc_rec_find(c);
     if (r || !h) return r;
-    r = (rvx__mlx5_rec_t *)calloc(1, sizeof(*r));
+    r = (rvx__rc_rec_t *)calloc(1, sizeof(*r));
     if (!r) return NULL;
     r->conn = c;
     r->lnext = h->recs;
@@ -313,9 +313,9 @@ RVX_COLD rvx__mlx5_rec_t *rvx__mlx5_rec_of(rvx__mlx5_conn_t *c)
     return r;
 }
 
-RVX_COLD void rvx__mlx5_rec_free(rvx__mlx5_conn_t *c)
+RVX_COLD void rvx__rc_rec_free(rvx__rc_conn_t *c)
 {
-    rvx__mlx5_rec_t **pp = c->ifc->hello ? &c->ifc->hello->recs : NULL, *r;
+    rvx__rc_rec_t **pp = c->ifc->hello ? &c->ifc->hello->recs : NULL, *r;
     while (pp && *pp && (*pp)->conn != c) pp = &(*pp)->lnext;
     if (!pp || !*pp) return;
     r = *pp;
@@ -324,45 +324,45 @@ RVX_COLD void rvx__mlx5_rec_free(rvx__mlx5_conn_t *c)
 }
 
 /* The conn goes: a re-connection under way ends, its new QP with it unless the conn has it. */
-RVX_COLD void rvx__mlx5_rec_drop(rvx__mlx5_conn_t *c)
+RVX_COLD void rvx__rc_rec_drop(rvx__rc_conn_t *c)
 {
-    rvx__mlx5_rec_t *r = rvx__mlx5_rec_find(c);
+    rvx__rc_rec_t *r = rvx__rc_rec_find(c);
     if (!r) return;
     if (r->qp && !r->taken) ibv_destroy_qp(r->qp);
-    rvx__mlx5_rec_free(c);
+    rvx__rc_rec_free(c);
 }
 
 /* The conn's old QP is quiet: keep it (in ERR) and take qp, connected to the peer's QP rqpn, as
  * the conn's QP. No credit until the peer's QP is known to be connected (its ACK, or our UP's
  * arrival there). A follower's endpoint that existed fails until it is re-created. */
-RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
+RVX_COLD rvx_status_t rvx__rc_take(rvx__rc_conn_t *c, struct ibv_qp *qp, uint32_t rqpn,
                                      int initiator)
 {
-    rvx__tl_iface_t *ifc = c->ifc;
+    rvx__rc_iface_t *ifc = c->ifc;
     struct ibv_qp *old = c->qp;
     uint32_t old_qpn = c->qpn;
     rvx_status_t st;
 
     rvx__mlx5_tx_settle(&c->tx);
-    st = rvx__mlx5_adopt(ifc, c, qp);
-    if (st == RVX_OK) st = rvx__mlx5_qpt_add(ifc, c->qpn, rvx__mlx5_rank(c));
+    st = rvx__rc_adopt(ifc, c, qp);
+    if (st == RVX_OK) st = rvx__rc_qpt_add(ifc, c->qpn, rvx__rc_rank(c));
     if (st != RVX_OK) {
-        rvx__log("rc_mlx5: cannot take a new QP towards rank %d", rvx__mlx5_rank(c));
+        rvx__log("rc_mlx5: cannot take a new QP towards rank %d", rvx__rc_rank(c));
         if (c->qp == qp) { c->qp = old; c->qpn = old_qpn; } /* the old one stays, failed */
         ibv_destroy_qp(qp); /* never connected: nothing of it is in the CQ */
         return st;
     }
-    rvx__mlx5_dead_add(ifc->hello, old);
-    rvx__mlx5_qpt_set(ifc, old_qpn, RVX__MLX5_QPT_GONE);
+    rvx__rc_dead_add(ifc->hello, old);
+    rvx__rc_qpt_set(ifc, old_qpn, RVX__RC_QPT_GONE);
     c->rx_held = 0; /* frames kept for an endpoint that did not exist yet are copies already:
                      * delivered once it does; their credits went with the old QP */
     c->rqpn = rqpn;
-    if (c->bs != &ifc->bnone) c->bs->lim = c->bs->head + RVX__MLX5_BOUNCE_SEG; /* what was in flight
+    if (c->bs != &ifc->bnone) c->bs->lim = c->bs->head + RVX__RC_BOUNCE_SEG; /* what was in flight
                                                                                 * on the old QP is gone */
-    c->ka_ms = rvx__mlx5_now_ms();
-    ifc->ctrl[rvx__mlx5_rank(c)] = 0;
-    c->tx_limit = 0; /* tx_sent is 0 again (rvx__mlx5_adopt) */
-    st = rvx__mlx5_qp_connect(c, qp, rqpn, RVX__MLX5_TO_RTS);
+    c->ka_ms = rvx__rc_now_ms();
+    ifc->ctrl[rvx__rc_rank(c)] = 0;
+    c->tx_limit = 0; /* tx_sent is 0 again (rvx__rc_adopt) */
+    st = rvx__rc_qp_connect(c, qp, rqpn, RVX__RC_TO_RTS);
     if (st != RVX_OK) return st;
     c->failed = 0;
     c->err = !initiator && c->ep ? RVX_ERR_CANCELED : RVX_OK;
@@ -371,76 +371,76 @@ RVX_COLD rvx_status_t rvx__mlx5_take(rvx__mlx5_conn_t *c, struct ibv_qp *qp, uin
 
 /* Follow the peer's re-connection: our old QP is quiet; a new QP, connected to the peer's, and
  * the answer. */
-RVX_COLD rvx_status_t rvx__mlx5_follow(rvx__mlx5_conn_t *c)
+RVX_COLD rvx_status_t rvx__rc_follow(rvx__rc_conn_t *c)
 {
-    rvx__tl_iface_t *ifc = c->ifc;
-    rvx__mlx5_conn_t **pp = &ifc->hello->follow;
-    uint32_t peer_new = rvx__mlx5_rec_find(c)->peer_new;
+    rvx__rc_iface_t *ifc = c->ifc;
+    rvx__rc_conn_t **pp = &ifc->hello->follow;
+    uint32_t peer_new = rvx__rc_rec_find(c)->peer_new;
     struct ibv_qp *qp;
     rvx_status_t st;
-    while (*pp && *pp != c) pp = &rvx__mlx5_rec_find(*pp)->next;
+    while (*pp && *pp != c) pp = &rvx__rc_rec_find(*pp)->next;
     if (*pp) {
-        *pp = rvx__mlx5_rec_find(c)->next;
+        *pp = rvx__rc_rec_find(c)->next;
         ifc->nrec--;
         ifc->outstanding--;
     }
-    rvx__mlx5_rec_free(c);
-    qp = rvx__mlx5_qp_new(ifc);
+    rvx__rc_rec_free(c);
+    qp = rvx__rc_qp_new(ifc);
     if (!qp) return RVX_ERR_NO_RESOURCE;
-    st = rvx__mlx5_take(c, qp, peer_new, 0);
-    if (st == RVX_OK) rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_ACK, c->qpn, peer_new);
+    st = rvx__rc_take(c, qp, peer_new, 0);
+    if (st == RVX_OK) rvx__rc_hello_send(ifc, rvx__rc_rank(c), RVX__RC_HELLO_ACK, c->qpn, peer_new);
     return st;
 }
 
 /* Follow every pending re-connection whose old QP has gone quiet: only the conns in the list
  * are looked at. */
-RVX_COLD void rvx__mlx5_rec_poll(rvx__tl_iface_t *ifc)
+RVX_COLD void rvx__rc_rec_poll(rvx__rc_iface_t *ifc)
 {
-    rvx__mlx5_conn_t *c = ifc->hello->follow, *next;
+    rvx__rc_conn_t *c = ifc->hello->follow, *next;
     for (; c; c = next) {
-        next = rvx__mlx5_rec_find(c)->next;
-        if (rvx__mlx5_quiet(c)) rvx__mlx5_follow(c);
+        next = rvx__rc_rec_find(c)->next;
+        if (rvx__rc_quiet(c)) rvx__rc_follow(c);
     }
 }
 
 /* ---- messages in ---------------------------------------------------------------------------- */
 
 /* A REQ or ACK from the peer's hello QP. */
-RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg_t *m)
+RVX_COLD void rvx__rc_hello_in(rvx__rc_iface_t *ifc, const rvx__rc_hello_msg_t *m)
 {
-    rvx__mlx5_conn_t *c;
-    rvx__mlx5_rec_t *rec;
-    if (m->magic != RVX__MLX5_HELLO_MAGIC || m->rank < 0 || m->rank >= ifc->nranks ||
-        m->kind > RVX__MLX5_HELLO_ACK) {
+    rvx__rc_conn_t *c;
+    rvx__rc_rec_t *rec;
+    if (m->magic != RVX__RC_HELLO_MAGIC || m->rank < 0 || m->rank >= ifc->nranks ||
+        m->kind > RVX__RC_HELLO_ACK) {
         rvx__log("rc_mlx5: a malformed re-connection message: ignored");
         return;
     }
     c = &ifc->conns[m->rank];
-    rec = rvx__mlx5_rec_find(c);
+    rec = rvx__rc_rec_find(c);
     if (!c->connected) return;
-    if (m->kind == RVX__MLX5_HELLO_ACK) {
+    if (m->kind == RVX__RC_HELLO_ACK) {
         if (!rec || !rec->qp || m->prev != rec->qpn || rec->acked) return; /* stale */
-        if (!rec->taken && rvx__mlx5_take(c, rec->qp, m->qpn, 1) != RVX_OK) {
+        if (!rec->taken && rvx__rc_take(c, rec->qp, m->qpn, 1) != RVX_OK) {
             rec->qp = NULL; /* gone with the failure */
             return;
         }
         rec->taken = 1;
         rec->acked = 1;
-        ifc->ctrl[rvx__mlx5_rank(c)] = ifc->credits; /* the peer's QP is connected, its buffers posted */
+        ifc->ctrl[rvx__rc_rank(c)] = ifc->credits; /* the peer's QP is connected, its buffers posted */
         return;
     }
     if (m->qpn == c->rqpn && !c->failed) { /* a REQ we answered: the answer was lost */
-        rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
+        rvx__rc_hello_send(ifc, rvx__rc_rank(c), RVX__RC_HELLO_ACK, c->qpn, m->qpn);
         return;
     }
     if (m->prev != c->rqpn || (rec && rec->follow)) return; /* stale, or known */
     if (rec && rec->qp && !rec->taken) { /* both sides re-connect: the REQs cross */
-        if (rvx__mlx5_take(c, rec->qp, m->qpn, 1) != RVX_OK) {
+        if (rvx__rc_take(c, rec->qp, m->qpn, 1) != RVX_OK) {
             rec->qp = NULL;
             return;
         }
         rec->taken = 1;
-        rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_ACK, c->qpn, m->qpn);
+        rvx__rc_hello_send(ifc, rvx__rc_rank(c), RVX__RC_HELLO_ACK, c->qpn, m->qpn);
         return;
     }
     if (rec && rec->qp) return; /* we are connected to it already and wait for its ACK */
@@ -448,10 +448,10 @@ RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg
      * exists fails (its user learns it, as from any failure, and re-creates it). */
     if (!c->failed && c->ep)
         rvx__log("rc_mlx5: rank %d re-connected after a failure: the endpoint to it fails (%s) "
-                 "until it is re-created", rvx__mlx5_rank(c), rvx_status_str(RVX_ERR_CANCELED));
-    rec = rvx__mlx5_rec_of(c);
+                 "until it is re-created", rvx__rc_rank(c), rvx_status_str(RVX_ERR_CANCELED));
+    rec = rvx__rc_rec_of(c);
     if (!rec) return; /* no memory: the peer asks again */
-    rvx__mlx5_to_err(c, RVX_ERR_CANCELED);
+    rvx__rc_to_err(c, RVX_ERR_CANCELED);
     rec->follow = 1;
     rec->peer_new = m->qpn;
     rec->next = ifc->hello->follow;
@@ -462,22 +462,22 @@ RVX_COLD void rvx__mlx5_hello_in(rvx__tl_iface_t *ifc, const rvx__mlx5_hello_msg
 
 /* A CQE of the hello QP: a datagram sent, or one received (in a buffer of the shared queue,
  * after the GRH space). */
-RVX_COLD void rvx__mlx5_hello_cqe(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode)
+RVX_COLD void rvx__rc_hello_cqe(rvx__rc_iface_t *ifc, const struct mlx5_cqe64 *cqe, unsigned opcode)
 {
-    rvx__mlx5_hello_t *h = ifc->hello;
+    rvx__rc_hello_t *h = ifc->hello;
     uint16_t idx = rvx_htobe16(cqe->wqe_counter);
     if (opcode == MLX5_CQE_REQ) {
-        h->sq.ci += (uint16_t)(idx - (uint16_t)h->sq.ci) + RVX__MLX5_HELLO_NBB;
+        h->sq.ci += (uint16_t)(idx - (uint16_t)h->sq.ci) + RVX__RC_HELLO_NBB;
         rvx__mlx5_sq_retired(&h->sq, h->sq.ci);
     } else if (rvx__mlx5_cqe_is_recv(opcode)) {
         /* every receive gives its buffer back (tl/mlx5/srq.h), a datagram of the wrong size too */
         const struct mlx5_err_cqe *e = (const struct mlx5_err_cqe *)(const void *)cqe;
-        rvx__mlx5_hello_msg_t m;
+        rvx__rc_hello_msg_t m;
         uint32_t len = rvx_htobe32(cqe->byte_cnt);
-        int ok = opcode != MLX5_CQE_RESP_ERR && len == RVX__MLX5_UD_GRH + sizeof(m);
-        if (ok) memcpy(&m, rvx__mlx5_srq_buf(&ifc->srq, idx) + RVX__MLX5_UD_GRH, sizeof(m));
+        int ok = opcode != MLX5_CQE_RESP_ERR && len == RVX__RC_UD_GRH + sizeof(m);
+        if (ok) memcpy(&m, rvx__mlx5_srq_buf(&ifc->srq, idx) + RVX__RC_UD_GRH, sizeof(m));
         rvx__mlx5_srq_done(&ifc->srq, cqe);
-        if (ok) rvx__mlx5_hello_in(ifc, &m);
+        if (ok) rvx__rc_hello_in(ifc, &m);
         else if (rvx__mlx5_srq_drop(&ifc->srq)) /* logged only while drops are few */
             rvx__log("rc_mlx5: a re-connection datagram (opcode %u, %u bytes, syndrome 0x%x): "
                      "dropped", opcode, len, opcode == MLX5_CQE_RESP_ERR ? e->syndrome : 0);
@@ -490,50 +490,50 @@ RVX_COLD void rvx__mlx5_hello_cqe(rvx__tl_iface_t *ifc, const struct mlx5_cqe64 
 
 /* An RC message on a conn's QP with the hello immediate: the peer's UP after a re-connection
  * (credits towards it, if its ACK did not give them already). */
-RVX_COLD void rvx__mlx5_hello(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t imm_be,
+RVX_COLD void rvx__rc_hello(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c, uint32_t imm_be,
                               const uint8_t *body)
 {
-    rvx__mlx5_hello_msg_t m;
+    rvx__rc_hello_msg_t m;
     memcpy(&m, body, sizeof(m));
-    if (m.magic != RVX__MLX5_HELLO_MAGIC || m.kind != RVX__MLX5_HELLO_UP ||
-        rvx_htobe32(imm_be) >> 16 != RVX__MLX5_HELLO_UP) {
-        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", rvx__mlx5_rank(c));
+    if (m.magic != RVX__RC_HELLO_MAGIC || m.kind != RVX__RC_HELLO_UP ||
+        rvx_htobe32(imm_be) >> 16 != RVX__RC_HELLO_UP) {
+        rvx__log("rc_mlx5: a malformed re-connection message from rank %d: ignored", rvx__rc_rank(c));
         return;
     }
-    if (ifc->ctrl[rvx__mlx5_rank(c)] < ifc->credits) ifc->ctrl[rvx__mlx5_rank(c)] = ifc->credits;
+    if (ifc->ctrl[rvx__rc_rank(c)] < ifc->credits) ifc->ctrl[rvx__rc_rank(c)] = ifc->credits;
 }
 
 /* ---- re-connecting -------------------------------------------------------------------------- */
 
 /* Poll until the conn's QP is quiet, for at most 10 s. */
-RVX_COLD rvx_status_t rvx__mlx5_wait_quiet(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+RVX_COLD rvx_status_t rvx__rc_wait_quiet(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c)
 {
     double t0 = rvx__now_s();
     unsigned spins = 0;
-    while (!rvx__mlx5_quiet(c)) {
-        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+    while (!rvx__rc_quiet(c)) {
+        if (rvx__rc_drain(ifc, 0)) spins = 0;
         else rvx__backoff(&spins);
         if (rvx__now_s() - t0 > 10) {
             rvx__log("rc_mlx5: the failed QP towards rank %d did not flush in 10 s (WQEs %u of "
-                     "%u)", rvx__mlx5_rank(c), c->sq.ci, c->sq.pi);
-            return c->err != RVX_OK ? RVX__MLX5_ERR(c) : RVX_ERR_IO;
+                     "%u)", rvx__rc_rank(c), c->sq.ci, c->sq.pi);
+            return c->err != RVX_OK ? RVX__RC_ERR(c) : RVX_ERR_IO;
         }
     }
     return RVX_OK;
 }
 
-/* Send REQ (again every 100 ms) until the peer answers, for at most RVX__MLX5_REC_WAIT_S. */
-RVX_COLD int rvx__mlx5_wait_ack(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint32_t old_qpn)
+/* Send REQ (again every 100 ms) until the peer answers, for at most RVX__RC_REC_WAIT_S. */
+RVX_COLD int rvx__rc_wait_ack(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c, uint32_t old_qpn)
 {
-    rvx__mlx5_rec_t *rec = rvx__mlx5_rec_find(c);
+    rvx__rc_rec_t *rec = rvx__rc_rec_find(c);
     double t0 = rvx__now_s(), sent = -1, now = t0;
     unsigned spins = 0;
-    while (rec->qp && !rec->acked && now - t0 < RVX__MLX5_REC_WAIT_S) {
+    while (rec->qp && !rec->acked && now - t0 < RVX__RC_REC_WAIT_S) {
         if (now - sent >= 0.1) {
-            rvx__mlx5_hello_send(ifc, rvx__mlx5_rank(c), RVX__MLX5_HELLO_REQ, rec->qpn, old_qpn);
+            rvx__rc_hello_send(ifc, rvx__rc_rank(c), RVX__RC_HELLO_REQ, rec->qpn, old_qpn);
             sent = now;
         }
-        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        if (rvx__rc_drain(ifc, 0)) spins = 0;
         else rvx__backoff(&spins);
         now = rvx__now_s();
     }
@@ -543,50 +543,50 @@ RVX_COLD int rvx__mlx5_wait_ack(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c, uint3
 /* rvx_ep_create on a failed conn: fail the old QP on purpose, wait until it is quiet, then follow
  * the peer if it re-connected first, or ask it (REQ) and wait for its answer; then UP over the new
  * QP, and its completion. */
-RVX_COLD rvx_status_t rvx__mlx5_reconnect(rvx__tl_iface_t *ifc, rvx__mlx5_conn_t *c)
+RVX_COLD rvx_status_t rvx__rc_reconnect(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c)
 {
-    rvx__mlx5_rec_t *rec;
+    rvx__rc_rec_t *rec;
     struct ibv_qp *qp;
     uint32_t old_qpn = c->qpn;
     unsigned spins = 0;
     rvx_status_t st;
-    rec = rvx__mlx5_rec_find(c);
-    if (!(rec && rec->follow)) rvx__mlx5_to_err(c, RVX__MLX5_ERR(c));
-    st = rvx__mlx5_wait_quiet(ifc, c);
+    rec = rvx__rc_rec_find(c);
+    if (!(rec && rec->follow)) rvx__rc_to_err(c, RVX__RC_ERR(c));
+    st = rvx__rc_wait_quiet(ifc, c);
     if (st != RVX_OK) return st;
     if (!c->failed) return RVX_OK; /* followed the peer meanwhile */
-    rec = rvx__mlx5_rec_find(c);
-    if (rec && rec->follow) return rvx__mlx5_follow(c); /* the peer re-connected first */
-    qp = rvx__mlx5_qp_new(ifc);
-    rec = rvx__mlx5_rec_of(c);
+    rec = rvx__rc_rec_find(c);
+    if (rec && rec->follow) return rvx__rc_follow(c); /* the peer re-connected first */
+    qp = rvx__rc_qp_new(ifc);
+    rec = rvx__rc_rec_of(c);
     if (!qp || !rec) {
         if (qp) ibv_destroy_qp(qp);
         return RVX_ERR_NO_RESOURCE;
     }
     rec->qp = qp;
     rec->qpn = qp->qp_num;
-    if (!rvx__mlx5_wait_ack(ifc, c, old_qpn)) {
-        rvx__log("rc_mlx5: rank %d did not answer the re-connection in %.1f s: %s", rvx__mlx5_rank(c),
-                 RVX__MLX5_REC_WAIT_S, rvx_status_str(RVX_ERR_PEER_FAILED));
+    if (!rvx__rc_wait_ack(ifc, c, old_qpn)) {
+        rvx__log("rc_mlx5: rank %d did not answer the re-connection in %.1f s: %s", rvx__rc_rank(c),
+                 RVX__RC_REC_WAIT_S, rvx_status_str(RVX_ERR_PEER_FAILED));
         if (rec->qp && !rec->taken) ibv_destroy_qp(rec->qp); /* never connected */
         if (rec->taken && !c->failed) { /* its REQ crossed ours, then it went quiet */
             c->failed = 1;
             c->tx_limit = c->tx_sent;
         }
         c->err = RVX_ERR_PEER_FAILED;
-        rvx__mlx5_rec_free(c);
+        rvx__rc_rec_free(c);
         return RVX_ERR_PEER_FAILED;
     }
-    rvx__mlx5_rec_free(c);
-    rvx__mlx5_send_up(c);
+    rvx__rc_rec_free(c);
+    rvx__rc_send_up(c);
     while (c->sq.ci != c->sq.pi && !c->failed) { /* the UP's own completion: the peer's NIC has it */
-        if (rvx__mlx5_drain(ifc, 0)) spins = 0;
+        if (rvx__rc_drain(ifc, 0)) spins = 0;
         else rvx__backoff(&spins);
     }
     if (c->failed) {
-        rvx__log("rc_mlx5: rank %d did not take the re-connection: %s", rvx__mlx5_rank(c),
-                 rvx_status_str(RVX__MLX5_ERR(c)));
-        return RVX__MLX5_ERR(c);
+        rvx__log("rc_mlx5: rank %d did not take the re-connection: %s", rvx__rc_rank(c),
+                 rvx_status_str(RVX__RC_ERR(c)));
+        return RVX__RC_ERR(c);
     }
     return RVX_OK;
 }
