@@ -40,8 +40,10 @@ EXAMPLES := hello_put pingpong atomic_counter ring halo
 EXAMPLE_BINS := $(addprefix $(B)/examples/,$(EXAMPLES))
 # the same examples built for rc_mlx5 (run on rvxsim here, on a ConnectX where there is one)
 EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_counter ring halo)
-TEST_SRCS := $(filter-out tests/t_rc_% tests/t_dc_% tests/t_lanes.c,$(wildcard tests/t_*.c))
-TEST_BINS := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRCS))
+# Which test is built for which variant comes from tests/MANIFEST (tests/manifest.sh reads it;
+# docs/tests.md shows it): the lists below are its names, the rules build them.
+manifest = $(shell tests/manifest.sh names $(1))
+TEST_BINS := $(addprefix $(B)/tests/,$(call manifest,shm))
 BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
@@ -55,24 +57,21 @@ BENCH_BINS += $(PAIR_BENCH_BINS)
 RVXRUN := $(B)/bin/rvxrun
 # rc_mlx5 builds: the tests that mean the same on both transports, from the same sources, plus the
 # rc-only tests (tests/t_rc_*.c); run on rvxsim (LD_LIBRARY_PATH=build/sim) or a real adapter.
+# The manifest's variant names say which: shm, rc, dc, dc-fixed, pair, pair1, pair-dc, and
+# pair-compile (built for the pair, not run).
 RC_LIBS := -libverbs -lmlx5
 RC_DEFS := -DRVX_TL=RVX_TL_RC_MLX5
-RC_SHARED_TESTS := t_rma t_rma_fault t_atomics t_am t_flush t_peer_exit t_peer_close t_tl_contract t_robust t_debug_tag t_debug_rkey t_tag_bad t_destroy_inflight t_destroy_stopped
-RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(RC_SHARED_TESTS)) \
-                $(patsubst tests/%.c,$(B)/tests-rc/%,$(wildcard tests/t_rc_*.c))
+RC_TEST_BINS := $(addprefix $(B)/tests-rc/,$(call manifest,rc))
 # dc_mlx5 builds: the shared tests rc_mlx5 runs, plus the dc-only tests (tests/t_dc_*.c); run on
 # rvxsim as dc/<name>.
 DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5
-DC_SHARED_TESTS := $(RC_SHARED_TESTS)
-DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(DC_SHARED_TESTS)) \
-                $(patsubst tests/%.c,$(B)/tests-dc/%,$(wildcard tests/t_dc_*.c))
+DC_TEST_BINS := $(addprefix $(B)/tests-dc/,$(call manifest,dc))
 # pair builds (tl/pair.h): shared memory between ranks of one node, rc_mlx5 between nodes; the
 # examples and the tests rc_mlx5 shares with shm, from the same sources, run on rvxsim with ranks
 # placed on emulated nodes (RVX_NODE)
 PAIR_DEFS := -DRVX_TL=RVX_TL_RC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
 EXAMPLE_PAIR_BINS := $(addprefix $(B)/examples-pair/,$(EXAMPLES))
-PAIR_SHARED_TESTS := $(RC_SHARED_TESTS)
-PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(PAIR_SHARED_TESTS) t_dc_teardown)
+PAIR_TEST_BINS := $(addprefix $(B)/tests-pair/,$(filter t_%,$(call manifest,pair pair1 pair-compile)))
 # PMIx builds (RVX_BOOT_PMIX) for mpirun/srun: examples as NAME-pmix, launcher tests in build/pmix;
 # tests/launch/ holds programs run by a launcher script (tests/t_*.sh), built for both bootstraps.
 PMIX_BINS := $(B)/examples/ring-pmix $(B)/examples/halo-pmix $(B)/pmix/t_boot \
@@ -128,9 +127,6 @@ RNDV_get := GET
 RNDV_put := PUT
 RNDV_am := AM
 RNDV_pipeline := PIPELINE
-TAG_VARIANTS := $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)) $(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)) \
-                $(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV))
-all tests: $(TAG_VARIANTS)
 $(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
@@ -142,10 +138,10 @@ $(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests/t_tag_ep_destr
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 
 # the tag tests over an mlx5 build on rvxsim (rc_mlx5, dc_mlx5, the pair): the same sources, one
-# binary per rendezvous protocol. $(1): the build folder, $(2): its transport flags.
+# binary per rendezvous protocol (those the manifest names are built). $(1): the build folder,
+# $(2): its transport flags.
 TAG_SOURCES := t_tag t_tag_peer_death t_tag_ep_destroy
 define TAG_MLX5_VARIANTS
-all tests: $$(foreach s,$$(TAG_SOURCES),$$(addprefix $$(B)/$(1)/$$(s)_,$$(TAG_RNDV)))
 $$(foreach s,$$(TAG_SOURCES),$$(eval $$(call TAG_MLX5_RULE,$(1),$(2),$$(s))))
 endef
 define TAG_MLX5_RULE
@@ -160,7 +156,7 @@ $(eval $(call TAG_MLX5_VARIANTS,tests-pair,$$(PAIR_DEFS)))
 # the pair with dc_mlx5 between nodes: the ring example and the shared tests that carry the data
 # (RMA, atomics, AMs, tags with GET rendezvous, flush), run by tests/run.sh as pair-dc/<name>
 PAIR_DC_DEFS := -DRVX_TL=RVX_TL_DC_MLX5 -DRVX_TL_INTRA=RVX_TL_SHM
-PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,t_rma t_rma_fault t_atomics t_am t_tag_get t_flush t_dc_teardown t_destroy_inflight)
+PAIR_DC_BINS := $(B)/examples-pair-dc/ring $(addprefix $(B)/tests-pair-dc/,$(filter t_%,$(call manifest,pair-dc)))
 all tests: $(PAIR_DC_BINS)
 $(B)/examples-pair-dc/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -172,8 +168,7 @@ $(eval $(call TAG_MLX5_RULE,tests-pair-dc,$$(PAIR_DC_DEFS),t_tag))
 
 # dc_mlx5 with the fixed endpoint-to-DCI mapping (RVX_DC_DCI_POLICY): the pool, error and AM
 # tests again, as dc/<name>_fixed
-DC_FIXED_TESTS := t_dc_pool t_dc_errors t_am t_destroy_inflight t_dc_teardown
-DC_FIXED_BINS := $(addprefix $(B)/tests-dc/,$(addsuffix _fixed,$(DC_FIXED_TESTS)))
+DC_FIXED_BINS := $(addprefix $(B)/tests-dc/,$(addsuffix _fixed,$(call manifest,dc-fixed)))
 all tests: $(DC_FIXED_BINS)
 $(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h $(HEADERS)
 	@mkdir -p $(@D)
@@ -359,7 +354,7 @@ explain: $(B)/bench/explain_rc
 # ---- end of make explain
 
 examples: $(RVXRUN) $(EXAMPLE_BINS)
-tests: $(RVXRUN) $(TEST_BINS)
+tests: $(RVXRUN) $(TEST_BINS) $(RC_TEST_BINS) $(DC_TEST_BINS) $(PAIR_TEST_BINS)
 
 run: deps
 	@$(MAKE) --no-print-directory $(SUBMAKE_J) all

@@ -4,7 +4,8 @@
  * arrives in between, for frames whose credits already went back. Rank 1 takes every message.
  * Then rank 0 holds no credit at rank 1, and rank 1's pool is exactly RVX_DC_RX_DEPTH again:
  * neither lost (a give-back missing) nor above it (a report counted again by a later endpoint,
- * which would let senders overrun the shared receive queue). */
+ * which would let senders overrun the shared receive queue). With the check that a later endpoint
+ * ignores reports of frames already paid for taken out, the pool ends far off. */
 #define RVX_DC_CREDIT_IDLE_US 10000000
 #define RVX_AM_HANDLERS(X) X(MSG, on_msg)
 #include <rvx/rvx.h>

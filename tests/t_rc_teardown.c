@@ -4,7 +4,8 @@
  * endpoint, progress while those writes run out of retries, and destroy its worker. A peer that
  * has left needs none of that: rvx_ep_destroy and rvx_worker_destroy must not wait for it (the
  * QP's retries: about 2 s on rvxsim, 8.6 s with the hardware defaults), and nothing may be
- * reported as a failure. What rvx writes on stderr meanwhile is captured and checked. */
+ * reported as a failure. What rvx writes on stderr meanwhile is captured and checked: both
+ * destroys take under 0.5 s (before the fix: 2 s and "transport retries exceeded"). */
 #define RVX_AM_HANDLERS(X) X(MSG, on_msg)
 #include <rvx/rvx.h>
 #include "testlib.h"

@@ -15,7 +15,7 @@
 #     the dead rank and finishes its exchange, with it the survivors are ended;
 #   - a PMIx build under `srun --mpi=none` fails and says how to start it.
 # Skips (77), after the lines that need no Slurm, when a package is missing (naming it) or when
-# not root; every command has a time limit, and the daemons are stopped on every exit.
+# not root; every command has a time limit, and the daemons are stopped on every exit. 40 to 70 s.
 set -u
 cd "$(dirname "$0")/.."
 doc=docs/launching.md
