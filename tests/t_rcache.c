@@ -1,4 +1,4 @@
-/* t_rcache: the registration cache (sys/rcache.h) in one process: hits and misses, containment,
+/* t_rcache: the registration cache (proto/rcache.h) in one process: hits and misses, containment,
  * overlapping regions merged, LRU eviction at the entry bound, the byte bound, regions in use
  * never evicted, invalidation of idle and in-use regions, mmap/munmap/mmap at one address with
  * invalidation, and the leave-pinned policy for malloc: a freed-and-reused heap address keeps its
@@ -6,7 +6,7 @@
  *
  * The context's list of registered regions (ctx->nregions) counts live registrations. */
 #include <rvx/rvx.h>
-#include <rvx/sys/rcache.h>
+#include <rvx/proto/rcache.h>
 
 #include "testlib.h"
 

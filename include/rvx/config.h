@@ -31,7 +31,7 @@
  *                       carries everything; lanes 1.. (each one more device: RVX_DEV=mlx5_0,mlx5_1)
  *                       carry only rendezvous data, striped by lane bandwidth. rc_mlx5 only.
  *   RVX_LANE_STRIPE_MIN messages smaller than this (bytes) move on lane 0 alone (default 65536)
- *   RVX_RCACHE_MAX_ENTRIES, RVX_RCACHE_MAX_BYTES  bounds of the registration cache (sys/rcache.h;
+ *   RVX_RCACHE_MAX_ENTRIES, RVX_RCACHE_MAX_BYTES  bounds of the registration cache (proto/rcache.h;
  *                       default 1024 regions, 1 GiB)
  *   RVX_SHM_RING_SLOTS  64-byte slots per shared-memory ring (default 256, power of two, 64..1024)
  *   RVX_DEBUG           1: argument checks on the fast path too (default 0: only on set-up calls)
@@ -175,7 +175,7 @@
 #endif
 #endif
 
-/* ---- registration cache (sys/rcache.h) ------------------------------------------------------ */
+/* ---- registration cache (proto/rcache.h) ------------------------------------------------------ */
 #ifndef RVX_RCACHE_MAX_ENTRIES
 #define RVX_RCACHE_MAX_ENTRIES 1024
 #endif

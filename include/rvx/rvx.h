@@ -217,7 +217,7 @@
 #include "tl/path.h"         /* one path per build of one transport: the protocols' hot sends */
 
 #include "core.h"
-#include "sys/rcache.h"
+#include "proto/rcache.h"
 #include "proto/thresh.h"
 #include "proto/rma.h"
 #include "proto/amo.h"

@@ -189,7 +189,7 @@ typedef struct rvx__tag_peer {
 #define RVX__TAG_RCACHE 1
 #endif
 #if RVX__TAG_RCACHE
-#include "../sys/rcache.h"
+#include "rcache.h"
 #endif
 
 struct rvx__tag_state {

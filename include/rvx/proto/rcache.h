@@ -1,4 +1,4 @@
-/* rvx/sys/rcache.h: a registration cache: memory stays registered after use, so a buffer sent
+/* rvx/proto/rcache.h: a registration cache: memory stays registered after use, so a buffer sent
  * again skips registration (Open MPI's leave-pinned, seed 003). Include after core.h (rvx.h does).
  *
  * What it is
