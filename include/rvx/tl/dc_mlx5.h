@@ -46,9 +46,12 @@
 #include "contract.h"
 #define RVX__MLX5_TL "dc_mlx5"
 #include "mlx5/hw.h"
+#include "mlx5/rkey.h"
+#include "mlx5/sq.h"
 #include "mlx5/wqe.h"
 #include "mlx5/cq.h"
-#include "mlx5/sq.h"
+#include "mlx5/tx.h"
+#include "mlx5/amo.h"
 #include "mlx5/srq.h"
 #include "mlx5/setup.h"
 
@@ -249,7 +252,7 @@ typedef struct rvx__dc_iface {
     struct ibv_mr  *bounce_mr;
     uint32_t        bounce_lkey;
     rvx__mlx5_bf_t *bfs;
-    rvx__mlx5_txpool_t txrecs;   /* op records of every DCI (tl/mlx5/sq.h) */
+    rvx__mlx5_txpool_t txrecs;   /* op records of every DCI (tl/mlx5/tx.h) */
     int             rank, nranks;
     rvx_request_t  *wflush;
     const uint8_t  *addrs;       /* every rank's address as the worker keeps it (addr_stride bytes

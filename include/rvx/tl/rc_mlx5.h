@@ -63,9 +63,12 @@
 #include "contract.h"
 #define RVX__MLX5_TL "rc_mlx5"
 #include "mlx5/hw.h"
+#include "mlx5/rkey.h"
+#include "mlx5/sq.h"
 #include "mlx5/wqe.h"
 #include "mlx5/cq.h"
-#include "mlx5/sq.h"
+#include "mlx5/tx.h"
+#include "mlx5/amo.h"
 #include "mlx5/setup.h"
 #include "mlx5/srq.h"
 

@@ -1,9 +1,9 @@
 /* rvx/tl/mlx5/setup.h: opening an mlx5 device and setting up its objects (cold).
  *
  * Everything here goes through rdma-core (ibv_* and mlx5dv_*): the device and its port, the
- * protection domain, memory registration and remote keys, the geometry of a QP's send queue and
+ * protection domain, memory registration (the region's type and its keys: rkey.h), the geometry of a QP's send queue and
  * of a CQ as mlx5dv_init_obj reports them, and QP state transitions. Shared by every mlx5
- * transport; the device-level names of the tl contract (ctx, mem, rkey) are defined here. */
+ * transport; the device-level names of the tl contract (ctx; mem and rkey in rkey.h) are defined here. */
 #ifndef RVX_TL_MLX5_SETUP_H
 #define RVX_TL_MLX5_SETUP_H
 
@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "cq.h"
-
-#define RVX__MLX5_MAGIC 0x7276784d4c58ull /* "rvxMLX": rkeys and addresses of this layer */
 
 typedef struct rvx__mlx5_ctx {
     struct ibv_context *ib;
@@ -28,23 +26,6 @@ typedef struct rvx__mlx5_ctx {
     unsigned            lane;    /* which lane this device serves (0: everything, others: data) */
     char                name[64];
 } rvx__mlx5_ctx_t;
-
-typedef struct rvx__mlx5_mem {
-    void          *addr;
-    size_t         len;
-    struct ibv_mr *mr;
-    uint32_t       lkey;
-    int            allocated;
-} rvx__mlx5_mem_t;
-
-typedef struct rvx__mlx5_packed_rkey {
-    uint64_t magic;
-    uint64_t base;
-    uint64_t len;
-    uint32_t rkey;
-    uint32_t owner;   /* rank + 1 of the process that packed it (rvx__mlx5_rkey_stamp) */
-} rvx__mlx5_packed_rkey_t;
-#define RVX__MLX5_RKEY_PACKED_SIZE sizeof(rvx__mlx5_packed_rkey_t)
 
 /* ---- the device ----------------------------------------------------------------------------- */
 
@@ -281,51 +262,6 @@ RVX_COLD void rvx__mlx5_mem_dereg(rvx__mlx5_ctx_t *ctx, rvx__mlx5_mem_t *mem)
     if (mem->allocated) free(mem->addr);
     mem->mr = NULL;
 }
-
-RVX_COLD void rvx__mlx5_rkey_pack(const rvx__mlx5_mem_t *mem, void *buf)
-{
-    rvx__mlx5_packed_rkey_t p;
-    memset(&p, 0, sizeof(p));
-    p.magic = RVX__MLX5_MAGIC;
-    p.base = (uint64_t)(uintptr_t)mem->addr;
-    p.len = mem->len;
-    p.rkey = mem->mr->rkey;
-    memcpy(buf, &p, sizeof(p));
-}
-
-/* Name the packing process in its key: a key unpacked on an endpoint to another rank is refused
- * (its number means nothing to that peer's NIC, or worse, names another region there). */
-RVX_COLD void rvx__mlx5_rkey_stamp(void *buf, int rank)
-{
-    uint32_t owner = (uint32_t)rank + 1;
-    memcpy((uint8_t *)buf + offsetof(rvx__mlx5_packed_rkey_t, owner), &owner, sizeof(owner));
-}
-
-/* Byte-swap once: a put stores rkey_word as the raddr segment's second 8 bytes. `rank` is the
- * peer the key came from: it must be the key's owner. */
-RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx__mlx5_rkey_t *rkey, int rank)
-{
-    rvx__mlx5_packed_rkey_t p;
-    memcpy(&p, buf, sizeof(p));
-    memset(rkey, 0, sizeof(*rkey));
-    if (p.magic != RVX__MLX5_MAGIC || p.base + p.len < p.base) {
-        rvx__log("rkey_unpack: not an " RVX__MLX5_TL " rkey (corrupt, or from another transport) "
-                 "for rank %d", rank);
-        return RVX_ERR_INVALID_PARAM;
-    }
-    if (p.owner != (uint32_t)rank + 1) {
-        /* owner is the peer's word: printed as sent, never turned into a rank by arithmetic */
-        rvx__log("rkey_unpack: a key whose owner word is %u (rank + 1) unpacked on the endpoint to "
-                 "rank %d", p.owner, rank);
-        return RVX_ERR_INVALID_PARAM;
-    }
-    rkey->rkey_word = (uint64_t)rvx_htobe32(p.rkey);
-    rkey->base = p.base;
-    rkey->len = p.len;
-    return RVX_OK;
-}
-
-RVX_COLD void rvx__mlx5_rkey_release(rvx__mlx5_rkey_t *rkey) { memset(rkey, 0, sizeof(*rkey)); }
 
 /* ---- send queues and CQs -------------------------------------------------------------------- */
 

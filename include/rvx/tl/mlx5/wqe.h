@@ -1,7 +1,6 @@
 /* rvx/tl/mlx5/wqe.h: writing WQEs into an mlx5 send queue and handing them to the NIC (hot).
  *
- * A send queue (rvx__mlx5_sq_t) is what every mlx5 transport posts to: one per peer for RC, one
- * per initiator (DCI) for DC. Segment writers fill mlx5dv.h's structs field by field, in the
+ * Segment writers, for the send queue of sq.h, fill mlx5dv.h's structs field by field, in the
  * order the NIC reads them: ctrl | [datagram/address] | [raddr] | [atomic] | data or inline.
  * Every WQE then goes through rvx__mlx5_commit, the one place that moves the producer index,
  * writes the doorbell record and rings the NIC (BlueFlame copy or 8-byte doorbell).
@@ -17,53 +16,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "hw.h"
-
-/* What a put reads: the remote key already in the byte order and position of the raddr segment's
- * second 8 bytes (rkey big-endian, then the 4 reserved bytes as zero). */
-typedef struct rvx__mlx5_rkey {
-    uint64_t rkey_word;
-    uint64_t base;
-    uint64_t len;
-#if RVX_DEBUG
-    const void *dbg_ep; /* the endpoint it was unpacked on (rvx_rkey_unpack): checked at use */
-#endif
-} rvx__mlx5_rkey_t;
-
-/* Whether [raddr, raddr + len) lies in the region the key's owner announced. The NIC holds the
- * real bounds; a transfer of several chunks (and a zero-copy one) asks here first, so one that
- * would fail posts no chunk at all and an absurd length returns at once. */
-RVX_INLINE int rvx__mlx5_rkey_covers(const rvx__mlx5_rkey_t *k, uint64_t raddr, size_t len)
-{
-    return (uint64_t)len <= k->len && raddr - k->base <= k->len - (uint64_t)len;
-}
-
-/* A BlueFlame register; send queues that share one share the half toggle. `cur` is the half to
- * write next; after a write it flips by `flip` (the half size). */
-typedef struct rvx__mlx5_bf {
-    uint8_t  *cur;
-    uintptr_t flip;
-    uint8_t  *reg;
-    uint32_t  size;
-    struct rvx__mlx5_bf *next;  /* the owner's list of registers */
-} rvx__mlx5_bf_t;
-
-/* A send queue: the geometry mlx5dv_init_obj reports, the producer and retired indexes, and the
- * completion moderation. 56 bytes: with one word of its owner's, the cache line a put reads. */
-typedef struct rvx__mlx5_sq {
-    uint8_t           *buf;
-    uint32_t           mask;      /* wqe_cnt - 1 */
-    uint32_t           pi;        /* producer index in WQEBBs (free running) */
-    uint32_t           pi_limit;  /* pi may not pass this: ci + room */
-    uint16_t           sig_left;  /* WQEs until one must be signaled (1: the next one) */
-    uint8_t            fence;     /* fence bit for the next WQE (after a READ or atomic) */
-    uint8_t            rsvd;
-    volatile uint32_t *dbrec;     /* &dbrec[MLX5_SND_DBR] */
-    rvx__mlx5_bf_t    *bf;        /* the register (shared by queues with the same register) */
-    uint32_t           ci;        /* first WQEBB not yet known complete */
-    uint32_t           room;      /* WQEBBs usable: wqe_cnt - a reserve */
-    uint32_t           qpn8;      /* QPN << 8, to OR with DS */
-} rvx__mlx5_sq_t;
+#include "rkey.h"
+#include "sq.h"
 
 /* The one-WQEBB shapes rvx posts, as mlx5dv.h's segments laid end to end. Bytes past the last
  * segment are sent by the BlueFlame copy too, so they are zeroed (the queue must hold the same). */
@@ -105,55 +59,6 @@ RVX_STATIC_ASSERT(sizeof(rvx__mlx5_wqe_rdma_t) == RVX__MLX5_BB &&
                   sizeof(rvx__mlx5_wqe_write0_t) == RVX__MLX5_BB &&
                   sizeof(rvx__mlx5_wqe_send_t) == RVX__MLX5_BB &&
                   sizeof(rvx__mlx5_wqe_send_inl_t) == RVX__MLX5_BB, "a WQE shape is one WQEBB");
-
-/* ---- the queue ------------------------------------------------------------------------------ */
-
-RVX_INLINE uint8_t *rvx__mlx5_sq_end(const rvx__mlx5_sq_t *sq)
-{
-    return sq->buf + ((size_t)(sq->mask + 1) << RVX__MLX5_BB_SHIFT);
-}
-
-RVX_INLINE uint8_t *rvx__mlx5_slot(const rvx__mlx5_sq_t *sq, uint32_t pi)
-{
-    return sq->buf + ((size_t)(pi & sq->mask) << RVX__MLX5_BB_SHIFT);
-}
-
-/* The next 16-byte segment after seg, wrapping at the end of the queue. */
-RVX_INLINE uint8_t *rvx__mlx5_next_seg(const rvx__mlx5_sq_t *sq, uint8_t *seg)
-{
-    seg += RVX__MLX5_SEG;
-    return seg == rvx__mlx5_sq_end(sq) ? sq->buf : seg;
-}
-
-/* nbb more WQEBBs would pass the limit: the caller must wait for completions. */
-RVX_INLINE int rvx__mlx5_sq_full(const rvx__mlx5_sq_t *sq, uint32_t nbb)
-{
-    return (int32_t)(sq->pi + nbb - sq->pi_limit) > 0;
-}
-
-/* fm_ce_se for the next WQE: CE once every RVX_MLX5_SIG_EVERY WQEs (or when forced), the fence
- * a READ or atomic left for whatever follows it. */
-RVX_INLINE unsigned rvx__mlx5_moderate(rvx__mlx5_sq_t *sq, int force_sig)
-{
-    unsigned f = 0;
-    /* sig_left may already be 0: the put8 path counts down before handing over */
-    if (force_sig || RVX_UNLIKELY(sq->sig_left <= 1)) {
-        sq->sig_left = RVX_MLX5_SIG_EVERY;
-        f = RVX__MLX5_CE | sq->fence;
-        sq->fence = 0;
-    } else {
-        sq->sig_left--;
-    }
-    return f;
-}
-
-/* A READ or an atomic was posted: the next WQE carries the fence (and, to keep the put path to
- * one counter test, is also signaled). */
-RVX_INLINE void rvx__mlx5_set_fence(rvx__mlx5_sq_t *sq)
-{
-    sq->fence = RVX__MLX5_FENCE;
-    sq->sig_left = 1;
-}
 
 /* ---- segment writers ------------------------------------------------------------------------ */
 
