@@ -101,11 +101,10 @@ RVX_COLD rvx_status_t rvx__shm_iface_wireup(rvx__shm_iface_t *ifc, const uint8_t
 
 /* ---- endpoints and liveness (cold) ---------------------------------------------------------- */
 
-RVX_COLD rvx_status_t rvx__shm_ep_connect(rvx__shm_iface_t *ifc, rvx__shm_ep_t *ep, int rank,
-                                         const rvx__shm_addr_t *addr)
+/* Is `addr` a shm address of this job whose rings fit this rank's mailbox? */
+RVX_COLD rvx_status_t rvx__shm_ep_check_addr(const rvx__shm_iface_t *ifc, int rank,
+                                             const rvx__shm_addr_t *addr)
 {
-    unsigned c;
-    memset(ep, 0, sizeof(*ep));
     if (addr->magic != RVX__SHM_MAGIC || addr->nslots != ifc->nslots ||
         addr->mbox_len != ifc->mbox_len) {
         /* the rings are found at offsets the number of senders gives: a mailbox of another
@@ -122,6 +121,52 @@ RVX_COLD rvx_status_t rvx__shm_ep_connect(rvx__shm_iface_t *ifc, rvx__shm_ep_t *
                  (int)addr->slot, ifc->nslots, ifc->by_node ? "" : " or not its rank");
         return RVX_ERR_INVALID_PARAM;
     }
+    return RVX_OK;
+}
+
+/* Point the endpoint's rings at ours in the peer's mailbox (tx) and at the peer's in ours (rx). */
+RVX_COLD void rvx__shm_ep_rings(rvx__shm_iface_t *ifc, rvx__shm_ep_t *ep, int peer_slot)
+{
+    unsigned c;
+    for (c = 0; c < RVX__TL_AM_CHANNELS; c++) {
+        uint8_t *txr = rvx__shm_ring(ep->peer_mbox, ifc->slot, c);
+        uint8_t *rxr = rvx__shm_ring(ifc->mbox, peer_slot, c);
+        ep->tx[c].slots = txr + RVX__SHM_SLOT;
+        ep->tx[c].peer_head = (const volatile uint64_t *)txr;
+        ep->tx[c].head_cache = rvx_load_acquire_u64((uint64_t *)txr);
+        /* resume where an earlier endpoint to this peer stopped: restarting at the consumer's
+         * position would leave older, still-valid frames behind the new ones */
+        ep->tx[c].tail = ((uint64_t *)txr)[RVX__SHM_CTL_TAIL];
+        ep->rx[c].slots = rxr + RVX__SHM_SLOT;
+        ep->rx[c].head_pub = (uint64_t *)rxr;
+        ep->rx[c].head = *ep->rx[c].head_pub;
+        rvx__shm_rx_at(&ep->rx[c]);
+    }
+}
+
+#if RVX_CAN_RECEIVE
+/* Add the endpoint to those whose rings progress polls. */
+RVX_COLD rvx_status_t rvx__shm_rx_add(rvx__shm_iface_t *ifc, rvx__shm_ep_t *ep)
+{
+    if (ifc->nrx == ifc->rx_cap) {
+        unsigned cap = ifc->rx_cap ? 2 * ifc->rx_cap : 8;
+        rvx__shm_ep_t **n = (rvx__shm_ep_t **)realloc(ifc->rx, cap * sizeof(*n));
+        if (!n) return RVX_ERR_NO_MEMORY;
+        ifc->rx = n;
+        ifc->rx_cap = cap;
+    }
+    ifc->rx[ifc->nrx++] = ep;
+    return RVX_OK;
+}
+#endif
+
+RVX_COLD rvx_status_t rvx__shm_ep_connect(rvx__shm_iface_t *ifc, rvx__shm_ep_t *ep, int rank,
+                                         const rvx__shm_addr_t *addr)
+{
+    rvx_status_t st;
+    memset(ep, 0, sizeof(*ep));
+    st = rvx__shm_ep_check_addr(ifc, rank, addr);
+    if (st != RVX_OK) return st;
     ep->ifc = ifc;
     ep->rank = rank;
     ep->pid = addr->pid;
@@ -136,29 +181,10 @@ RVX_COLD rvx_status_t rvx__shm_ep_connect(rvx__shm_iface_t *ifc, rvx__shm_ep_t *
         /* A pidfd becomes readable when the peer exits: the liveness check is one poll(). */
         ep->pidfd = (int)syscall(SYS_pidfd_open, addr->pid, 0);
     }
-    for (c = 0; c < RVX__TL_AM_CHANNELS; c++) {
-        uint8_t *txr = rvx__shm_ring(ep->peer_mbox, ifc->slot, c);
-        uint8_t *rxr = rvx__shm_ring(ifc->mbox, addr->slot, c);
-        ep->tx[c].slots = txr + RVX__SHM_SLOT;
-        ep->tx[c].peer_head = (const volatile uint64_t *)txr;
-        ep->tx[c].head_cache = rvx_load_acquire_u64((uint64_t *)txr);
-        /* resume where an earlier endpoint to this peer stopped: restarting at the consumer's
-         * position would leave older, still-valid frames behind the new ones */
-        ep->tx[c].tail = ((uint64_t *)txr)[RVX__SHM_CTL_TAIL];
-        ep->rx[c].slots = rxr + RVX__SHM_SLOT;
-        ep->rx[c].head_pub = (uint64_t *)rxr;
-        ep->rx[c].head = *ep->rx[c].head_pub;
-        rvx__shm_rx_at(&ep->rx[c]);
-    }
+    rvx__shm_ep_rings(ifc, ep, addr->slot);
 #if RVX_CAN_RECEIVE
-    if (ifc->nrx == ifc->rx_cap) {
-        unsigned cap = ifc->rx_cap ? 2 * ifc->rx_cap : 8;
-        rvx__shm_ep_t **n = (rvx__shm_ep_t **)realloc(ifc->rx, cap * sizeof(*n));
-        if (!n) return RVX_ERR_NO_MEMORY;
-        ifc->rx = n;
-        ifc->rx_cap = cap;
-    }
-    ifc->rx[ifc->nrx++] = ep;
+    st = rvx__shm_rx_add(ifc, ep);
+    if (st != RVX_OK) return st;
 #endif
     ifc->nlive++;
     return RVX_OK;
