@@ -1,188 +1,10 @@
-/* rvx/tl/dc/setup.h: dc_mlx5's set-up (cold): the CQ, the DCT on its SRQ, the pool of DCIs and
- * their state transitions (also used to recover a failed DCI), the address, endpoints. Every
- * object is per worker; nothing here runs per rank except building an endpoint's address segment
- * fields from the address, with no verbs call. Included at the end of tl/dc_mlx5.h. */
-#ifndef RVX_TL_DC_SETUP_H
-#define RVX_TL_DC_SETUP_H
+/* rvx/tl/dc/iface.h: dc_mlx5's interface and endpoints: the iface's creation and teardown, its
+ * address and wire-up, an endpoint's connect (no verbs call: its address segment's fields) and
+ * disconnect, flushes, and liveness (keepalives). */
+#ifndef RVX_TL_DC_IFACE_H
+#define RVX_TL_DC_IFACE_H
 
-RVX_COLD int rvx__dc_drain(rvx__dc_iface_t *ifc);
-RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d);
-RVX_COLD void rvx__dc_hold(rvx__dc_dci_t *d);
-#if RVX_CAN_RECEIVE
-RVX_COLD void rvx__dc_give_back(rvx__dc_ep_t *ep);
-RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep);
-RVX_COLD int rvx__dc_hold_add(rvx__dc_ep_t *ep);
-RVX_COLD void rvx__dc_hold_del(rvx__dc_ep_t *ep);
-RVX_INLINE uint64_t *rvx__dc_taken(rvx__dc_iface_t *ifc, int r);
-#endif
-
-/* ---- DCI states (the masks modify_dci_qp_is_ok accepts) ------------------------------------- */
-
-/* Creation attributes, the same for a DCI and the DCT but for the type: a driver QP on the
- * worker's PD and CQ. */
-RVX_COLD void rvx__dc_qp_attr(const rvx__dc_iface_t *ifc, struct ibv_qp_init_attr_ex *ia,
-                              struct mlx5dv_qp_init_attr *da, enum mlx5dv_dc_type type)
-{
-    memset(ia, 0, sizeof(*ia));
-    memset(da, 0, sizeof(*da));
-    ia->qp_type = IBV_QPT_DRIVER;
-    ia->comp_mask = IBV_QP_INIT_ATTR_PD;
-    ia->pd = ifc->ctx->pd;
-    ia->send_cq = ifc->ibcq;
-    ia->recv_cq = ifc->ibcq;
-    da->comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
-    da->dc_init_attr.dc_type = type;
-}
-
-/* RTR's attributes, the same for a DCI and the DCT: the path MTU and the port, with the GRH's
- * source GID and hop limit on RoCE. */
-RVX_COLD void rvx__dc_rtr_attr(const rvx__mlx5_ctx_t *ctx, struct ibv_qp_attr *qa)
-{
-    memset(qa, 0, sizeof(*qa));
-    qa->qp_state = IBV_QPS_RTR;
-    qa->path_mtu = ctx->mtu;
-    qa->ah_attr.port_num = ctx->port;
-    if (ctx->is_roce) {
-        qa->ah_attr.is_global = 1;
-        qa->ah_attr.grh.sgid_index = (uint8_t)ctx->gid_index;
-        qa->ah_attr.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
-    }
-}
-
-RVX_COLD rvx_status_t rvx__dc_dci_ready(const rvx__mlx5_ctx_t *ctx, struct ibv_qp *qp)
-{
-    struct ibv_qp_attr qa;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_INIT;
-    qa.pkey_index = 0;
-    qa.port_num = ctx->port;
-    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT)) goto fail;
-    rvx__dc_rtr_attr(ctx, &qa);
-    if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV)) goto fail;
-    return rvx__mlx5_qp_to_rts(qp, -1); /* RC's RTS attributes are exactly the DCI's */
-fail:
-    rvx__log("dc_mlx5: DCI 0x%x to RTS failed: %s", qp->qp_num, strerror(errno));
-    return RVX_ERR_IO;
-}
-
-/* A DCI's send queue and book-keeping, from its first WQEBB (after creation or RESET). */
-RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d)
-{
-    struct mlx5dv_qp dq;
-    rvx__mlx5_bf_t *bf;
-    rvx_status_t st = rvx__mlx5_qp_obj(d->qp, &dq);
-    if (st != RVX_OK) return st;
-    bf = rvx__mlx5_bf_of(&ifc->bfs, dq.bf.reg, dq.bf.size);
-    if (!bf) return RVX_ERR_NO_MEMORY;
-    rvx__mlx5_tx_fresh(&d->tx, &ifc->txrecs, &ifc->outstanding);
-    /* at most 4 x RVX_MLX5_TX_DEPTH WQEBBs in flight per DCI, whatever the queue's size: the CQ
-     * is sized for that many (each WQE may come back as an error CQE) */
-    rvx__mlx5_sq_init(&d->sq, &dq, d->qpn, bf,
-                      RVX__DC_SQ_RESERVE + (dq.sq.wqe_cnt > 4u * RVX_MLX5_TX_DEPTH ?
-                                            dq.sq.wqe_cnt - 4u * RVX_MLX5_TX_DEPTH : 0u));
-    d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
-                 (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
-    d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
-    rvx__dc_fast_limit(d);
-    d->wflush_pi = 0;
-    d->ka_ep = NULL; /* a keepalive in flight came back with the rest */
-    d->ka_pi = 0;
-    d->b_head = d->b_tail = 0;
-#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
-    free(d->owner);
-    d->owner = (struct rvx__dc_ep **)calloc(d->sq.mask + 1, sizeof(*d->owner));
-    if (!d->owner) return RVX_ERR_NO_MEMORY;
-#endif
-    return RVX_OK;
-}
-
-RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d, unsigned i)
-{
-    rvx__mlx5_ctx_t *ctx = ifc->ctx;
-    struct ibv_qp_init_attr_ex ia;
-    struct mlx5dv_qp_init_attr da;
-    rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCI);
-    ia.cap.max_send_wr = RVX_MLX5_TX_DEPTH;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
-    d->ifc = ifc;
-    d->bounce = ifc->bounce + (size_t)i * RVX_DC_BOUNCE_BYTES;
-    d->qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
-    if (!d->qp) {
-        rvx__log("dc_mlx5: cannot create a DCI on %s: %s", ctx->name, strerror(errno));
-        return RVX_ERR_NO_RESOURCE;
-    }
-    if (ia.cap.max_inline_data < RVX__TL_SHORT_MAX) {
-        rvx__log("dc_mlx5: the DCI takes %u inline bytes, this build needs %d (RVX_MLX5_INLINE)",
-                 ia.cap.max_inline_data, RVX__TL_SHORT_MAX);
-        return RVX_ERR_UNSUPPORTED;
-    }
-    d->qpn = d->qp->qp_num;
-    if (rvx__dc_dci_ready(ctx, d->qp) != RVX_OK) return RVX_ERR_IO;
-    return rvx__dc_dci_fresh(ifc, d);
-}
-
-/* A DCI in ERR whose WQEs have all come back: RESET -> INIT -> RTR -> RTS, a fresh queue, and
- * back to the pool. The endpoint that held it stays failed; no one else notices. */
-RVX_COLD void rvx__dc_dci_recover(rvx__dc_dci_t *d)
-{
-    rvx__dc_iface_t *ifc = d->ifc;
-    struct ibv_qp_attr qa;
-    memset(&qa, 0, sizeof(qa));
-    qa.qp_state = IBV_QPS_RESET;
-    if (d->ep) d->ep->dci = &ifc->no_dci;
-    d->ep = NULL;
-    if (ibv_modify_qp(d->qp, &qa, IBV_QP_STATE) || rvx__dc_dci_ready(ifc->ctx, d->qp) != RVX_OK ||
-        rvx__dc_dci_fresh(ifc, d) != RVX_OK) {
-        rvx__log("dc_mlx5: DCI 0x%x could not be recovered: the pool has one DCI less", d->qpn);
-        return; /* stays failed: never handed out again */
-    }
-    d->failed = 0;
-}
-
-/* ---- the iface ------------------------------------------------------------------------------ */
-
-/* The CQ takes every WQEBB of every DCI (each may come back as an error CQE when a DCI fails) and
- * every receive buffer: sized by what can be outstanding, not by the job. */
-RVX_COLD rvx_status_t rvx__dc_iface_cq(rvx__dc_iface_t *ifc)
-{
-    int want = RVX_DC_NUM_DCI * 4 * RVX_MLX5_TX_DEPTH + 2 * RVX__DC_RX_DEPTH + 64;
-    ifc->ibcq = ibv_create_cq(ifc->ctx->ib, want, NULL, NULL, 0);
-    if (!ifc->ibcq) {
-        rvx__log("dc_mlx5: cannot create a CQ of %d entries: %s", want, strerror(errno));
-        return RVX_ERR_NO_RESOURCE;
-    }
-    return rvx__mlx5_cq_init(&ifc->cq, ifc->ibcq);
-}
-
-/* The DCT: on the worker's SRQ (tl/mlx5/srq.h: RVX_DC_RX_DEPTH frames in a build that receives
- * messages, a token few otherwise), RESET -> INIT -> RTR, after which it has its number. */
-RVX_COLD rvx_status_t rvx__dc_iface_dct(rvx__dc_iface_t *ifc)
-{
-    rvx__mlx5_ctx_t *ctx = ifc->ctx;
-    struct ibv_qp_init_attr_ex ia;
-    struct mlx5dv_qp_init_attr da;
-    struct ibv_qp_attr qa;
-    rvx_status_t st = rvx__mlx5_srq_create(ctx, &ifc->srq, RVX__DC_RX_DEPTH, RVX__DC_FRAME);
-    if (st != RVX_OK) return st;
-    rvx__dc_qp_attr(ifc, &ia, &da, MLX5DV_DCTYPE_DCT);
-    ia.srq = ifc->srq.srq;
-    da.dc_init_attr.dct_access_key = RVX__DC_KEY;
-    ifc->dct = mlx5dv_create_qp(ctx->ib, &ia, &da);
-    if (!ifc->dct) {
-        rvx__log("dc_mlx5: cannot create a DCT on %s: %s", ctx->name, strerror(errno));
-        return RVX_ERR_NO_RESOURCE;
-    }
-    if (rvx__mlx5_qp_to_init(ctx, ifc->dct) != RVX_OK) return RVX_ERR_IO;
-    rvx__dc_rtr_attr(ctx, &qa);
-    qa.min_rnr_timer = RVX__MLX5_MIN_RNR_TIMER;
-    if (ibv_modify_qp(ifc->dct, &qa, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_AV |
-                                         IBV_QP_PATH_MTU)) {
-        rvx__log("dc_mlx5: DCT to RTR failed: %s", strerror(errno));
-        return RVX_ERR_IO;
-    }
-    return RVX_OK;
-}
+/* ---- the iface ------------------------------------------------------------------------------- */
 
 /* Before the DCIs go, a short grace for what they still hold (credits given back, sends):
  * peers still there get it in microseconds; one that has left is not waited for beyond
@@ -359,7 +181,13 @@ RVX_COLD void rvx__dc_iface_addrs(rvx__dc_iface_t *ifc, const uint8_t *addrs, si
     ifc->addr_stride = stride;
 }
 
-/* ---- endpoints ------------------------------------------------------------------------------ */
+/* ---- endpoints ------------------------------------------------------------------------------- */
+
+/* Milliseconds, wrapping: when an endpoint's last keepalive went. */
+RVX_INLINE uint32_t rvx__dc_ms(void)
+{
+    return (uint32_t)(uint64_t)(rvx__now_s() * 1e3);
+}
 
 /* The address segment's fields, built once: bytes 8-15 of the base form are dqp_dct (the DCT
  * number, no extended flag), stat_rate_sl 0, fl_mlid 0, rlid (0 on RoCE, where the GRH form
@@ -453,7 +281,7 @@ RVX_COLD void rvx__dc_disown(rvx__dc_ep_t *ep)
 }
 #endif
 
-/* The endpoint goes. Its credits go back at once (tl/dc/poll.h), its owed work completes, and a
+/* The endpoint goes. Its credits go back at once (tl/dc/credit.h), its owed work completes, and a
  * DCI it held goes back to the pool, to be handed out again once what is left on it retires
  * (a signaled NOP after it: a peer that has left fails it unreported, see rvx__dc_req_err). */
 RVX_COLD void rvx__dc_ep_disconnect(rvx__dc_ep_t *ep)
@@ -482,4 +310,95 @@ RVX_COLD rvx_status_t rvx__dc_rkey_unpack(rvx__dc_ep_t *ep, const void *buf, rvx
     return rvx__mlx5_rkey_unpack(buf, rkey, ep->rank);
 }
 
-#endif /* RVX_TL_DC_SETUP_H */
+/* ---- flush ----------------------------------------------------------------------------------- */
+
+/* Done at once when the endpoint holds no DCI or its DCI has retired everything: its work is
+ * complete. Otherwise the slow path (a signaled NOP covers an unsignaled tail). */
+RVX_INLINE rvx_status_t rvx__dc_ep_flush(rvx__dc_ep_t *ep, rvx_request_t *req)
+{
+    const rvx__dc_dci_t *d = ep->dci;
+    if (d->sq.ci == d->sq.pi) return (rvx_status_t)ep->err; /* also no DCI held (no_dci) */
+    return rvx__dc_flush_slow(ep, req);
+}
+
+RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__dc_ep_t *ep, rvx_request_t *req)
+{
+    rvx__dc_dci_t *d;
+    rvx__dc_drain(ep->ifc);
+    d = ep->dci;
+    if (!d || d->sq.ci == d->sq.pi) return (rvx_status_t)ep->err;
+    if (d->failed) rvx__dc_hold(d); /* every WQE comes back with an error CQE */
+    else rvx__dc_sig_tail(d);
+    if (!req) return RVX_ERR_INVALID_PARAM;
+    rvx__mlx5_tx_flush_add(&d->tx, req, d->sq.pi);
+    return RVX_INPROGRESS;
+}
+
+/* Every DCI in use retires what it holds; the pool is a few DCIs, whatever the job's size. */
+RVX_COLD rvx_status_t rvx__dc_iface_flush(rvx__dc_iface_t *ifc, rvx_request_t *req)
+{
+    unsigned i;
+    int busy = 0;
+    rvx__dc_drain(ifc);
+    for (i = 0; i < RVX_DC_NUM_DCI; i++) {
+        rvx__dc_dci_t *d = &ifc->dci[i];
+        if (d->sq.ci == d->sq.pi) continue;
+        if (d->failed) rvx__dc_hold(d);
+        else rvx__dc_sig_tail(d);
+        d->wflush_pi = d->sq.pi;
+        busy = 1;
+    }
+    if (!busy) return RVX_OK;
+    if (!req) return RVX_ERR_INVALID_PARAM;
+    req->status = RVX_INPROGRESS;
+    req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
+    ifc->wflush = req;
+    return RVX_INPROGRESS;
+}
+
+/* ---- liveness -------------------------------------------------------------------------------- */
+
+/* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
+ * DCT still answers, its error CQE fails the endpoint. No data segment (a zero-length one would
+ * mean 2 GiB to the NIC). */
+RVX_COLD void rvx__dc_keepalive(rvx__dc_ep_t *ep)
+{
+    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc), flags;
+    uint32_t nbb = RVX__MLX5_NBB(ds), pi;
+    rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
+    const rvx__dc_addr_t *a = rvx__dc_addr_of(ep);
+    uint8_t *wqe, *seg;
+    rvx__mlx5_rkey_t k;
+    if (!d) return;
+    k.rkey_word = (uint64_t)rvx_htobe32(a->ctrl_rkey);
+    k.base = a->ctrl_addr;
+    k.len = 8;
+    seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 1, 0, &pi, &flags, &wqe);
+    rvx__mlx5_set_raddr(seg, a->ctrl_addr, &k);
+    rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
+    rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
+    d->ka_ep = ep;
+    d->ka_pi = pi + nbb;
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
+}
+
+/* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless
+ * the endpoint's last keepalive is still in flight (the DCI it holds remembers it: an endpoint
+ * whose DCI was taken has had all its work complete), another every 100 ms (it also retires an
+ * unsignaled tail, which would otherwise never show an error). */
+RVX_COLD rvx_status_t rvx__dc_ep_alive(rvx__dc_ep_t *ep)
+{
+    const rvx__dc_dci_t *d = ep->dci;
+    uint32_t now;
+    if (ep->failed) return RVX__MLX5_EP_FAILURE(ep->err);
+    rvx__dc_drain(ep->ifc);
+    if (ep->failed) return RVX__MLX5_EP_FAILURE(ep->err);
+    now = rvx__dc_ms();
+    if ((d->ka_ep != ep || (int32_t)(d->sq.ci - d->ka_pi) >= 0) && now - ep->ka_ms > 100) {
+        ep->ka_ms = now;
+        rvx__dc_keepalive(ep);
+    }
+    return RVX_OK;
+}
+
+#endif /* RVX_TL_DC_IFACE_H */
