@@ -275,41 +275,15 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned 
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
-/* An rvx_amo_op_t as one NIC atomic (the mapping rc_mlx5 uses, see proto/amo.h). */
+/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
+ * the NIC lacks, done when the call returns. */
 RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size, uint64_t v,
                                        uint64_t cmp, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                        void *fetch, rvx_request_t *req)
 {
-    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull;
-    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
-    switch (op) {
-    case RVX_AMO_ADD: break;
-    case RVX_AMO_SUB: v = (0 - v) & ones; break;
-    case RVX_AMO_INC: v = 1; break;
-    case RVX_AMO_DEC: v = ones; break;
-    case RVX_AMO_GET: v = 0; break;
-    case RVX_AMO_CAS:
-        if (size == 8)
-            return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_CS, 8, v, cmp, 0, 0, raddr, rkey, fetch, req);
-        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, 4, v, cmp, ones, ones, raddr, rkey,
-                           fetch, req);
-    case RVX_AMO_SET:
-    case RVX_AMO_SWAP:
-        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, ones, 0, raddr, rkey,
-                           fetch, req);
-    case RVX_AMO_AND:
-        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, size, 0, 0, ~v & ones, 0, raddr,
-                           rkey, fetch, req);
-    case RVX_AMO_OR:
-        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, v, 0, raddr, rkey,
-                           fetch, req);
-    case RVX_AMO_XOR:
-        return rvx__dc_amo(ep, MLX5_OPCODE_ATOMIC_MASKED_FA, size, v, ones, 0, 0, raddr, rkey,
-                           fetch, req);
-    default: /* MULT, MIN, MAX, UMIN, UMAX: compare-and-swap loop, done when the call returns */
-        return rvx__dc_amo_loop(ep, op, size, v, raddr, rkey, fetch);
-    }
-    return rvx__dc_amo(ep, fa, size, v, 0, 0, 0, raddr, rkey, fetch, req);
+    rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
+    if (!m.opcode) return rvx__dc_amo_loop(ep, op, size, v, raddr, rkey, fetch);
+    return rvx__dc_amo(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_atomic64(rvx__dc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
