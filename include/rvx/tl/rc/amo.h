@@ -96,43 +96,15 @@ RVX_COLD rvx_status_t rvx__rc_amo_loop(rvx__rc_conn_t *c, rvx_amo_op_t op, unsig
     return st;
 }
 
-/* Map an rvx_amo_op_t to one NIC atomic (see proto/amo.h for the mapping). */
+/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
+ * the NIC lacks. */
 RVX_INLINE rvx_status_t rvx__rc_atomic(rvx__rc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                         uint64_t v, uint64_t cmp, uint64_t raddr,
-                                         const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
+                                       uint64_t v, uint64_t cmp, uint64_t raddr,
+                                       const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
 {
-    rvx__rc_conn_t *c = ep->c;
-    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull;
-    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
-    switch (op) {
-    case RVX_AMO_ADD: break;
-    case RVX_AMO_SUB: v = (0 - v) & ones; break;
-    case RVX_AMO_INC: v = 1; break;
-    case RVX_AMO_DEC: v = ones; break;
-    case RVX_AMO_GET: v = 0; break;
-    case RVX_AMO_CAS:
-        if (size == 8)
-            return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_CS, 8, v, cmp, 0, 0, raddr, rkey, fetch, req);
-        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, 4, v, cmp, ones, ones, raddr, rkey,
-                             fetch, req);
-    case RVX_AMO_SET:
-    case RVX_AMO_SWAP: /* compare nothing, replace every bit */
-        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, ones, 0, raddr, rkey,
-                             fetch, req);
-    case RVX_AMO_AND: /* clear the bits that are 0 in v */
-        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, 0, 0, ~v & ones, 0, raddr,
-                             rkey, fetch, req);
-    case RVX_AMO_OR: /* set the bits that are 1 in v */
-        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_CS, size, v, 0, v, 0, raddr, rkey,
-                             fetch, req);
-    case RVX_AMO_XOR: /* masked fetch-add with a field boundary at every bit: no carries */
-        return rvx__rc_amo(c, MLX5_OPCODE_ATOMIC_MASKED_FA, size, v, ones, 0, 0, raddr, rkey,
-                             fetch, req);
-    default: /* MULT, MIN, MAX, UMIN, UMAX: compare-and-swap loop */
-        return rvx__rc_amo_loop(c, op, size, v, raddr, rkey, fetch, req);
-    }
-    /* the adds: native 64-bit FA; 32-bit through masked FA without boundaries */
-    return rvx__rc_amo(c, fa, size, v, 0, 0, 0, raddr, rkey, fetch, req);
+    rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
+    if (!m.opcode) return rvx__rc_amo_loop(ep->c, op, size, v, raddr, rkey, fetch, req);
+    return rvx__rc_amo(ep->c, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_atomic64(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
