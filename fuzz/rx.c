@@ -43,8 +43,8 @@
 #define SHM_UPCALL rvx__shm_rx_deliver
 typedef rvx__shm_ep_t shm_ep_t;
 typedef rvx__shm_iface_t shm_ifc_t;
-typedef RVX__NET(ep_t) net_ep_t;
-typedef RVX__NET(iface_t) net_ifc_t;
+typedef RVX__PAIR_NET(ep_t) net_ep_t;
+typedef RVX__PAIR_NET(iface_t) net_ifc_t;
 #else
 #define SHM_EP  (ep->tl[0])
 #define SHM_IFC (w->iface[0])

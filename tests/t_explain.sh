@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make explain's annotation still covers the code: every purpose of the 8-byte put path has at
 # least one instruction, the flush and progress paths show their CQE owner check, the CQ poll
-# its consumer index, and almost nothing is "unclassified" (a refactor of rc_mlx5.h that the
+# its consumer index, and almost nothing is "unclassified" (a re-cut of the transport files that the
 # purpose table in tools/explain.sh no longer recognises fails here). The per-purpose counts
 # must add up to each function's total.
 set -u

@@ -1,9 +1,10 @@
 /* rvx/tl/bind.h: the build's transport, bound once to the contract's names (tl/contract.h).
  *
- * Every transport defines the contract under its own prefix: rvx__shm_put_short (tl/shm.h),
- * rvx__rc_put_short (tl/rc_mlx5.h), rvx__dc_put_short (tl/dc_mlx5.h), rvx__pair_put_short
- * (tl/pair.h). What rc_mlx5 and dc_mlx5 share (the device context, memory regions, remote keys)
- * is defined once under the shared layer's prefix, rvx__mlx5_ (tl/mlx5/setup.h). The core and the
+ * Every transport defines the contract under its own prefix, in its own folder:
+ * rvx__shm_put_short (tl/shm/), rvx__rc_put_short (tl/rc/), rvx__dc_put_short (tl/dc/),
+ * rvx__pair_put_short (tl/pair.h); tl/shm.h, tl/rc_mlx5.h and tl/dc_mlx5.h are their indexes.
+ * What rc_mlx5 and dc_mlx5 share (the device context, memory regions, remote keys) is defined
+ * once under the shared layer's prefix, rvx__mlx5_ (tl/mlx5/setup.h, rkey.h). The core and the
  * protocols are written against rvx__tl_*; this file, read after the transport's header, says
  * which of those names each rvx__tl_* is. So `rvx__tl_put_short` here, `rvx__rc_put_short` in a
  * debugger and in the transport's source are one function. */

@@ -3,10 +3,10 @@
  * the others. Built when RVX_TL_INTRA=RVX_TL_SHM is defined beside RVX_TL (config.h: RVX_PAIR).
  *
  * Both headers are compiled in under their own names: shm's rvx__shm_*, net's rvx__rc_* or
- * rvx__dc_* (RVX__NET(x) below names the build's), their shared device layer's rvx__mlx5_*. The
+ * rvx__dc_* (RVX__PAIR_NET(x) below names the build's), their shared device layer's rvx__mlx5_*. The
  * pair defines the contract as rvx__pair_* (tl/bind.h binds it), reads of each transport only
  * what that transport exports for it (rvx__shm_iface_nrx, rvx__rc_iface_in_rx, ...), and defines
- * both transports' upcalls (rvx__shm_rx_deliver, RVX__NET(rx_deliver)): each finds the pair
+ * both transports' upcalls (rvx__shm_rx_deliver, RVX__PAIR_NET(rx_deliver)): each finds the pair
  * endpoint around the sub-endpoint and calls the protocols'. Every operation is one
  * branch on ep->intra, set when the endpoint is created, to the sub-transport's inline function:
  * no pointer, both paths inlined. The protocols' hot sends (a claim, a body, a publish) read the
@@ -41,24 +41,24 @@
 #include "shm.h"
 #if RVX_TL == RVX_TL_RC_MLX5
 #include "rc_mlx5.h"
-#define RVX__NET(x) rvx__rc_##x /* the net transport's own names */
-#define RVX__NET_ADDR_SIZE       RVX__RC_ADDR_SIZE
-#define RVX__NET_ADDR_KEPT       RVX__RC_ADDR_KEPT
-#define RVX__NET_AM_ZCOPY        RVX__RC_AM_ZCOPY
-#define RVX__NET_AM_ZCOPY_HDR    RVX__RC_AM_ZCOPY_HDR_MAX
-#define RVX__NET_IN_HANDLER(ep)  RVX__RC_IN_HANDLER(ep)
-#define RVX__NET_IN_RX(ifc)      rvx__rc_iface_in_rx(ifc)
-#define rvx__net_am_claim_hot    rvx__rc_am_claim
+#define RVX__PAIR_NET(x) rvx__rc_##x /* the net transport's own names */
+#define RVX__PAIR_NET_ADDR_SIZE       RVX__RC_ADDR_SIZE
+#define RVX__PAIR_NET_ADDR_KEPT       RVX__RC_ADDR_KEPT
+#define RVX__PAIR_NET_AM_ZCOPY        RVX__RC_AM_ZCOPY
+#define RVX__PAIR_NET_AM_ZCOPY_HDR    RVX__RC_AM_ZCOPY_HDR_MAX
+#define RVX__PAIR_NET_IN_HANDLER(ep)  RVX__RC_IN_HANDLER(ep)
+#define RVX__PAIR_NET_IN_RX(ifc)      rvx__rc_iface_in_rx(ifc)
+#define rvx__pair_net_claim_hot    rvx__rc_am_claim
 #elif RVX_TL == RVX_TL_DC_MLX5
 #include "dc_mlx5.h"
-#define RVX__NET(x) rvx__dc_##x
-#define RVX__NET_ADDR_SIZE       RVX__DC_ADDR_SIZE
-#define RVX__NET_ADDR_KEPT       RVX__DC_ADDR_KEPT
-#define RVX__NET_AM_ZCOPY        RVX__DC_AM_ZCOPY
-#define RVX__NET_AM_ZCOPY_HDR    RVX__DC_AM_ZCOPY_HDR_MAX
-#define RVX__NET_IN_HANDLER(ep)  RVX__DC_IN_HANDLER(ep)
-#define RVX__NET_IN_RX(ifc)      rvx__dc_iface_in_rx(ifc)
-#define rvx__net_am_claim_hot    rvx__dc_am_claim_hot /* fails rather than call out */
+#define RVX__PAIR_NET(x) rvx__dc_##x
+#define RVX__PAIR_NET_ADDR_SIZE       RVX__DC_ADDR_SIZE
+#define RVX__PAIR_NET_ADDR_KEPT       RVX__DC_ADDR_KEPT
+#define RVX__PAIR_NET_AM_ZCOPY        RVX__DC_AM_ZCOPY
+#define RVX__PAIR_NET_AM_ZCOPY_HDR    RVX__DC_AM_ZCOPY_HDR_MAX
+#define RVX__PAIR_NET_IN_HANDLER(ep)  RVX__DC_IN_HANDLER(ep)
+#define RVX__PAIR_NET_IN_RX(ifc)      rvx__dc_iface_in_rx(ifc)
+#define rvx__pair_net_claim_hot    rvx__dc_am_claim_hot /* fails rather than call out */
 #endif
 #if RVX__SHM_AM_ZCOPY
 #error "tl/pair.h: shm's messages are not expected to be zero-copy"
@@ -98,9 +98,9 @@ typedef struct rvx__pair_addr {
 } rvx__pair_addr_t;
 #define RVX__PAIR_SHM_OFF sizeof(rvx__pair_addr_t)
 #define RVX__PAIR_NET_OFF (RVX__PAIR_SHM_OFF + ((sizeof(rvx__shm_addr_t) + 7) & ~(size_t)7))
-#define RVX__PAIR_ADDR_SIZE(n) (RVX__PAIR_NET_OFF + RVX__NET_ADDR_SIZE(n))
-#ifdef RVX__NET_ADDR_KEPT
-#define RVX__PAIR_ADDR_KEPT(n) (RVX__PAIR_NET_OFF + RVX__NET_ADDR_KEPT(n))
+#define RVX__PAIR_ADDR_SIZE(n) (RVX__PAIR_NET_OFF + RVX__PAIR_NET_ADDR_SIZE(n))
+#ifdef RVX__PAIR_NET_ADDR_KEPT
+#define RVX__PAIR_ADDR_KEPT(n) (RVX__PAIR_NET_OFF + RVX__PAIR_NET_ADDR_KEPT(n))
 #endif
 
 struct rvx__pair_iface;
@@ -110,7 +110,7 @@ struct rvx__pair_iface;
 typedef struct rvx__pair_ep {
     uint8_t               intra;   /* the peer is on this node: shm; else net */
     int                   rank;
-    RVX__NET(ep_t)      net;     /* connected on every endpoint (atomics go this way) */
+    RVX__PAIR_NET(ep_t)      net;     /* connected on every endpoint (atomics go this way) */
     rvx__shm_ep_t      shm;     /* connected on on-node endpoints */
     struct rvx__pair_iface *ifc;
 } rvx__pair_ep_t;
@@ -123,14 +123,14 @@ typedef struct rvx__pair_iface {
     unsigned          noff;        /* endpoints to other nodes: net's CQ is polled for them */
     int               node;        /* this rank's node */
     rvx__shm_iface_t shm;
-    RVX__NET(iface_t) net;
+    RVX__PAIR_NET(iface_t) net;
     /* cold */
     int               rank;
     int               nranks;
 } rvx__pair_iface_t;
 
 #define RVX__PAIR_SHM_ADDR(a) ((rvx__shm_addr_t *)(void *)((uint8_t *)(a) + RVX__PAIR_SHM_OFF))
-#define RVX__PAIR_NET_ADDR(a) ((RVX__NET(addr_t) *)(void *)((uint8_t *)(a) + RVX__PAIR_NET_OFF))
+#define RVX__PAIR_NET_ADDR(a) ((RVX__PAIR_NET(addr_t) *)(void *)((uint8_t *)(a) + RVX__PAIR_NET_OFF))
 
 /* ---- upcalls: a sub-endpoint's frame goes to the protocols with the pair endpoint ----------- */
 #if RVX_CAN_RECEIVE
@@ -144,14 +144,14 @@ RVX_INLINE void rvx__shm_rx_deliver(rvx__shm_ep_t *sep, unsigned chan, unsigned 
                                     void *body, size_t len)
 {
     rvx__pair_ep_t *ep = RVX_CONTAINER_OF(sep, rvx__pair_ep_t, shm);
-    uint8_t *in_rx = RVX__NET_IN_RX(&ep->ifc->net);
+    uint8_t *in_rx = RVX__PAIR_NET_IN_RX(&ep->ifc->net);
     uint8_t was = *in_rx;
     *in_rx = 1;
     rvx__rx_deliver(ep, chan, info, body, len);
     *in_rx = was;
 }
 
-RVX_INLINE void RVX__NET(rx_deliver)(RVX__NET(ep_t) *nep, unsigned chan, unsigned info,
+RVX_INLINE void RVX__PAIR_NET(rx_deliver)(RVX__PAIR_NET(ep_t) *nep, unsigned chan, unsigned info,
                                     void *body, size_t len)
 {
     rvx__rx_deliver(RVX_CONTAINER_OF(nep, rvx__pair_ep_t, net), chan, info, body, len);
@@ -166,14 +166,14 @@ RVX_INLINE rvx_status_t rvx__pair_put_short(rvx__pair_ep_t *ep, const void *src,
                                           uint64_t raddr, const rvx__pair_rkey_t *rkey)
 {
     if (ep->intra) return rvx__shm_put_short(&ep->shm, src, len, raddr, &rkey->shm);
-    return RVX__NET(put_short)(&ep->net, src, len, raddr, &rkey->net);
+    return RVX__PAIR_NET(put_short)(&ep->net, src, len, raddr, &rkey->net);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_put_bcopy(rvx__pair_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__pair_rkey_t *rkey)
 {
     if (ep->intra) return rvx__shm_put_bcopy(&ep->shm, src, len, raddr, &rkey->shm);
-    return RVX__NET(put_bcopy)(&ep->net, src, len, raddr, &rkey->net);
+    return RVX__PAIR_NET(put_bcopy)(&ep->net, src, len, raddr, &rkey->net);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_put_zcopy(rvx__pair_ep_t *ep, const void *src, size_t len,
@@ -181,14 +181,14 @@ RVX_INLINE rvx_status_t rvx__pair_put_zcopy(rvx__pair_ep_t *ep, const void *src,
                                           const rvx__pair_rkey_t *rkey, rvx_request_t *req)
 {
     if (ep->intra) return rvx__shm_put_zcopy(&ep->shm, src, len, &lmem->shm, raddr, &rkey->shm, req);
-    return RVX__NET(put_zcopy)(&ep->net, src, len, &lmem->net, raddr, &rkey->net, req);
+    return RVX__PAIR_NET(put_zcopy)(&ep->net, src, len, &lmem->net, raddr, &rkey->net, req);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_get_bcopy(rvx__pair_ep_t *ep, void *dst, size_t len, uint64_t raddr,
                                           const rvx__pair_rkey_t *rkey, rvx_request_t *req)
 {
     if (ep->intra) return rvx__shm_get_bcopy(&ep->shm, dst, len, raddr, &rkey->shm, req);
-    return RVX__NET(get_bcopy)(&ep->net, dst, len, raddr, &rkey->net, req);
+    return RVX__PAIR_NET(get_bcopy)(&ep->net, dst, len, raddr, &rkey->net, req);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_get_zcopy(rvx__pair_ep_t *ep, void *dst, size_t len,
@@ -196,7 +196,7 @@ RVX_INLINE rvx_status_t rvx__pair_get_zcopy(rvx__pair_ep_t *ep, void *dst, size_
                                           const rvx__pair_rkey_t *rkey, rvx_request_t *req)
 {
     if (ep->intra) return rvx__shm_get_zcopy(&ep->shm, dst, len, &lmem->shm, raddr, &rkey->shm, req);
-    return RVX__NET(get_zcopy)(&ep->net, dst, len, &lmem->net, raddr, &rkey->net, req);
+    return RVX__PAIR_NET(get_zcopy)(&ep->net, dst, len, &lmem->net, raddr, &rkey->net, req);
 }
 
 /* Atomics: through the NIC whatever the peer (see the top of this file). On the node the atomic
@@ -210,9 +210,9 @@ RVX_COLD rvx_status_t rvx__pair_amo_intra(rvx__pair_ep_t *ep, rvx_amo_op_t op, u
     uint64_t old64;
     uint32_t old32;
     if (size == 8)
-        return RVX__NET(atomic64)(&ep->net, op, v, cmp, raddr, &rkey->net,
+        return RVX__PAIR_NET(atomic64)(&ep->net, op, v, cmp, raddr, &rkey->net,
                                     fetch ? (uint64_t *)fetch : &old64, NULL);
-    return RVX__NET(atomic32)(&ep->net, op, (uint32_t)v, (uint32_t)cmp, raddr, &rkey->net,
+    return RVX__PAIR_NET(atomic32)(&ep->net, op, (uint32_t)v, (uint32_t)cmp, raddr, &rkey->net,
                                 fetch ? (uint32_t *)fetch : &old32, NULL);
 }
 
@@ -221,7 +221,7 @@ RVX_INLINE rvx_status_t rvx__pair_atomic64(rvx__pair_ep_t *ep, rvx_amo_op_t op, 
                                          uint64_t *fetch, rvx_request_t *req)
 {
     if (ep->intra) return rvx__pair_amo_intra(ep, op, 8, operand, compare, raddr, rkey, fetch);
-    return RVX__NET(atomic64)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
+    return RVX__PAIR_NET(atomic64)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_atomic32(rvx__pair_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
@@ -229,7 +229,7 @@ RVX_INLINE rvx_status_t rvx__pair_atomic32(rvx__pair_ep_t *ep, rvx_amo_op_t op, 
                                          uint32_t *fetch, rvx_request_t *req)
 {
     if (ep->intra) return rvx__pair_amo_intra(ep, op, 4, operand, compare, raddr, rkey, fetch);
-    return RVX__NET(atomic32)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
+    return RVX__PAIR_NET(atomic32)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
 /* ---- messages (builds that receive: the only ones where mlx5 carries them) ------------------ */
@@ -238,14 +238,14 @@ RVX_INLINE rvx_status_t rvx__pair_atomic32(rvx__pair_ep_t *ep, rvx_amo_op_t op, 
 RVX_INLINE void *rvx__pair_am_claim(rvx__pair_ep_t *ep, unsigned chan, size_t len)
 {
     if (ep->intra) return rvx__shm_am_claim(&ep->shm, chan, len);
-    return RVX__NET(am_claim)(&ep->net, chan, len);
+    return RVX__PAIR_NET(am_claim)(&ep->net, chan, len);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_am_publish(rvx__pair_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
     if (ep->intra) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
-    return RVX__NET(am_publish)(&ep->net, chan, body, len, info);
+    return RVX__PAIR_NET(am_publish)(&ep->net, chan, body, len, info);
 }
 
 /* The protocols' hot sends (tl/path.h): path 1 is shm, 0 net, read once per send, so that the
@@ -255,33 +255,33 @@ RVX_INLINE rvx_status_t rvx__pair_am_publish(rvx__pair_ep_t *ep, unsigned chan, 
 RVX_INLINE void *rvx__pair_am_claim_on(rvx__pair_ep_t *ep, unsigned path, unsigned chan, size_t len)
 {
     if (path) return rvx__shm_am_claim(&ep->shm, chan, len); /* never calls out */
-    return rvx__net_am_claim_hot(&ep->net, chan, len);
+    return rvx__pair_net_claim_hot(&ep->net, chan, len);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_am_publish_on(rvx__pair_ep_t *ep, unsigned path, unsigned chan,
                                               void *body, size_t len, unsigned info)
 {
     if (path) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
-    return RVX__NET(am_publish)(&ep->net, chan, body, len, info);
+    return RVX__PAIR_NET(am_publish)(&ep->net, chan, body, len, info);
 }
 
 /* net's in_rx on either path: net's own test where net sends (it loads the word's way anyway),
  * the pair iface's copy of net's iface where shm sends */
 #define RVX__PAIR_IN_HANDLER_ON(ep, path) \
-    ((path) ? (unsigned)*RVX__NET_IN_RX(&(ep)->ifc->net) : RVX__NET_IN_HANDLER(&(ep)->net))
+    ((path) ? (unsigned)*RVX__PAIR_NET_IN_RX(&(ep)->ifc->net) : RVX__PAIR_NET_IN_HANDLER(&(ep)->net))
 
 RVX_COLD void *rvx__pair_am_wait_room(rvx__pair_ep_t *ep, unsigned chan, size_t len)
 {
     if (ep->intra) return rvx__shm_am_wait_room(&ep->shm, chan, len);
-    return RVX__NET(am_wait_room)(&ep->net, chan, len);
+    return RVX__PAIR_NET(am_wait_room)(&ep->net, chan, len);
 }
 
 /* Zero-copy where net carries the message; shm copies (and ignores lmem). RVX__PAIR_AM_ZCOPY is
  * net's; RVX__PAIR_AM_ZCOPY_ON tells callers that an on-node body needs no registration. */
-#define RVX__PAIR_AM_ZCOPY RVX__NET_AM_ZCOPY
-#define RVX__PAIR_AM_ZCOPY_ON(ep) (!(ep)->intra && RVX__NET_AM_ZCOPY)
+#define RVX__PAIR_AM_ZCOPY RVX__PAIR_NET_AM_ZCOPY
+#define RVX__PAIR_AM_ZCOPY_ON(ep) (!(ep)->intra && RVX__PAIR_NET_AM_ZCOPY)
 #define RVX__PAIR_AM_ZCOPY_HDR_MAX \
-    ((int)RVX__SHM_AM_ZCOPY_HDR_MAX < (int)RVX__NET_AM_ZCOPY_HDR ? (int)RVX__SHM_AM_ZCOPY_HDR_MAX : (int)RVX__NET_AM_ZCOPY_HDR)
+    ((int)RVX__SHM_AM_ZCOPY_HDR_MAX < (int)RVX__PAIR_NET_AM_ZCOPY_HDR ? (int)RVX__SHM_AM_ZCOPY_HDR_MAX : (int)RVX__PAIR_NET_AM_ZCOPY_HDR)
 RVX_INLINE rvx_status_t rvx__pair_am_zcopy(rvx__pair_ep_t *ep, unsigned chan, const void *hdr,
                                          size_t hdrlen, const void *buf, size_t len,
                                          const rvx__pair_mem_t *lmem, unsigned info,
@@ -290,7 +290,7 @@ RVX_INLINE rvx_status_t rvx__pair_am_zcopy(rvx__pair_ep_t *ep, unsigned chan, co
     if (ep->intra)
         return rvx__shm_am_zcopy(&ep->shm, chan, hdr, hdrlen, buf, len, lmem ? &lmem->shm : NULL,
                                     info, req);
-    return RVX__NET(am_zcopy)(&ep->net, chan, hdr, hdrlen, buf, len, lmem ? &lmem->net : NULL,
+    return RVX__PAIR_NET(am_zcopy)(&ep->net, chan, hdr, hdrlen, buf, len, lmem ? &lmem->net : NULL,
                                 info, req);
 }
 #endif /* RVX_CAN_RECEIVE */
@@ -306,7 +306,7 @@ RVX_INLINE rvx_status_t rvx__pair_am_zcopy(rvx__pair_ep_t *ep, unsigned chan, co
 static RVX_NOINLINE RVX_UNUSED int rvx__pair_progress_both(rvx__pair_iface_t *ifc)
 {
     int n = rvx__shm_progress(&ifc->shm);
-    return n + RVX__NET(progress)(&ifc->net);
+    return n + RVX__PAIR_NET(progress)(&ifc->net);
 }
 #endif
 
@@ -315,10 +315,10 @@ RVX_INLINE int rvx__pair_progress(rvx__pair_iface_t *ifc)
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
     if (!ifc->noff && !ifc->net.outstanding) return rvx__shm_progress(&ifc->shm);
-    if (!rvx__shm_iface_nrx(&ifc->shm)) return RVX__NET(progress)(&ifc->net);
+    if (!rvx__shm_iface_nrx(&ifc->shm)) return RVX__PAIR_NET(progress)(&ifc->net);
     return rvx__pair_progress_both(ifc);
 #else
-    return RVX__NET(progress)(&ifc->net);
+    return RVX__PAIR_NET(progress)(&ifc->net);
 #endif
 }
 
@@ -330,14 +330,14 @@ RVX_INLINE rvx_status_t rvx__pair_ep_flush(rvx__pair_ep_t *ep, rvx_request_t *re
         rvx_status_t st = rvx__shm_ep_flush(&ep->shm, req);
         if (st != RVX_OK) return st;
     }
-    return RVX__NET(ep_flush)(&ep->net, req);
+    return RVX__PAIR_NET(ep_flush)(&ep->net, req);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_iface_flush(rvx__pair_iface_t *ifc, rvx_request_t *req)
 {
     rvx_status_t st = rvx__shm_iface_flush(&ifc->shm, req);
     if (st != RVX_OK) return st;
-    return RVX__NET(iface_flush)(&ifc->net, req);
+    return RVX__PAIR_NET(iface_flush)(&ifc->net, req);
 }
 
 #endif /* RVX_TL_PAIR_H */

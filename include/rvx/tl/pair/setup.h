@@ -42,7 +42,7 @@ RVX_COLD rvx_status_t rvx__pair_iface_init_node(rvx__pair_iface_t *ifc, rvx__pai
     ifc->rank = rank;
     st = rvx__shm_iface_open(&ifc->shm, &ctx->shm, rank, nranks, local, nlocal, 1);
     if (st != RVX_OK) return st;
-    st = RVX__NET(iface_init)(&ifc->net, &ctx->net, rank, nranks, node);
+    st = RVX__PAIR_NET(iface_init)(&ifc->net, &ctx->net, rank, nranks, node);
     if (st != RVX_OK) rvx__shm_iface_fini(&ifc->shm);
     return st;
 }
@@ -56,7 +56,7 @@ RVX_COLD rvx_status_t rvx__pair_iface_init(rvx__pair_iface_t *ifc, rvx__pair_ctx
 
 RVX_COLD void rvx__pair_iface_fini(rvx__pair_iface_t *ifc)
 {
-    RVX__NET(iface_fini)(&ifc->net);
+    RVX__PAIR_NET(iface_fini)(&ifc->net);
     rvx__shm_iface_fini(&ifc->shm);
 }
 
@@ -65,7 +65,7 @@ RVX_COLD void rvx__pair_iface_address(rvx__pair_iface_t *ifc, rvx__pair_addr_t *
     memset(addr, 0, sizeof(*addr));
     addr->node = ifc->node;
     rvx__shm_iface_address(&ifc->shm, RVX__PAIR_SHM_ADDR(addr));
-    RVX__NET(iface_address)(&ifc->net, RVX__PAIR_NET_ADDR(addr));
+    RVX__PAIR_NET(iface_address)(&ifc->net, RVX__PAIR_NET_ADDR(addr));
 }
 
 /* An on-node sender's rings are at its index on the node: every rank that says it is on this node
@@ -112,14 +112,14 @@ RVX_COLD rvx_status_t rvx__pair_iface_wireup(rvx__pair_iface_t *ifc, const uint8
     if (st != RVX_OK) return st;
     st = rvx__shm_iface_wireup(&ifc->shm, addrs + RVX__PAIR_SHM_OFF, size);
     if (st != RVX_OK) return st;
-    return RVX__NET(iface_wireup)(&ifc->net, addrs + RVX__PAIR_NET_OFF, size);
+    return RVX__PAIR_NET(iface_wireup)(&ifc->net, addrs + RVX__PAIR_NET_OFF, size);
 }
 
-#ifdef RVX__NET_ADDR_KEPT
+#ifdef RVX__PAIR_NET_ADDR_KEPT
 /* The worker keeps each address's prefix: node, shm's address and net's kept part. */
 RVX_COLD void rvx__pair_iface_addrs(rvx__pair_iface_t *ifc, const uint8_t *addrs, size_t stride)
 {
-    RVX__NET(iface_addrs)(&ifc->net, addrs + RVX__PAIR_NET_OFF, stride);
+    RVX__PAIR_NET(iface_addrs)(&ifc->net, addrs + RVX__PAIR_NET_OFF, stride);
 }
 #endif
 
@@ -139,7 +139,7 @@ RVX_COLD rvx_status_t rvx__pair_ep_connect(rvx__pair_iface_t *ifc, rvx__pair_ep_
         st = rvx__shm_ep_connect(&ifc->shm, &ep->shm, rank, RVX__PAIR_SHM_ADDR(addr));
         if (st != RVX_OK) return st;
     }
-    st = RVX__NET(ep_connect)(&ifc->net, &ep->net, rank, RVX__PAIR_NET_ADDR(addr));
+    st = RVX__PAIR_NET(ep_connect)(&ifc->net, &ep->net, rank, RVX__PAIR_NET_ADDR(addr));
     if (st != RVX_OK) {
         if (ep->intra) rvx__shm_ep_disconnect(&ep->shm);
         return st;
@@ -152,7 +152,7 @@ RVX_COLD rvx_status_t rvx__pair_ep_connect(rvx__pair_iface_t *ifc, rvx__pair_ep_
 RVX_COLD void rvx__pair_ep_disconnect(rvx__pair_ep_t *ep)
 {
     rvx__pair_iface_t *ifc = ep->ifc;
-    RVX__NET(ep_disconnect)(&ep->net);
+    RVX__PAIR_NET(ep_disconnect)(&ep->net);
     if (ep->intra) rvx__shm_ep_disconnect(&ep->shm);
     else ifc->noff--;
     ifc->nlive--;
@@ -162,7 +162,7 @@ RVX_COLD void rvx__pair_ep_disconnect(rvx__pair_ep_t *ep)
 RVX_COLD rvx_status_t rvx__pair_ep_alive(rvx__pair_ep_t *ep)
 {
     if (ep->intra) return rvx__shm_ep_alive(&ep->shm);
-    return RVX__NET(ep_alive)(&ep->net);
+    return RVX__PAIR_NET(ep_alive)(&ep->net);
 }
 
 /* ---- memory and keys ------------------------------------------------------------------------ */
@@ -224,7 +224,7 @@ RVX_COLD rvx_status_t rvx__pair_rkey_unpack(rvx__pair_ep_t *ep, const void *buf,
         st = rvx__shm_rkey_unpack(&ep->shm, buf, &rkey->shm);
         if (st != RVX_OK) return st;
     }
-    st = RVX__NET(rkey_unpack)(&ep->net, (const uint8_t *)buf + RVX__SHM_RKEY_PACKED_SIZE, &rkey->net);
+    st = RVX__PAIR_NET(rkey_unpack)(&ep->net, (const uint8_t *)buf + RVX__SHM_RKEY_PACKED_SIZE, &rkey->net);
     if (st != RVX_OK && ep->intra) rvx__shm_rkey_release(&rkey->shm);
     return st;
 }
