@@ -38,6 +38,7 @@ struct sim_dc {
 	uint32_t conn;               /* connection number, new for every target */
 	bool connected;
 	uint64_t last_ns;            /* last WQE started on the connection */
+	uint32_t seq_end;            /* one past the last sequence number sent on it */
 	uint8_t sl, grh;
 	/* DCT */
 	struct dc_ini **tab;
@@ -229,7 +230,10 @@ void dc_modified(struct sim_qp *qp, int cur, int next)
 /* ------------------------------------------------------------------ DCI */
 
 /* Point the DCI at the WQE's target. False while WQEs of the current connection are still in
- * flight: hardware finishes one connection before it opens the next. */
+ * flight: hardware finishes one connection before it opens the next. A WQE sent again (a go-back
+ * after a timeout or an RNR NAK: its sequence number is below seq_end) stays on its connection
+ * however long ago that started: the DCT has perhaps executed it already and must see a
+ * duplicate, not the first message of a new connection, which it would execute again. */
 bool dc_connect(struct sim_qp *qp, const struct sim_av *av)
 {
 	struct sim_dc *d = qp->dc;
@@ -237,8 +241,10 @@ bool dc_connect(struct sim_qp *qp, const struct sim_av *av)
 	uint64_t now = sim_now_ns();
 	bool change = !d->connected || lid != qp->attr.ah_attr.dlid ||
 		      av->dqpn != qp->attr.dest_qp_num;
-	/* a connection idle for long is closed, as hardware does, before the DCT forgets it */
-	bool idle = !change && qp->out_tail == qp->out_head &&
+	bool resend = d->connected && (int32_t)(qp->next_seq - d->seq_end) < 0;
+	/* a connection idle for long is closed, as hardware does, before the DCT forgets it;
+	 * records rewound for a resend are not "nothing in flight" (out_head moved back) */
+	bool idle = !change && !resend && qp->out_tail == qp->out_head &&
 		    now - d->last_ns > (uint64_t)(2 * sim_env.retry_timeout_ms + 500) * 1000000ull;
 
 	if (change && qp->out_tail != qp->out_head)
@@ -252,9 +258,12 @@ bool dc_connect(struct sim_qp *qp, const struct sim_av *av)
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
 		qp->next_seq = 0;    /* every connection numbers its messages from 0 */
+		d->seq_end = 0;
 		TRACE("qp 0x%x: DCI connects to lid 0x%x dct 0x%x (connection %u)", qp->qpn, lid,
 		      av->dqpn, d->conn);
 	}
+	if ((int32_t)(qp->next_seq + 1 - d->seq_end) > 0)
+		d->seq_end = qp->next_seq + 1;   /* this WQE's message takes next_seq */
 	d->key = av->key;
 	d->sl = av->sl;
 	d->grh = av->grh;

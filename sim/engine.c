@@ -293,6 +293,17 @@ static bool drop_read_resp(struct sim_ctx *sc, const struct pkt *p)
 	return true;
 }
 
+/* RVXSIM_DROP_ACK: the first N ACKs that reach this device are lost, so that the requester's
+ * transport timer sends messages again that the responder has already executed. */
+static bool drop_ack(struct sim_ctx *sc, const struct pkt *p)
+{
+	if (p->type != PKT_ACK || sc->dropped_acks >= sim_env.drop_ack)
+		return false;
+	sc->dropped_acks++;
+	TRACE("RVXSIM_DROP_ACK: ACK for qp 0x%x seq %u lost", p->dst_qpn, p->seq);
+	return true;
+}
+
 static int drain_inbox(struct sim_ctx *sc)
 {
 	int work = 0;
@@ -302,7 +313,8 @@ static int drain_inbox(struct sim_ctx *sc)
 		struct sim_qp *qp = qp_by_num(sc, p->dst_qpn);
 		if (sim_env.trace)
 			trace_pkt(p);
-		if (qp && !(sc->peer_lost && p->src_lid != sc->lid) && !drop_read_resp(sc, p))
+		if (qp && !(sc->peer_lost && p->src_lid != sc->lid) && !drop_read_resp(sc, p) &&
+		    !drop_ack(sc, p))
 			handle_response(sc, qp, p);
 		fabric_pop(sc, true);
 		work = 1;

@@ -44,6 +44,7 @@ struct sim_env {
 	long reg_cost_ns_per_page;
 	long force_rnr;
 	long drop_read_resp;     /* RVXSIM_DROP_READ_RESP: READ/atomic response packets to lose */
+	long drop_ack;           /* RVXSIM_DROP_ACK: ACKs to lose */
 	long retry_timeout_ms;   /* cap of the transport retry timer */
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
@@ -333,6 +334,7 @@ struct sim_ctx {
 	_Atomic uint64_t app_progress_ns; /* last engine pass run by an application thread */
 	long forced_rnr;
 	long dropped_read_resp;      /* RVXSIM_DROP_READ_RESP responses lost so far */
+	long dropped_acks;           /* RVXSIM_DROP_ACK ACKs lost so far */
 	uint32_t dropped_qpn, dropped_seq; /* the last one, not lost twice */
 	struct remote_cache *remotes;
 	_Atomic size_t dm_used;      /* device memory allocated (dm.c) */

@@ -200,6 +200,7 @@ static void env_load(void)
 	sim_env.reg_cost_ns_per_page = env_long("RVXSIM_REG_COST_NS_PER_PAGE", 0);
 	sim_env.force_rnr = env_long("RVXSIM_FORCE_RNR", 0);
 	sim_env.drop_read_resp = env_long("RVXSIM_DROP_READ_RESP", 0);
+	sim_env.drop_ack = env_long("RVXSIM_DROP_ACK", 0);
 	sim_env.retry_timeout_ms = env_long("RVXSIM_RETRY_TIMEOUT_MS", 2000);
 	sim_env.db_grace_ms = env_long("RVXSIM_DB_GRACE_MS", 1000);
 	sim_env.spin_us = env_long("RVXSIM_SPIN_US", 20);

@@ -223,6 +223,7 @@ RVX_COLD void rvx__dc_wflush_check(rvx__dc_iface_t *ifc)
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
         if ((int32_t)(ifc->dci[i].sq.ci - ifc->dci[i].wflush_pi) < 0) return;
     rvx__mlx5_wflush_done(&ifc->wflush);
+    ifc->nlive--; /* the flushes' count (rvx__dc_iface_flush) */
 }
 
 
@@ -306,10 +307,11 @@ RVX_COLD int rvx__dc_progress_slow(rvx__dc_iface_t *ifc)
     return n;
 }
 
-/* Progress: nothing without live endpoints (in a build without messages, nothing while no
- * signaled work is outstanding: nothing arrives unasked); otherwise one look at the CQE at the
- * consumer index, and a countdown that is 1 while frames are set aside and otherwise lets every
- * RVX__DC_TICK-th empty call look at the clock (idle credits go back, tl/dc/credit.h). */
+/* Progress: nothing without live endpoints or a worker flush waiting (in a build without
+ * messages, nothing while no signaled work is outstanding: nothing arrives unasked); otherwise
+ * one look at the CQE at the consumer index, and a countdown that is 1 while frames are set
+ * aside and otherwise lets every RVX__DC_TICK-th empty call look at the clock (idle credits go
+ * back, tl/dc/credit.h). */
 RVX_INLINE int rvx__dc_progress(rvx__dc_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE

@@ -181,7 +181,8 @@ typedef rvx__mlx5_deferred_t rvx__dc_deferred_t; /* a frame set aside (tl/mlx5/s
 
 typedef struct rvx__dc_iface {
     /* hot: progress reads these */
-    unsigned        nlive;
+    unsigned        nlive;       /* live endpoints, plus one while worker flushes wait: progress
+                                  * looks at the CQ only while it is nonzero (tl/dc/iface.h) */
     unsigned        quiet;       /* progress calls with nothing to do before a look at the slow
                                   * work (frames set aside: 1; credits to sweep: a tick) */
     unsigned        outstanding; /* signaled WQEs not yet completed, all DCIs */

@@ -32,6 +32,7 @@ RVX_COLD void rvx__dc_iface_fini(rvx__dc_iface_t *ifc)
 {
     unsigned i;
     if (ifc->ibcq) rvx__dc_iface_quiesce(ifc);
+    if (ifc->wflush) ifc->nlive--; /* the flushes' count (rvx__dc_iface_flush) */
     rvx__mlx5_wflush_cancel(&ifc->wflush); /* what the grace did not retire */
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         if (ifc->dci[i].qp) ibv_destroy_qp(ifc->dci[i].qp);
@@ -351,6 +352,10 @@ RVX_COLD rvx_status_t rvx__dc_iface_flush(rvx__dc_iface_t *ifc, rvx_request_t *r
     if (!busy) return RVX_OK;
     if (!req) return RVX_ERR_INVALID_PARAM;
     req->status = RVX_INPROGRESS;
+    /* progress must poll for it even when no endpoint is left (the signaled tails of destroyed
+     * endpoints: t_dc_credit_destroy hung here when their CQEs came after the last one went);
+     * one count for the list, taken back when it empties (rvx__dc_wflush_check, _fini) */
+    if (!ifc->wflush) ifc->nlive++;
     req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
     ifc->wflush = req;
     return RVX_INPROGRESS;
