@@ -48,6 +48,7 @@
 #include "mlx5/cq.h"
 #include "mlx5/tx.h"
 #include "mlx5/amo.h"
+#include "mlx5/rdma.h"
 #include "mlx5/srq.h"
 #include "mlx5/setup.h"
 

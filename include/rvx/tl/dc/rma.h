@@ -79,23 +79,17 @@ RVX_INLINE rvx_status_t rvx__dc_put_short(rvx__dc_ep_t *ep, const void *src, siz
     return rvx__dc_put_inline(ep, src, len, raddr, rkey);
 }
 
-/* One WQE with a raddr segment and a data segment: WRITE or READ (opcode) from/to local memory
- * addr (lkey), on DCI d (which has room: rvx__dc_get). `o`: what to do when it retires; sig
+/* One WQE with a raddr segment and a data segment (tl/mlx5/rdma.h): WRITE or READ (opcode)
+ * from/to local memory addr (lkey), on DCI d (which has room: rvx__dc_get). `o`: what to do when it retires; sig
  * forces a CQE. */
 RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__dc_ep_t *ep, unsigned opcode,
                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
                                   const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
-    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
+    unsigned av_ds = rvx__dc_av_ds(ep->ifc), ds = RVX__MLX5_RDMA_DS(av_ds), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     uint8_t *wqe, *seg = rvx__dc_begin(d, ep, 0, opcode, ds, sig, 0, &pi, &flags, &wqe);
-    rvx__mlx5_set_raddr(seg, raddr, rkey);
-    seg = rvx__mlx5_next_seg(&d->sq, seg);
-    rvx__mlx5_set_data(seg, len, lkey, addr);
-    rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
-    if (o) rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, o);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&d->sq);
+    rvx__mlx5_rdma(&d->sq, &d->tx, seg, av_ds, pi, flags, opcode, addr, len, lkey, raddr, rkey, o);
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
@@ -227,18 +221,16 @@ RVX_INLINE rvx_status_t rvx__dc_get_zcopy(rvx__dc_ep_t *ep, void *dst, size_t le
 
 /* ---- atomics --------------------------------------------------------------------------------- */
 
-/* One atomic WQE: ctrl, address, raddr, the atomic segment(s), a data segment for the old value
- * (an 8-byte bounce slot, copied to *fetch when the WQE completes). native: ATOMIC_FA / ATOMIC_CS
- * (64-bit); masked: opmod 0x08 | log2(size)-2 with {swap/add, compare/boundary, masks}. */
+/* One atomic WQE (tl/mlx5/rdma.h: native 64-bit, or masked with opmod 0x08 | log2(size)-2) after
+ * the address segment. The old value lands in an 8-byte bounce slot and is copied to *fetch when
+ * the WQE completes. */
 RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned size, uint64_t a,
                                     uint64_t b, uint64_t amask, uint64_t bmask, uint64_t raddr,
                                     const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
 {
-    int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
-    int cs8 = masked && size == 8 && opcode == MLX5_OPCODE_ATOMIC_MASKED_CS;
-    unsigned ds = 4 + rvx__dc_av_ds(ep->ifc) + (cs8 ? 1 : 0), flags;
+    rvx__mlx5_amo_t m = {opcode, a, b, amask, bmask};
+    unsigned av_ds = rvx__dc_av_ds(ep->ifc), ds = rvx__mlx5_amo_ds(&m, size, av_ds), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
-    unsigned opmod = masked ? RVX__MLX5_OPMOD_MASKED(size) : 0u;
     rvx__dc_dci_t *d;
     uint8_t *wqe, *seg, *slot;
     rvx__mlx5_op_t o;
@@ -251,25 +243,11 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned 
     if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    seg = rvx__dc_begin(d, ep, opmod, opcode, ds, fetch != NULL, 0, &pi, &flags, &wqe);
-    rvx__mlx5_set_raddr(seg, raddr, rkey);
-    seg = rvx__mlx5_next_seg(&d->sq, seg);
-    if (cs8) seg = rvx__mlx5_set_masked_cs64(&d->sq, seg, a, b, amask, bmask);
-    else if (size == 8) rvx__mlx5_set_atomic(seg, a, b);
-    else rvx__mlx5_set_masked32(seg, (uint32_t)a, (uint32_t)b, (uint32_t)amask, (uint32_t)bmask);
-    seg = rvx__mlx5_next_seg(&d->sq, seg);
-    rvx__mlx5_set_data(seg, size, ep->ifc->bounce_lkey, slot);
-    rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
-    o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
-    o.part = RVX__MLX5_PART_NONE;
-    o.len = size;
-    o.dst = fetch;
-    o.src = slot;
-    o.req = fetch ? req : NULL;
-    o.bounce = d->b_head;
-    rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, &o);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    rvx__mlx5_set_fence(&d->sq);
+    seg = rvx__dc_begin(d, ep, rvx__mlx5_amo_opmod(&m, size), opcode, ds, fetch != NULL, 0, &pi,
+                        &flags, &wqe);
+    o = rvx__mlx5_amo_op(size, fetch, req, slot, d->b_head);
+    rvx__mlx5_amo(&d->sq, &d->tx, seg, av_ds, pi, flags, &m, size, raddr, rkey, slot,
+                  ep->ifc->bounce_lkey, &o);
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
     if (wait) return rvx__dc_wait_req(ep->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;

@@ -84,28 +84,19 @@ RVX_INLINE rvx_status_t rvx__rc_put_short(rvx__rc_ep_t *ep, const void *src, siz
     return rvx__rc_put_short_gen(ep->c, src, len, raddr, rkey);
 }
 
-/* One WQE with a raddr segment and a data segment: WRITE or READ (opcode), from/to local memory
- * addr (lkey). `o` describes what to do when it retires; sig forces a CQE. */
+/* One WQE with a raddr segment and a data segment (tl/mlx5/rdma.h): WRITE or READ (opcode),
+ * from/to local memory addr (lkey). `o` describes what to do when it retires; sig forces a CQE. */
 RVX_INLINE void rvx__rc_post_rdma(rvx__rc_conn_t *c, unsigned opcode, const void *addr,
                                     uint32_t len, uint32_t lkey, uint64_t raddr,
                                     const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     uint32_t pi;
     uint8_t *wqe;
-    rvx__mlx5_wqe_rdma_t *w;
     unsigned flags;
     RVX__RC_NEED(c, 1);
-    pi = c->sq.pi;
-    wqe = rvx__mlx5_slot(&c->sq, pi);
-    flags = rvx__mlx5_moderate(&c->sq, sig);
-    w = (rvx__mlx5_wqe_rdma_t *)(void *)wqe;
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, opcode, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
-    rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
-    rvx__mlx5_set_data(&w->data, len, lkey, addr);
-    memset(w->unused, 0, sizeof(w->unused));
-    if (o) rvx__rc_on_retire(c, pi, o);
-    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
-    if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&c->sq);
+    wqe = rvx__mlx5_begin(&c->sq, 0, opcode, RVX__MLX5_DS_RDMA, sig, 0, &pi, &flags);
+    rvx__mlx5_rdma(&c->sq, &c->tx, wqe + sizeof(struct mlx5_wqe_ctrl_seg), 0, pi, flags, opcode,
+                   addr, len, lkey, raddr, rkey, o);
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
