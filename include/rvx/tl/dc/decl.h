@@ -5,6 +5,9 @@
 #ifndef RVX_TL_DC_DECL_H
 #define RVX_TL_DC_DECL_H
 
+/* This build's mlx5 transport, for the code tl/mlx5/ writes once for both (tl/mlx5/chunk.h). */
+#define RVX__MLX5_NET(x) rvx__dc_##x
+
 #define RVX__DC_KEY        0x7276784443000001ull /* the DC access key of every rvx DCT */
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */

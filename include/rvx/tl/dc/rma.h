@@ -1,6 +1,7 @@
-/* rvx/tl/dc/rma.h: dc_mlx5's one-sided operations: put (inline, one WQEBB from registers, bounce
- * copies, zero-copy), get, the atomics (the NIC's, and a compare-and-swap loop for those it
- * lacks), and the waits of a transfer that has no request or stops early. */
+/* rvx/tl/dc/rma.h: dc_mlx5's one-sided operations: put (inline, one WQEBB from registers), one
+ * RDMA WQE and its steps of the chunk loops (tl/mlx5/chunk.h) behind bounce copies, zero-copy and
+ * get, the atomics (the NIC's, and a compare-and-swap loop for those it lacks), and the waits of
+ * a transfer that has no request or stops early. */
 #ifndef RVX_TL_DC_RMA_H
 #define RVX_TL_DC_RMA_H
 
@@ -95,128 +96,93 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__dc_ep_t *ep, unsigned o
 
 #define RVX__DC_RDMA_NBB(ifc) RVX__MLX5_NBB(3 + rvx__dc_av_ds(ifc))
 
-/* Put bcopy: copy into the DCI's bounce ring (chunks of RVX_PUT_BCOPY_MAX), one WRITE each. The
- * source can be reused on return. */
+/* ---- the chunk loops (tl/mlx5/chunk.h): dc_mlx5's steps ------------------------------------- */
+
+/* Each chunk goes to the DCI the endpoint gets for it (rvx__dc_get), with its own bounce ring. */
+typedef rvx__dc_dci_t rvx__dc_q_t;
+
+RVX_INLINE rvx__dc_dci_t *rvx__dc_chunk_q(rvx__dc_ep_t *ep)
+{
+    return rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+}
+
+RVX_INLINE uint8_t *rvx__dc_chunk_bounce(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, size_t n)
+{
+    return rvx__dc_bounce(d, ep, n);
+}
+
+RVX_INLINE uint64_t rvx__dc_chunk_bhead(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)ep;
+    return d->b_head;
+}
+
+RVX_INLINE uint32_t rvx__dc_chunk_lkey(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)d;
+    return ep->ifc->bounce_lkey;
+}
+
+RVX_INLINE void rvx__dc_chunk_post(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, unsigned opcode,
+                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+                                   const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
+{
+    rvx__dc_post_rdma(d, ep, opcode, addr, len, lkey, raddr, rkey, o, sig);
+}
+
+RVX_INLINE int rvx__dc_chunk_failed(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)d;
+    return ep->failed;
+}
+
+RVX_INLINE rvx_status_t rvx__dc_chunk_status(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)d;
+    return rvx__dc_ep_status(ep);
+}
+
+RVX_INLINE rvx_status_t rvx__dc_chunk_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
+{
+    return rvx__dc_stop(ep, d, req);
+}
+
+RVX_INLINE rvx_status_t rvx__dc_chunk_wait(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
+{
+    (void)d;
+    return rvx__dc_wait_req(ep->ifc, req);
+}
+
+#include "../mlx5/chunk.h"
+
+/* ---- bcopy and zcopy ------------------------------------------------------------------------- */
+
 RVX_INLINE rvx_status_t rvx__dc_put_bcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
-    size_t done = 0;
-    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
-        return RVX_ERR_REMOTE_ACCESS;
-    while (done < len) {
-        size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
-        rvx__dc_dci_t *d;
-        rvx__mlx5_op_t o;
-        uint8_t *b;
-        if (n <= RVX__TL_SHORT_MAX) {
-            rvx_status_t st = rvx__dc_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
-            if (st != RVX_OK) return st;
-            done += n;
-            continue;
-        }
-        d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-        b = rvx__dc_bounce(d, ep, n);
-        if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
-        memcpy(b, (const uint8_t *)src + done, n);
-        memset(&o, 0, sizeof(o));
-        o.bounce = d->b_head;
-        rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, ep->ifc->bounce_lkey,
-                          raddr + done, rkey, &o, 0);
-        done += n;
-        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_ep_status(ep); /* none after an error */
-    }
-    return RVX_OK;
-}
-
-/* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
- * completes when the last one has (without a request, the call waits). */
-RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__dc_ep_t *ep, unsigned opcode, const uint8_t *buf,
-                                           size_t len, const rvx__mlx5_mem_t *lmem, uint64_t raddr,
-                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
-{
-    rvx_request_t own;
-    size_t done = 0;
-    rvx__dc_dci_t *d = NULL;
-    if (len == 0) return RVX_OK;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
-    if (!req) req = &own;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX__MLX5_DSEG_MAX) req->tl_private[2] = 0; /* chunks: the first error */
-    while (done < len) {
-        size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
-        int last = done + n == len;
-        rvx__dc_dci_t *nd = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        rvx__mlx5_op_t o;
-        if (RVX_UNLIKELY(!nd)) return rvx__dc_stop(ep, d, req);
-        d = nd;
-        memset(&o, 0, sizeof(o));
-        o.kind = RVX__MLX5_ON_REQ;
-        o.part = RVX__MLX5_PART(done, n, len);
-        o.req = req;
-        rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
-                          &o, last);
-        done += n;
-        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_stop(ep, d, req); /* none after an error */
-    }
-    return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_put_bcopy(ep, src, len, raddr, rkey);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_put_zcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
                                           const rvx__mlx5_mem_t *lmem, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem, raddr,
-                              rkey, req);
+    return rvx__mlx5_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
+                                raddr, rkey, req);
 }
 
-/* ---- get ------------------------------------------------------------------------------------- */
-
-/* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
- * with the last chunk. Without a request the call waits. */
 RVX_INLINE rvx_status_t rvx__dc_get_bcopy(rvx__dc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    rvx_request_t own;
-    size_t done = 0;
-    rvx__dc_dci_t *d = NULL;
-    if (len == 0) return RVX_OK;
-    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
-        return RVX_ERR_REMOTE_ACCESS;
-    if (!req) req = &own;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX_PUT_BCOPY_MAX) req->tl_private[2] = 0; /* chunks: the first error */
-    while (done < len) {
-        size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
-        int last = done + n == len;
-        rvx__dc_dci_t *nd = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        rvx__mlx5_op_t o;
-        uint8_t *b = nd ? rvx__dc_bounce(nd, ep, n) : NULL;
-        if (RVX_UNLIKELY(!b)) return rvx__dc_stop(ep, d, req);
-        d = nd;
-        o.kind = RVX__MLX5_ON_COPY;
-        o.part = RVX__MLX5_PART(done, n, len);
-        o.len = (uint32_t)n;
-        o.dst = (uint8_t *)dst + done;
-        o.src = b;
-        o.req = req;
-        o.bounce = d->b_head;
-        rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, ep->ifc->bounce_lkey,
-                          raddr + done, rkey, &o, last);
-        done += n;
-        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_stop(ep, d, req); /* none after an error */
-    }
-    return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_get_bcopy(ep, dst, len, raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_get_zcopy(rvx__dc_ep_t *ep, void *dst, size_t len,
                                           const rvx__mlx5_mem_t *lmem, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem, raddr,
-                              rkey, req);
+    return rvx__mlx5_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
+                                raddr, rkey, req);
 }
 
 /* ---- atomics --------------------------------------------------------------------------------- */

@@ -24,6 +24,9 @@
 #ifndef RVX_TL_RC_DECL_H
 #define RVX_TL_RC_DECL_H
 
+/* This build's mlx5 transport, for the code tl/mlx5/ writes once for both (tl/mlx5/chunk.h). */
+#define RVX__MLX5_NET(x) rvx__rc_##x
+
 #define RVX__RC_QPT_EMPTY (-1)
 #define RVX__RC_QPT_GONE  (-2)              /* a QP that no longer completes anything */
 #define RVX__RC_QPT_HELLO 0x40000000        /* the iface's hello QP (tl/rc/hello.h) */
