@@ -252,9 +252,6 @@ RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, 
 /* tl/dc/rma.h: transfers and atomics */
 RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req);
 RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req);
-RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                       void *fetch);
 #if RVX_CAN_RECEIVE
 /* tl/dc/credit.h */
 RVX_COLD int rvx__dc_credit_slow(rvx__dc_ep_t *ep);

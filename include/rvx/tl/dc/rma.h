@@ -219,6 +219,8 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned 
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
+#include "../mlx5/amo_loop.h"
+
 /* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
  * the NIC lacks, done when the call returns. */
 RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size, uint64_t v,
@@ -226,7 +228,7 @@ RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsign
                                        void *fetch, rvx_request_t *req)
 {
     rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
-    if (!m.opcode) return rvx__dc_amo_loop(ep, op, size, v, raddr, rkey, fetch);
+    if (!m.opcode) return rvx__mlx5_amo_loop(ep, op, size, v, raddr, rkey, fetch);
     return rvx__dc_amo(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
 }
 
@@ -266,29 +268,6 @@ RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req)
         else rvx__backoff(&spins);
     }
     return (rvx_status_t)req->status;
-}
-
-/* MULT, MIN, MAX, UMIN, UMAX: read, compute, compare-and-swap until no one else changed it. */
-RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                       void *fetch)
-{
-    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull, old = 0, seen = 0, nv;
-    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
-    unsigned cs = size == 8 ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_MASKED_CS;
-    rvx_status_t st = rvx__dc_amo(ep, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
-    while (st == RVX_OK) {
-        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
-        seen = 0;
-        st = rvx__dc_amo(ep, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
-        if (st != RVX_OK || (seen & ones) == (old & ones)) break;
-        old = seen;
-    }
-    if (st == RVX_OK && fetch) {
-        if (size == 8) *(uint64_t *)fetch = old;
-        else *(uint32_t *)fetch = (uint32_t)old;
-    }
-    return st;
 }
 
 #endif /* RVX_TL_DC_RMA_H */

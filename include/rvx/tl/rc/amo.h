@@ -1,6 +1,6 @@
 /* rvx/tl/rc/amo.h: rc_mlx5's atomics: one atomic WQE (native or masked; built by tl/mlx5/rdma.h),
- * every rvx_amo_op_t as one (tl/mlx5/amo.h), and the compare-and-swap loop of the atomics the NIC
- * lacks (cold). */
+ * every rvx_amo_op_t as one (tl/mlx5/amo.h), or the compare-and-swap loop of the atomics the NIC
+ * lacks (tl/mlx5/amo_loop.h, cold). */
 #ifndef RVX_TL_RC_AMO_H
 #define RVX_TL_RC_AMO_H
 
@@ -8,11 +8,12 @@
 
 /* One atomic WQE (tl/mlx5/rdma.h: native 64-bit, or masked with opmod 0x08 | log2(size)-2). The
  * old value lands in an 8-byte bounce slot and is copied to *fetch when the WQE completes. */
-RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_conn_t *c, unsigned opcode, unsigned size,
+RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_ep_t *ep, unsigned opcode, unsigned size,
                                       uint64_t a, uint64_t b, uint64_t amask, uint64_t bmask,
                                       uint64_t raddr, const rvx__mlx5_rkey_t *rkey, void *fetch,
                                       rvx_request_t *req)
 {
+    rvx__rc_conn_t *c = ep->c;
     rvx__mlx5_amo_t m = {opcode, a, b, amask, bmask};
     unsigned ds = rvx__mlx5_amo_ds(&m, size, 0), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
@@ -36,30 +37,7 @@ RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_conn_t *c, unsigned opcode, unsigned
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
-/* MULT, MIN, MAX, UMIN, UMAX: read, compute, compare-and-swap until no one else changed it. */
-RVX_COLD rvx_status_t rvx__rc_amo_loop(rvx__rc_conn_t *c, rvx_amo_op_t op, unsigned size,
-                                         uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                         void *fetch, rvx_request_t *req)
-{
-    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull, old = 0, seen = 0, nv;
-    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
-    unsigned cs = size == 8 ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_MASKED_CS;
-    rvx_status_t st;
-    (void)req;
-    st = rvx__rc_amo(c, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
-    while (st == RVX_OK) {
-        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
-        seen = 0;
-        st = rvx__rc_amo(c, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
-        if (st != RVX_OK || (seen & ones) == (old & ones)) break;
-        old = seen;
-    }
-    if (st == RVX_OK && fetch) {
-        if (size == 8) *(uint64_t *)fetch = old;
-        else *(uint32_t *)fetch = (uint32_t)old;
-    }
-    return st;
-}
+#include "../mlx5/amo_loop.h"
 
 /* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
  * the NIC lacks. */
@@ -68,8 +46,8 @@ RVX_INLINE rvx_status_t rvx__rc_atomic(rvx__rc_ep_t *ep, rvx_amo_op_t op, unsign
                                        const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
 {
     rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
-    if (!m.opcode) return rvx__rc_amo_loop(ep->c, op, size, v, raddr, rkey, fetch, req);
-    return rvx__rc_amo(ep->c, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
+    if (!m.opcode) return rvx__mlx5_amo_loop(ep, op, size, v, raddr, rkey, fetch);
+    return rvx__rc_amo(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_atomic64(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
