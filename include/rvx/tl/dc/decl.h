@@ -96,6 +96,9 @@ typedef struct rvx__dc_dci {
 #endif
 } rvx__dc_dci_t;
 
+/* The queue the code tl/mlx5/ shares posts to and flushes (RVX__MLX5_NET(q_t)). */
+typedef rvx__dc_dci_t rvx__dc_q_t;
+
 /* Per peer, always: what a post needs to reach a DCI and name the target (the DCI held, the
  * iface, the address segment's bytes 8-15, av_lo: the DC key in bytes 0-7 is the same for every
  * rvx DCT, RVX__DC_KEY, and comes from the code), 24 bytes; with

@@ -99,7 +99,6 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__dc_ep_t *ep, unsigned o
 /* ---- the chunk loops (tl/mlx5/chunk.h): dc_mlx5's steps ------------------------------------- */
 
 /* Each chunk goes to the DCI the endpoint gets for it (rvx__dc_get), with its own bounce ring. */
-typedef rvx__dc_dci_t rvx__dc_q_t;
 
 RVX_INLINE rvx__dc_dci_t *rvx__dc_chunk_q(rvx__dc_ep_t *ep)
 {

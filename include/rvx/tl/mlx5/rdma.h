@@ -63,6 +63,20 @@ RVX_INLINE void rvx__mlx5_rdma(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint8_
     rvx__mlx5_post_tail(sq, tx, pi, nbb, flags, o, opcode == MLX5_OPCODE_RDMA_READ);
 }
 
+/* The rest of a zero-length WRITE begun at pi with a signaled ctrl segment (a keepalive), from seg
+ * (after ctrl and address): raddr and zeros to the end of the last WQEBB; no data segment, as a
+ * zero-length one would mean 2 GiB to the NIC. */
+RVX_INLINE void rvx__mlx5_write0(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint8_t *seg,
+                                 unsigned av_ds, uint32_t pi, uint64_t raddr,
+                                 const rvx__mlx5_rkey_t *rkey)
+{
+    unsigned ds = RVX__MLX5_DS_RDMA_NODATA + av_ds;
+    uint32_t nbb = RVX__MLX5_NBB(ds);
+    rvx__mlx5_set_raddr(seg, raddr, rkey);
+    rvx__mlx5_zero_pad(sq, rvx__mlx5_next_seg(sq, seg), 0, nbb * 4 - ds);
+    rvx__mlx5_tx_mark_sig(sq, tx, pi, pi + nbb);
+}
+
 /* ---- atomics -------------------------------------------------------------------------------- */
 
 /* Is m the masked 8-byte compare-and-swap (two atomic segments: operands, then masks)? */

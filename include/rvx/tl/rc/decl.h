@@ -125,6 +125,9 @@ typedef struct rvx__rc_conn {
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
 } rvx__rc_conn_t;
 
+/* The queue the code tl/mlx5/ shares posts to and flushes (RVX__MLX5_NET(q_t)). */
+typedef rvx__rc_conn_t rvx__rc_q_t;
+
 /* The conn's error as a status (kept in a byte), and what a post that found no room on a failed
  * conn returns: that error, else the peer's failure. */
 #define RVX__RC_ERR(c) ((rvx_status_t)(c)->err)

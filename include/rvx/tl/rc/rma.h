@@ -104,7 +104,6 @@ RVX_INLINE void rvx__rc_post_rdma(rvx__rc_conn_t *c, unsigned opcode, const void
 /* ---- the chunk loops (tl/mlx5/chunk.h): rc_mlx5's steps ------------------------------------- */
 
 /* A connection's chunks all go to it: q is ep->c, never NULL (so the loops' tests of it fold). */
-typedef rvx__rc_conn_t rvx__rc_q_t;
 
 RVX_INLINE rvx__rc_conn_t *rvx__rc_chunk_q(rvx__rc_ep_t *ep)
 {
