@@ -1,9 +1,19 @@
 /* rvx/tl/dc/rma.h: dc_mlx5's one-sided operations: put (inline, one WQEBB from registers), one
  * RDMA WQE and its steps of the chunk loops (tl/mlx5/chunk.h) behind bounce copies, zero-copy and
- * get, the atomics (the NIC's, and a compare-and-swap loop for those it lacks), and the waits of
- * a transfer that has no request or stops early. */
+ * get, the atomics (the NIC's, and a compare-and-swap loop for those it lacks), the wait of a call
+ * without a request (tl/mlx5/wait.h) and the stop of a transfer that stops early. */
 #ifndef RVX_TL_DC_RMA_H
 #define RVX_TL_DC_RMA_H
+
+/* ---- waiting inside a call (tl/mlx5/wait.h) -------------------------------------------------- */
+
+/* One poll of the CQ for a call that waits: nonzero when it found something. */
+RVX_INLINE int rvx__dc_poll_blocking(rvx__dc_iface_t *ifc)
+{
+    return rvx__dc_drain(ifc);
+}
+
+#include "../mlx5/wait.h"
 
 /* ---- put ------------------------------------------------------------------------------------- */
 
@@ -149,7 +159,7 @@ RVX_INLINE rvx_status_t rvx__dc_chunk_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, r
 RVX_INLINE rvx_status_t rvx__dc_chunk_wait(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
 {
     (void)d;
-    return rvx__dc_wait_req(ep->ifc, req);
+    return rvx__mlx5_wait_req(ep->ifc, req);
 }
 
 #include "../mlx5/chunk.h"
@@ -214,7 +224,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned 
     rvx__mlx5_amo(&d->sq, &d->tx, seg, av_ds, pi, flags, &m, size, raddr, rkey, slot,
                   ep->ifc->bounce_lkey, &o);
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
-    if (wait) return rvx__dc_wait_req(ep->ifc, &own);
+    if (wait) return rvx__mlx5_wait_req(ep->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
@@ -257,16 +267,6 @@ RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_reque
         else rvx__backoff(&spins);
     }
     return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
-}
-
-RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req)
-{
-    unsigned spins = 0;
-    while (req->status == RVX_INPROGRESS) {
-        if (rvx__dc_drain(ifc)) spins = 0;
-        else rvx__backoff(&spins);
-    }
-    return (rvx_status_t)req->status;
 }
 
 #endif /* RVX_TL_DC_RMA_H */

@@ -33,7 +33,7 @@ RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_ep_t *ep, unsigned opcode, unsigned 
     rvx__mlx5_amo(&c->sq, &c->tx, wqe + sizeof(struct mlx5_wqe_ctrl_seg), 0, pi, flags, &m, size,
                   raddr, rkey, slot, c->bs->lkey, &o);
     rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, NULL);
-    if (wait) return rvx__rc_wait_req(c, &own);
+    if (wait) return rvx__mlx5_wait_req(c->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 

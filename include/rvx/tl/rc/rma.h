@@ -159,7 +159,7 @@ RVX_INLINE rvx_status_t rvx__rc_chunk_stop(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, 
 RVX_INLINE rvx_status_t rvx__rc_chunk_wait(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, rvx_request_t *req)
 {
     (void)ep;
-    return rvx__rc_wait_req(c, req);
+    return rvx__mlx5_wait_req(c->ifc, req);
 }
 
 #include "../mlx5/chunk.h"
