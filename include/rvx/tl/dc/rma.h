@@ -151,6 +151,13 @@ RVX_INLINE rvx_status_t rvx__dc_chunk_status(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
     return rvx__dc_ep_status(ep);
 }
 
+/* Before the first chunk no DCI holds any of the transfer's work. */
+RVX_INLINE rvx__dc_dci_t *rvx__dc_chunk_none(rvx__dc_ep_t *ep)
+{
+    (void)ep;
+    return NULL;
+}
+
 RVX_INLINE rvx_status_t rvx__dc_chunk_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
 {
     return rvx__dc_stop(ep, d, req);

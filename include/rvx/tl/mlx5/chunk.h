@@ -10,7 +10,8 @@
  *   chunk_bhead(ep, q), chunk_lkey(ep, q)  the ring's head (for the op record) and its lkey
  *   chunk_post(ep, q, opcode, addr, len, lkey, raddr, rkey, o, sig)  one RDMA WQE on q
  *   chunk_failed(ep, q), chunk_status(ep, q)  the endpoint failed; with what status
- *   chunk_stop(ep, q, req)       a transfer stops early (q: where its chunks went, or NULL)
+ *   chunk_none(ep)               q before a transfer's first chunk (dc_mlx5: NULL)
+ *   chunk_stop(ep, q, req)       a transfer stops early (q: where its chunks went, or chunk_none)
  *   chunk_wait(ep, q, req)       the call waits for a request of its own
  *   put_short                    an inline put (a last chunk that small) */
 #ifndef RVX_TL_MLX5_CHUNK_H
@@ -65,7 +66,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_rdma_zcopy(RVX__MLX5_EP *ep, unsigned opcode, 
 {
     rvx_request_t own;
     size_t done = 0;
-    RVX__MLX5_Q *q = NULL;
+    RVX__MLX5_Q *q = RVX__MLX5_NET(chunk_none)(ep);
     if (len == 0) return RVX_OK;
     if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
     if (!req) req = &own;
@@ -99,7 +100,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_get_bcopy(RVX__MLX5_EP *ep, void *dst, size_t 
 {
     rvx_request_t own;
     size_t done = 0;
-    RVX__MLX5_Q *q = NULL;
+    RVX__MLX5_Q *q = RVX__MLX5_NET(chunk_none)(ep);
     if (len == 0) return RVX_OK;
     /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
     if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))

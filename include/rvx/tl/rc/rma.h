@@ -149,11 +149,16 @@ RVX_INLINE rvx_status_t rvx__rc_chunk_status(rvx__rc_ep_t *ep, rvx__rc_conn_t *c
     return rvx__rc_fail_st(c);
 }
 
-/* q may be NULL (the first chunk found no room): the connection is the endpoint's. */
+/* Before the first chunk, q is the connection as well. */
+RVX_INLINE rvx__rc_conn_t *rvx__rc_chunk_none(rvx__rc_ep_t *ep)
+{
+    return rvx__rc_chunk_q(ep);
+}
+
 RVX_INLINE rvx_status_t rvx__rc_chunk_stop(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, rvx_request_t *req)
 {
-    (void)c;
-    return rvx__rc_stop(ep->c, req);
+    (void)ep;
+    return rvx__rc_stop(c, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_chunk_wait(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, rvx_request_t *req)
