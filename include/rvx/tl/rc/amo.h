@@ -1,6 +1,6 @@
 /* rvx/tl/rc/amo.h: rc_mlx5's atomics: one atomic WQE (native or masked; built by tl/mlx5/rdma.h),
- * every rvx_amo_op_t as one (tl/mlx5/amo.h), or the compare-and-swap loop of the atomics the NIC
- * lacks (tl/mlx5/amo_loop.h, cold). */
+ * on which tl/mlx5/amo_loop.h runs every rvx_amo_op_t (one NIC atomic, or the compare-and-swap
+ * loop of those the NIC lacks). */
 #ifndef RVX_TL_RC_AMO_H
 #define RVX_TL_RC_AMO_H
 
@@ -39,29 +39,18 @@ RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_ep_t *ep, unsigned opcode, unsigned 
 
 #include "../mlx5/amo_loop.h"
 
-/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
- * the NIC lacks. */
-RVX_INLINE rvx_status_t rvx__rc_atomic(rvx__rc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t cmp, uint64_t raddr,
-                                       const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
-{
-    rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
-    if (!m.opcode) return rvx__mlx5_amo_loop(ep, op, size, v, raddr, rkey, fetch);
-    return rvx__rc_amo(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
-}
-
 RVX_INLINE rvx_status_t rvx__rc_atomic64(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
                                          uint64_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
-    return rvx__rc_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
+    return rvx__mlx5_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_atomic32(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
                                          uint32_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
-    return rvx__rc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
+    return rvx__mlx5_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
 }
 
 #endif /* RVX_TL_RC_AMO_H */
