@@ -4,7 +4,7 @@
  * build: RVX__MLX5_NET(x) names its step x (rvx__rc_x or rvx__dc_x, bound in its decl.h), and the
  * transport includes this file from its rma.h once the steps are defined. The steps, each taking
  * the endpoint and q, the queue its chunks go to (rc_mlx5: the connection; dc_mlx5: a DCI):
- *   q_t                          the queue's type
+ *   q_t                          the queue's type (declared in the transport's decl.h)
  *   chunk_q(ep)                  the queue with room for one RDMA WQE; NULL: the endpoint failed
  *   chunk_bounce(ep, q, n)       n bytes of q's bounce ring; NULL: the endpoint failed
  *   chunk_bhead(ep, q), chunk_lkey(ep, q)  the ring's head (for the op record) and its lkey
