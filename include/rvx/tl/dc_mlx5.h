@@ -27,7 +27,8 @@
  *   dc/decl.h    constants, types (address, DCI, endpoint, iface, credit records), prototypes
  *   dc/dci.h     the DCI pool and posting on a DCI: the address segment, the WQE prologue and
  *                commit, which DCI a WQE goes to, bounce rings, the DCI's states and recovery
- *   dc/rma.h     put, get and the atomics (and the compare-and-swap loop the NIC lacks)
+ *   dc/rma.h     put, get and the atomics (and the compare-and-swap loop the NIC lacks); its
+ *                steps of the chunk loops of tl/mlx5/chunk.h, which it includes
  *   dc/credit.h  credits: a frame's claim, the send limit, claims on a peer's pool, give-back
  *   dc/am.h      messages out: publishing a frame (the SEND), zero-copy sends, a reply's wait
  *   dc/cq.h      the CQ and the DCT: retiring WQEs, error CQEs, frames received, progress
@@ -48,6 +49,7 @@
 #include "mlx5/cq.h"
 #include "mlx5/tx.h"
 #include "mlx5/amo.h"
+#include "mlx5/rdma.h"
 #include "mlx5/srq.h"
 #include "mlx5/setup.h"
 

@@ -76,10 +76,7 @@ RVX_INLINE uint8_t *rvx__dc_begin(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, unsi
                                   unsigned opcode, unsigned ds, int sig, uint32_t imm_be,
                                   uint32_t *pi, unsigned *flags, uint8_t **wqe)
 {
-    *pi = d->sq.pi;
-    *wqe = rvx__mlx5_slot(&d->sq, *pi);
-    *flags = rvx__mlx5_moderate(&d->sq, sig);
-    rvx__mlx5_set_ctrl(*wqe, *pi, opmod, opcode, d->sq.qpn8, ds, *flags, imm_be);
+    *wqe = rvx__mlx5_begin(&d->sq, opmod, opcode, ds, sig, imm_be, pi, flags);
     return rvx__dc_set_av(d, ep, *wqe);
 }
 

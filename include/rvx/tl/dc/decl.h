@@ -5,6 +5,9 @@
 #ifndef RVX_TL_DC_DECL_H
 #define RVX_TL_DC_DECL_H
 
+/* This build's mlx5 transport, for the code tl/mlx5/ writes once for both (tl/mlx5/chunk.h). */
+#define RVX__MLX5_NET(x) rvx__dc_##x
+
 #define RVX__DC_KEY        0x7276784443000001ull /* the DC access key of every rvx DCT */
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
@@ -92,6 +95,9 @@ typedef struct rvx__dc_dci {
                                         * an error CQE fails it (the DCI is shared) */
 #endif
 } rvx__dc_dci_t;
+
+/* The queue the code tl/mlx5/ shares posts to and flushes (RVX__MLX5_NET(q_t)). */
+typedef rvx__dc_dci_t rvx__dc_q_t;
 
 /* Per peer, always: what a post needs to reach a DCI and name the target (the DCI held, the
  * iface, the address segment's bytes 8-15, av_lo: the DC key in bytes 0-7 is the same for every
@@ -249,10 +255,6 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__dc_ep_t *ep, uint32_t nbb);
 RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, size_t len);
 /* tl/dc/rma.h: transfers and atomics */
 RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req);
-RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req);
-RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                       void *fetch);
 #if RVX_CAN_RECEIVE
 /* tl/dc/credit.h */
 RVX_COLD int rvx__dc_credit_slow(rvx__dc_ep_t *ep);

@@ -4,6 +4,8 @@
 #ifndef RVX_TL_DC_IFACE_H
 #define RVX_TL_DC_IFACE_H
 
+#include "../mlx5/flush.h"
+
 /* ---- the iface ------------------------------------------------------------------------------- */
 
 /* Before the DCIs go, a short grace for what they still hold (credits given back, sends):
@@ -328,11 +330,7 @@ RVX_COLD rvx_status_t rvx__dc_flush_slow(rvx__dc_ep_t *ep, rvx_request_t *req)
     rvx__dc_drain(ep->ifc);
     d = ep->dci;
     if (!d || d->sq.ci == d->sq.pi) return (rvx_status_t)ep->err;
-    if (d->failed) rvx__dc_hold(d); /* every WQE comes back with an error CQE */
-    else rvx__dc_sig_tail(d);
-    if (!req) return RVX_ERR_INVALID_PARAM;
-    rvx__mlx5_tx_flush_add(&d->tx, req, d->sq.pi);
-    return RVX_INPROGRESS;
+    return rvx__mlx5_flush_q(d, req);
 }
 
 /* Every DCI in use retires what it holds; the pool is a few DCIs, whatever the job's size. */
@@ -344,31 +342,23 @@ RVX_COLD rvx_status_t rvx__dc_iface_flush(rvx__dc_iface_t *ifc, rvx_request_t *r
     for (i = 0; i < RVX_DC_NUM_DCI; i++) {
         rvx__dc_dci_t *d = &ifc->dci[i];
         if (d->sq.ci == d->sq.pi) continue;
-        if (d->failed) rvx__dc_hold(d);
-        else rvx__dc_sig_tail(d);
-        d->wflush_pi = d->sq.pi;
+        rvx__mlx5_wflush_q(d);
         busy = 1;
     }
-    if (!busy) return RVX_OK;
-    if (!req) return RVX_ERR_INVALID_PARAM;
-    req->status = RVX_INPROGRESS;
     /* progress must poll for it even when no endpoint is left (the signaled tails of destroyed
      * endpoints: t_dc_credit_destroy hung here when their CQEs came after the last one went);
      * one count for the list, taken back when it empties (rvx__dc_wflush_check, _fini) */
-    if (!ifc->wflush) ifc->nlive++;
-    req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
-    ifc->wflush = req;
-    return RVX_INPROGRESS;
+    if (busy && req && !ifc->wflush) ifc->nlive++;
+    return rvx__mlx5_wflush_add(&ifc->wflush, req, busy);
 }
 
 /* ---- liveness -------------------------------------------------------------------------------- */
 
-/* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
- * DCT still answers, its error CQE fails the endpoint. No data segment (a zero-length one would
- * mean 2 GiB to the NIC). */
+/* A zero-length WRITE to the peer's control region (tl/mlx5/rdma.h), signaled: its completion
+ * shows the peer's DCT still answers, its error CQE fails the endpoint. */
 RVX_COLD void rvx__dc_keepalive(rvx__dc_ep_t *ep)
 {
-    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc), flags;
+    unsigned av_ds = rvx__dc_av_ds(ep->ifc), ds = RVX__MLX5_DS_RDMA_NODATA + av_ds, flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     rvx__dc_dci_t *d = rvx__dc_get(ep, nbb);
     const rvx__dc_addr_t *a = rvx__dc_addr_of(ep);
@@ -379,9 +369,7 @@ RVX_COLD void rvx__dc_keepalive(rvx__dc_ep_t *ep)
     k.base = a->ctrl_addr;
     k.len = 8;
     seg = rvx__dc_begin(d, ep, 0, MLX5_OPCODE_RDMA_WRITE, ds, 1, 0, &pi, &flags, &wqe);
-    rvx__mlx5_set_raddr(seg, a->ctrl_addr, &k);
-    rvx__mlx5_zero_pad(&d->sq, rvx__mlx5_next_seg(&d->sq, seg), 0, nbb * 4 - ds);
-    rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
+    rvx__mlx5_write0(&d->sq, &d->tx, seg, av_ds, pi, a->ctrl_addr, &k);
     d->ka_ep = ep;
     d->ka_pi = pi + nbb;
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);

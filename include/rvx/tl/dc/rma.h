@@ -1,8 +1,19 @@
-/* rvx/tl/dc/rma.h: dc_mlx5's one-sided operations: put (inline, one WQEBB from registers, bounce
- * copies, zero-copy), get, the atomics (the NIC's, and a compare-and-swap loop for those it
- * lacks), and the waits of a transfer that has no request or stops early. */
+/* rvx/tl/dc/rma.h: dc_mlx5's one-sided operations: put (inline, one WQEBB from registers), one
+ * RDMA WQE and its steps of the chunk loops (tl/mlx5/chunk.h) behind bounce copies, zero-copy and
+ * get, the atomics (the NIC's, and a compare-and-swap loop for those it lacks), the wait of a call
+ * without a request (tl/mlx5/wait.h) and the stop of a transfer that stops early. */
 #ifndef RVX_TL_DC_RMA_H
 #define RVX_TL_DC_RMA_H
+
+/* ---- waiting inside a call (tl/mlx5/wait.h) -------------------------------------------------- */
+
+/* One poll of the CQ for a call that waits: nonzero when it found something. */
+RVX_INLINE int rvx__dc_poll_blocking(rvx__dc_iface_t *ifc)
+{
+    return rvx__dc_drain(ifc);
+}
+
+#include "../mlx5/wait.h"
 
 /* ---- put ------------------------------------------------------------------------------------- */
 
@@ -79,166 +90,129 @@ RVX_INLINE rvx_status_t rvx__dc_put_short(rvx__dc_ep_t *ep, const void *src, siz
     return rvx__dc_put_inline(ep, src, len, raddr, rkey);
 }
 
-/* One WQE with a raddr segment and a data segment: WRITE or READ (opcode) from/to local memory
- * addr (lkey), on DCI d (which has room: rvx__dc_get). `o`: what to do when it retires; sig
+/* One WQE with a raddr segment and a data segment (tl/mlx5/rdma.h): WRITE or READ (opcode)
+ * from/to local memory addr (lkey), on DCI d (which has room: rvx__dc_get). `o`: what to do when it retires; sig
  * forces a CQE. */
 RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__dc_ep_t *ep, unsigned opcode,
                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
                                   const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
-    unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + 1, flags;
+    unsigned av_ds = rvx__dc_av_ds(ep->ifc), ds = RVX__MLX5_RDMA_DS(av_ds), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     uint8_t *wqe, *seg = rvx__dc_begin(d, ep, 0, opcode, ds, sig, 0, &pi, &flags, &wqe);
-    rvx__mlx5_set_raddr(seg, raddr, rkey);
-    seg = rvx__mlx5_next_seg(&d->sq, seg);
-    rvx__mlx5_set_data(seg, len, lkey, addr);
-    rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
-    if (o) rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, o);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&d->sq);
+    rvx__mlx5_rdma(&d->sq, &d->tx, seg, av_ds, pi, flags, opcode, addr, len, lkey, raddr, rkey, o);
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
 }
 
 #define RVX__DC_RDMA_NBB(ifc) RVX__MLX5_NBB(3 + rvx__dc_av_ds(ifc))
 
-/* Put bcopy: copy into the DCI's bounce ring (chunks of RVX_PUT_BCOPY_MAX), one WRITE each. The
- * source can be reused on return. */
+/* ---- the chunk loops (tl/mlx5/chunk.h): dc_mlx5's steps ------------------------------------- */
+
+/* Each chunk goes to the DCI the endpoint gets for it (rvx__dc_get), with its own bounce ring. */
+
+RVX_INLINE rvx__dc_dci_t *rvx__dc_chunk_q(rvx__dc_ep_t *ep)
+{
+    return rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
+}
+
+RVX_INLINE uint8_t *rvx__dc_chunk_bounce(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, size_t n)
+{
+    return rvx__dc_bounce(d, ep, n);
+}
+
+RVX_INLINE uint64_t rvx__dc_chunk_bhead(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)ep;
+    return d->b_head;
+}
+
+RVX_INLINE uint32_t rvx__dc_chunk_lkey(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)d;
+    return ep->ifc->bounce_lkey;
+}
+
+RVX_INLINE void rvx__dc_chunk_post(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, unsigned opcode,
+                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+                                   const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
+{
+    rvx__dc_post_rdma(d, ep, opcode, addr, len, lkey, raddr, rkey, o, sig);
+}
+
+RVX_INLINE int rvx__dc_chunk_failed(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)d;
+    return ep->failed;
+}
+
+RVX_INLINE rvx_status_t rvx__dc_chunk_status(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)d;
+    return rvx__dc_ep_status(ep);
+}
+
+/* Before the first chunk no DCI holds any of the transfer's work. */
+RVX_INLINE rvx__dc_dci_t *rvx__dc_chunk_none(rvx__dc_ep_t *ep)
+{
+    (void)ep;
+    return NULL;
+}
+
+RVX_INLINE rvx_status_t rvx__dc_chunk_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
+{
+    return rvx__dc_stop(ep, d, req);
+}
+
+RVX_INLINE rvx_status_t rvx__dc_chunk_wait(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req)
+{
+    (void)d;
+    return rvx__mlx5_wait_req(ep->ifc, req);
+}
+
+#include "../mlx5/chunk.h"
+
+/* ---- bcopy and zcopy ------------------------------------------------------------------------- */
+
 RVX_INLINE rvx_status_t rvx__dc_put_bcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
-    size_t done = 0;
-    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
-        return RVX_ERR_REMOTE_ACCESS;
-    while (done < len) {
-        size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
-        rvx__dc_dci_t *d;
-        rvx__mlx5_op_t o;
-        uint8_t *b;
-        if (n <= RVX__TL_SHORT_MAX) {
-            rvx_status_t st = rvx__dc_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
-            if (st != RVX_OK) return st;
-            done += n;
-            continue;
-        }
-        d = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        if (RVX_UNLIKELY(!d)) return rvx__dc_ep_status(ep);
-        b = rvx__dc_bounce(d, ep, n);
-        if (RVX_UNLIKELY(!b)) return rvx__dc_ep_status(ep);
-        memcpy(b, (const uint8_t *)src + done, n);
-        memset(&o, 0, sizeof(o));
-        o.bounce = d->b_head;
-        rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, ep->ifc->bounce_lkey,
-                          raddr + done, rkey, &o, 0);
-        done += n;
-        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_ep_status(ep); /* none after an error */
-    }
-    return RVX_OK;
-}
-
-/* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
- * completes when the last one has (without a request, the call waits). */
-RVX_INLINE rvx_status_t rvx__dc_rdma_zcopy(rvx__dc_ep_t *ep, unsigned opcode, const uint8_t *buf,
-                                           size_t len, const rvx__mlx5_mem_t *lmem, uint64_t raddr,
-                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
-{
-    rvx_request_t own;
-    size_t done = 0;
-    rvx__dc_dci_t *d = NULL;
-    if (len == 0) return RVX_OK;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
-    if (!req) req = &own;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX__MLX5_DSEG_MAX) req->tl_private[2] = 0; /* chunks: the first error */
-    while (done < len) {
-        size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
-        int last = done + n == len;
-        rvx__dc_dci_t *nd = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        rvx__mlx5_op_t o;
-        if (RVX_UNLIKELY(!nd)) return rvx__dc_stop(ep, d, req);
-        d = nd;
-        memset(&o, 0, sizeof(o));
-        o.kind = RVX__MLX5_ON_REQ;
-        o.part = RVX__MLX5_PART(done, n, len);
-        o.req = req;
-        rvx__dc_post_rdma(d, ep, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
-                          &o, last);
-        done += n;
-        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_stop(ep, d, req); /* none after an error */
-    }
-    return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_put_bcopy(ep, src, len, raddr, rkey);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_put_zcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
                                           const rvx__mlx5_mem_t *lmem, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem, raddr,
-                              rkey, req);
+    return rvx__mlx5_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
+                                raddr, rkey, req);
 }
 
-/* ---- get ------------------------------------------------------------------------------------- */
-
-/* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
- * with the last chunk. Without a request the call waits. */
 RVX_INLINE rvx_status_t rvx__dc_get_bcopy(rvx__dc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    rvx_request_t own;
-    size_t done = 0;
-    rvx__dc_dci_t *d = NULL;
-    if (len == 0) return RVX_OK;
-    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX_PUT_BCOPY_MAX && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
-        return RVX_ERR_REMOTE_ACCESS;
-    if (!req) req = &own;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX_PUT_BCOPY_MAX) req->tl_private[2] = 0; /* chunks: the first error */
-    while (done < len) {
-        size_t n = len - done < RVX_PUT_BCOPY_MAX ? len - done : RVX_PUT_BCOPY_MAX;
-        int last = done + n == len;
-        rvx__dc_dci_t *nd = rvx__dc_get(ep, RVX__DC_RDMA_NBB(ep->ifc));
-        rvx__mlx5_op_t o;
-        uint8_t *b = nd ? rvx__dc_bounce(nd, ep, n) : NULL;
-        if (RVX_UNLIKELY(!b)) return rvx__dc_stop(ep, d, req);
-        d = nd;
-        o.kind = RVX__MLX5_ON_COPY;
-        o.part = RVX__MLX5_PART(done, n, len);
-        o.len = (uint32_t)n;
-        o.dst = (uint8_t *)dst + done;
-        o.src = b;
-        o.req = req;
-        o.bounce = d->b_head;
-        rvx__dc_post_rdma(d, ep, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, ep->ifc->bounce_lkey,
-                          raddr + done, rkey, &o, last);
-        done += n;
-        if (RVX_UNLIKELY(done < len && ep->failed)) return rvx__dc_stop(ep, d, req); /* none after an error */
-    }
-    return req == &own ? rvx__dc_wait_req(ep->ifc, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_get_bcopy(ep, dst, len, raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_get_zcopy(rvx__dc_ep_t *ep, void *dst, size_t len,
                                           const rvx__mlx5_mem_t *lmem, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__dc_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem, raddr,
-                              rkey, req);
+    return rvx__mlx5_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
+                                raddr, rkey, req);
 }
 
 /* ---- atomics --------------------------------------------------------------------------------- */
 
-/* One atomic WQE: ctrl, address, raddr, the atomic segment(s), a data segment for the old value
- * (an 8-byte bounce slot, copied to *fetch when the WQE completes). native: ATOMIC_FA / ATOMIC_CS
- * (64-bit); masked: opmod 0x08 | log2(size)-2 with {swap/add, compare/boundary, masks}. */
+/* One atomic WQE (tl/mlx5/rdma.h: native 64-bit, or masked with opmod 0x08 | log2(size)-2) after
+ * the address segment. The old value lands in an 8-byte bounce slot and is copied to *fetch when
+ * the WQE completes. */
 RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned size, uint64_t a,
                                     uint64_t b, uint64_t amask, uint64_t bmask, uint64_t raddr,
                                     const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
 {
-    int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
-    int cs8 = masked && size == 8 && opcode == MLX5_OPCODE_ATOMIC_MASKED_CS;
-    unsigned ds = 4 + rvx__dc_av_ds(ep->ifc) + (cs8 ? 1 : 0), flags;
+    rvx__mlx5_amo_t m = {opcode, a, b, amask, bmask};
+    unsigned av_ds = rvx__dc_av_ds(ep->ifc), ds = rvx__mlx5_amo_ds(&m, size, av_ds), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
-    unsigned opmod = masked ? RVX__MLX5_OPMOD_MASKED(size) : 0u;
     rvx__dc_dci_t *d;
     uint8_t *wqe, *seg, *slot;
     rvx__mlx5_op_t o;
@@ -251,53 +225,30 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned 
     if (RVX_UNLIKELY(!slot)) return rvx__dc_ep_status(ep);
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    seg = rvx__dc_begin(d, ep, opmod, opcode, ds, fetch != NULL, 0, &pi, &flags, &wqe);
-    rvx__mlx5_set_raddr(seg, raddr, rkey);
-    seg = rvx__mlx5_next_seg(&d->sq, seg);
-    if (cs8) seg = rvx__mlx5_set_masked_cs64(&d->sq, seg, a, b, amask, bmask);
-    else if (size == 8) rvx__mlx5_set_atomic(seg, a, b);
-    else rvx__mlx5_set_masked32(seg, (uint32_t)a, (uint32_t)b, (uint32_t)amask, (uint32_t)bmask);
-    seg = rvx__mlx5_next_seg(&d->sq, seg);
-    rvx__mlx5_set_data(seg, size, ep->ifc->bounce_lkey, slot);
-    rvx__mlx5_zero_pad(&d->sq, seg + RVX__MLX5_SEG, 0, nbb * 4 - ds);
-    o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
-    o.part = RVX__MLX5_PART_NONE;
-    o.len = size;
-    o.dst = fetch;
-    o.src = slot;
-    o.req = fetch ? req : NULL;
-    o.bounce = d->b_head;
-    rvx__mlx5_tx_on_retire(&d->sq, &d->tx, pi, &o);
-    if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    rvx__mlx5_set_fence(&d->sq);
+    seg = rvx__dc_begin(d, ep, rvx__mlx5_amo_opmod(&m, size), opcode, ds, fetch != NULL, 0, &pi,
+                        &flags, &wqe);
+    o = rvx__mlx5_amo_op(size, fetch, req, slot, d->b_head);
+    rvx__mlx5_amo(&d->sq, &d->tx, seg, av_ds, pi, flags, &m, size, raddr, rkey, slot,
+                  ep->ifc->bounce_lkey, &o);
     rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
-    if (wait) return rvx__dc_wait_req(ep->ifc, &own);
+    if (wait) return rvx__mlx5_wait_req(ep->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
-/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
- * the NIC lacks, done when the call returns. */
-RVX_INLINE rvx_status_t rvx__dc_atomic(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size, uint64_t v,
-                                       uint64_t cmp, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                       void *fetch, rvx_request_t *req)
-{
-    rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
-    if (!m.opcode) return rvx__dc_amo_loop(ep, op, size, v, raddr, rkey, fetch);
-    return rvx__dc_amo(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
-}
+#include "../mlx5/amo_loop.h"
 
 RVX_INLINE rvx_status_t rvx__dc_atomic64(rvx__dc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
                                          uint64_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
-    return rvx__dc_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
+    return rvx__mlx5_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_atomic32(rvx__dc_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
                                          uint32_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
-    return rvx__dc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
+    return rvx__mlx5_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
 }
 
 /* A transfer stops early: its endpoint failed. The chunks it posted on DCI d come back first (a
@@ -312,39 +263,6 @@ RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_reque
         else rvx__backoff(&spins);
     }
     return (rvx_status_t)(req->status = rvx__dc_ep_status(ep));
-}
-
-RVX_COLD rvx_status_t rvx__dc_wait_req(rvx__dc_iface_t *ifc, rvx_request_t *req)
-{
-    unsigned spins = 0;
-    while (req->status == RVX_INPROGRESS) {
-        if (rvx__dc_drain(ifc)) spins = 0;
-        else rvx__backoff(&spins);
-    }
-    return (rvx_status_t)req->status;
-}
-
-/* MULT, MIN, MAX, UMIN, UMAX: read, compute, compare-and-swap until no one else changed it. */
-RVX_COLD rvx_status_t rvx__dc_amo_loop(rvx__dc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                       void *fetch)
-{
-    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull, old = 0, seen = 0, nv;
-    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
-    unsigned cs = size == 8 ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_MASKED_CS;
-    rvx_status_t st = rvx__dc_amo(ep, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
-    while (st == RVX_OK) {
-        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
-        seen = 0;
-        st = rvx__dc_amo(ep, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
-        if (st != RVX_OK || (seen & ones) == (old & ones)) break;
-        old = seen;
-    }
-    if (st == RVX_OK && fetch) {
-        if (size == 8) *(uint64_t *)fetch = old;
-        else *(uint32_t *)fetch = (uint32_t)old;
-    }
-    return st;
 }
 
 #endif /* RVX_TL_DC_RMA_H */

@@ -203,7 +203,7 @@ RVX_INLINE rvx_status_t rvx__rc_am_zcopy(rvx__rc_ep_t *ep, unsigned chan, const 
     rvx__rc_mark_sig(c, pi, pi + 1);
     c->tx_sent++;
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
-    return req == &own ? rvx__rc_wait_req(c, &own) : RVX_INPROGRESS;
+    return req == &own ? rvx__mlx5_wait_req(c->ifc, &own) : RVX_INPROGRESS;
 }
 
 RVX_COLD void *rvx__rc_am_wait_room(rvx__rc_ep_t *ep, unsigned chan, size_t len)

@@ -1,43 +1,23 @@
-/* rvx/tl/rc/amo.h: rc_mlx5's atomics: one atomic WQE (native or masked), the mapping of every
- * rvx_amo_op_t to one, and the compare-and-swap loop of the atomics the NIC lacks (cold). */
+/* rvx/tl/rc/amo.h: rc_mlx5's atomics: one atomic WQE (native or masked; built by tl/mlx5/rdma.h),
+ * on which tl/mlx5/amo_loop.h runs every rvx_amo_op_t (one NIC atomic, or the compare-and-swap
+ * loop of those the NIC lacks). */
 #ifndef RVX_TL_RC_AMO_H
 #define RVX_TL_RC_AMO_H
 
 /* ---- atomics -------------------------------------------------------------------------------- */
 
-/* The atomic segment(s) at seg: native 64-bit (swap_add a, compare b), masked 8-byte FA (add a,
- * field boundary b), masked 8-byte CS (two segments: a, b, then the masks), masked 4-byte
- * (one segment). Returns the last segment written. */
-RVX_INLINE uint8_t *rvx__rc_amo_segs(rvx__rc_conn_t *c, uint8_t *seg, unsigned size,
-                                       unsigned ds, uint64_t a, uint64_t b, uint64_t amask,
-                                       uint64_t bmask)
-{
-    if (size == 8) {
-        if (ds == RVX__MLX5_DS_MASKED_CS8)
-            return rvx__mlx5_set_masked_cs64(&c->sq, seg, a, b, amask, bmask);
-        rvx__mlx5_set_atomic(seg, a, b);
-    } else {
-        rvx__mlx5_set_masked32(seg, (uint32_t)a, (uint32_t)b, (uint32_t)amask, (uint32_t)bmask);
-    }
-    return seg;
-}
-
-/* One atomic WQE. native: ATOMIC_FA / ATOMIC_CS (64-bit only); masked: opmod 0x08 | log2(size)-2
- * with the masked segment {swap/add, compare/boundary, swap_mask, compare_mask}. The old value
- * lands in an 8-byte bounce slot and is copied to *fetch when the WQE completes. */
-RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_conn_t *c, unsigned opcode, unsigned size,
+/* One atomic WQE (tl/mlx5/rdma.h: native 64-bit, or masked with opmod 0x08 | log2(size)-2). The
+ * old value lands in an 8-byte bounce slot and is copied to *fetch when the WQE completes. */
+RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_ep_t *ep, unsigned opcode, unsigned size,
                                       uint64_t a, uint64_t b, uint64_t amask, uint64_t bmask,
                                       uint64_t raddr, const rvx__mlx5_rkey_t *rkey, void *fetch,
                                       rvx_request_t *req)
 {
-    int masked = opcode == MLX5_OPCODE_ATOMIC_MASKED_CS || opcode == MLX5_OPCODE_ATOMIC_MASKED_FA;
-    unsigned ds = (masked && size == 8 && opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ?
-                  RVX__MLX5_DS_MASKED_CS8 : RVX__MLX5_DS_ATOMIC;
+    rvx__rc_conn_t *c = ep->c;
+    rvx__mlx5_amo_t m = {opcode, a, b, amask, bmask};
+    unsigned ds = rvx__mlx5_amo_ds(&m, size, 0), flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
-    unsigned opmod = masked ? RVX__MLX5_OPMOD_MASKED(size) : 0u;
-    uint8_t *wqe, *seg, *slot;
-    rvx__mlx5_wqe_rdma_t *w; /* ctrl and raddr as in an RDMA WQE; then the atomic segment(s) */
-    unsigned flags;
+    uint8_t *wqe, *slot;
     rvx__mlx5_op_t o;
     rvx_request_t own;
     int wait = fetch && !req;
@@ -47,78 +27,30 @@ RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_conn_t *c, unsigned opcode, unsigned
     if (wait) req = &own;
     if (fetch) req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
     RVX__RC_NEED(c, nbb);
-    pi = c->sq.pi;
-    wqe = rvx__mlx5_slot(&c->sq, pi);
-    flags = rvx__mlx5_moderate(&c->sq, fetch != NULL);
-    w = (rvx__mlx5_wqe_rdma_t *)(void *)wqe;
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, opmod, opcode, c->sq.qpn8, ds, flags, 0);
-    rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
-    seg = rvx__mlx5_next_seg(&c->sq, (uint8_t *)(void *)&w->raddr);
-    seg = rvx__rc_amo_segs(c, seg, size, ds, a, b, amask, bmask);
-    rvx__mlx5_set_data(rvx__mlx5_next_seg(&c->sq, seg), size, c->bs->lkey, slot);
-    o.kind = fetch ? (size == 8 ? RVX__MLX5_ON_FETCH64 : RVX__MLX5_ON_FETCH32) : RVX__MLX5_ON_NONE;
-    o.part = RVX__MLX5_PART_NONE;
-    o.len = size;
-    o.dst = fetch;
-    o.src = slot;
-    o.req = fetch ? req : NULL;
-    o.bounce = c->bs->head;
-    rvx__rc_on_retire(c, pi, &o);
-    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + nbb);
-    rvx__mlx5_set_fence(&c->sq);
+    wqe = rvx__mlx5_begin(&c->sq, rvx__mlx5_amo_opmod(&m, size), opcode, ds, fetch != NULL, 0,
+                          &pi, &flags);
+    o = rvx__mlx5_amo_op(size, fetch, req, slot, c->bs->head);
+    rvx__mlx5_amo(&c->sq, &c->tx, wqe + sizeof(struct mlx5_wqe_ctrl_seg), 0, pi, flags, &m, size,
+                  raddr, rkey, slot, c->bs->lkey, &o);
     rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, NULL);
-    if (wait) return rvx__rc_wait_req(c, &own);
+    if (wait) return rvx__mlx5_wait_req(c->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }
 
-/* MULT, MIN, MAX, UMIN, UMAX: read, compute, compare-and-swap until no one else changed it. */
-RVX_COLD rvx_status_t rvx__rc_amo_loop(rvx__rc_conn_t *c, rvx_amo_op_t op, unsigned size,
-                                         uint64_t v, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
-                                         void *fetch, rvx_request_t *req)
-{
-    uint64_t ones = size == 8 ? ~0ull : 0xffffffffull, old = 0, seen = 0, nv;
-    unsigned fa = size == 8 ? MLX5_OPCODE_ATOMIC_FA : MLX5_OPCODE_ATOMIC_MASKED_FA;
-    unsigned cs = size == 8 ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_MASKED_CS;
-    rvx_status_t st;
-    (void)req;
-    st = rvx__rc_amo(c, fa, size, 0, 0, 0, 0, raddr, rkey, &old, NULL);
-    while (st == RVX_OK) {
-        if (!rvx__mlx5_amo_next(op, size, old, v, &nv)) return RVX_ERR_INVALID_PARAM;
-        seen = 0;
-        st = rvx__rc_amo(c, cs, size, nv, old, ones, ones, raddr, rkey, &seen, NULL);
-        if (st != RVX_OK || (seen & ones) == (old & ones)) break;
-        old = seen;
-    }
-    if (st == RVX_OK && fetch) {
-        if (size == 8) *(uint64_t *)fetch = old;
-        else *(uint32_t *)fetch = (uint32_t)old;
-    }
-    return st;
-}
-
-/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
- * the NIC lacks. */
-RVX_INLINE rvx_status_t rvx__rc_atomic(rvx__rc_ep_t *ep, rvx_amo_op_t op, unsigned size,
-                                       uint64_t v, uint64_t cmp, uint64_t raddr,
-                                       const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req)
-{
-    rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
-    if (!m.opcode) return rvx__rc_amo_loop(ep->c, op, size, v, raddr, rkey, fetch, req);
-    return rvx__rc_amo(ep->c, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch, req);
-}
+#include "../mlx5/amo_loop.h"
 
 RVX_INLINE rvx_status_t rvx__rc_atomic64(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint64_t operand,
                                          uint64_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint64_t *fetch, rvx_request_t *req)
 {
-    return rvx__rc_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
+    return rvx__mlx5_atomic(ep, op, 8, operand, compare, raddr, rkey, fetch, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_atomic32(rvx__rc_ep_t *ep, rvx_amo_op_t op, uint32_t operand,
                                          uint32_t compare, uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
                                          uint32_t *fetch, rvx_request_t *req)
 {
-    return rvx__rc_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
+    return rvx__mlx5_atomic(ep, op, 4, operand, compare, raddr, rkey, fetch, req);
 }
 
 #endif /* RVX_TL_RC_AMO_H */

@@ -24,6 +24,9 @@
 #ifndef RVX_TL_RC_DECL_H
 #define RVX_TL_RC_DECL_H
 
+/* This build's mlx5 transport, for the code tl/mlx5/ writes once for both (tl/mlx5/chunk.h). */
+#define RVX__MLX5_NET(x) rvx__rc_##x
+
 #define RVX__RC_QPT_EMPTY (-1)
 #define RVX__RC_QPT_GONE  (-2)              /* a QP that no longer completes anything */
 #define RVX__RC_QPT_HELLO 0x40000000        /* the iface's hello QP (tl/rc/hello.h) */
@@ -121,6 +124,9 @@ typedef struct rvx__rc_conn {
     uint32_t              wf_next;     /* the next conn (its rank) in the iface's flush list */
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
 } rvx__rc_conn_t;
+
+/* The queue the code tl/mlx5/ shares posts to and flushes (RVX__MLX5_NET(q_t)). */
+typedef rvx__rc_conn_t rvx__rc_q_t;
 
 /* The conn's error as a status (kept in a byte), and what a post that found no room on a failed
  * conn returns: that error, else the peer's failure. */

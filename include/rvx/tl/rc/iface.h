@@ -3,6 +3,8 @@
 #ifndef RVX_TL_RC_IFACE_H
 #define RVX_TL_RC_IFACE_H
 
+#include "../mlx5/flush.h"
+
 /* ---- the iface ------------------------------------------------------------------------------ */
 
 /* What an iface owns besides its conns. */
@@ -281,11 +283,7 @@ RVX_COLD rvx_status_t rvx__rc_flush_slow(rvx__rc_conn_t *c, rvx_request_t *req)
 {
     rvx__rc_drain(c->ifc, 0);
     if (c->sq.ci == c->sq.pi) return RVX__RC_ERR(c);
-    if (c->failed) rvx__rc_hold(c); /* every WQE comes back with an error CQE */
-    else rvx__rc_sig_tail(c); /* the last WQE is unsignaled: a signaled NOP covers it */
-    if (!req) return RVX_ERR_INVALID_PARAM;
-    rvx__mlx5_tx_flush_add(&c->tx, req, c->sq.pi);
-    return RVX_INPROGRESS;
+    return rvx__mlx5_flush_q(c, req);
 }
 
 /* Done at once when nothing is outstanding, or when the CQE at the head of the CQ is this QP's
@@ -320,39 +318,27 @@ RVX_COLD rvx_status_t rvx__rc_iface_flush(rvx__rc_iface_t *ifc, rvx_request_t *r
         if (c->sq.ci == c->sq.pi) { rvx__rc_idle(ifc, at); continue; }
         at = &c->wf_next;
         if (!c->ep) continue;
-        if (c->failed) rvx__rc_hold(c);
-        else rvx__rc_sig_tail(c);
-        c->wflush_pi = c->sq.pi;
+        rvx__mlx5_wflush_q(c);
         busy = 1;
     }
-    if (!busy) return RVX_OK;
-    if (!req) return RVX_ERR_INVALID_PARAM;
-    req->status = RVX_INPROGRESS;
-    req->tl_private[0] = (uint64_t)(uintptr_t)ifc->wflush;
-    ifc->wflush = req;
-    return RVX_INPROGRESS;
+    return rvx__mlx5_wflush_add(&ifc->wflush, req, busy);
 }
 
 /* ---- liveness ------------------------------------------------------------------------------- */
 
-/* A zero-length WRITE to the peer's control region, signaled: its completion shows the peer's
- * NIC still answers. No data segment: a zero-length one would mean 2 GiB to the NIC. */
+/* A zero-length WRITE to the peer's control region (tl/mlx5/rdma.h), signaled: its completion
+ * shows the peer's NIC still answers. */
 RVX_COLD void rvx__rc_keepalive(rvx__rc_conn_t *c)
 {
     rvx__mlx5_rkey_t k;
     uint32_t pi;
+    unsigned flags;
     uint8_t *wqe;
-    rvx__mlx5_wqe_write0_t *w;
     rvx__rc_peer_ctrl(c, &k);
     RVX__RC_NEED(c, 1);
-    pi = c->sq.pi;
-    wqe = rvx__mlx5_slot(&c->sq, pi);
-    w = (rvx__mlx5_wqe_write0_t *)(void *)wqe;
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, MLX5_OPCODE_RDMA_WRITE, c->sq.qpn8, RVX__MLX5_DS_RDMA_NODATA,
-                       rvx__mlx5_moderate(&c->sq, 1), 0);
-    rvx__mlx5_set_raddr(&w->raddr, k.base, &k);
-    memset(w->unused, 0, sizeof(w->unused));
-    rvx__rc_mark_sig(c, pi, pi + 1);
+    wqe = rvx__mlx5_begin(&c->sq, 0, MLX5_OPCODE_RDMA_WRITE, RVX__MLX5_DS_RDMA_NODATA, 1, 0, &pi,
+                          &flags);
+    rvx__mlx5_write0(&c->sq, &c->tx, wqe + sizeof(struct mlx5_wqe_ctrl_seg), 0, pi, k.base, &k);
     c->ka_pi = pi + 1;
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }

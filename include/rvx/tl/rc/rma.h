@@ -1,5 +1,6 @@
 /* rvx/tl/rc/rma.h: rc_mlx5's puts and gets: the 8-byte put from SSE registers, inline puts, one
- * RDMA WQE (WRITE or READ), copied puts and gets through the bounce ring, zero-copy transfers. */
+ * RDMA WQE (WRITE or READ), and its steps of the chunk loops (tl/mlx5/chunk.h) behind the copied
+ * puts and gets through the bounce ring and the zero-copy transfers. */
 #ifndef RVX_TL_RC_RMA_H
 #define RVX_TL_RC_RMA_H
 
@@ -84,144 +85,117 @@ RVX_INLINE rvx_status_t rvx__rc_put_short(rvx__rc_ep_t *ep, const void *src, siz
     return rvx__rc_put_short_gen(ep->c, src, len, raddr, rkey);
 }
 
-/* One WQE with a raddr segment and a data segment: WRITE or READ (opcode), from/to local memory
- * addr (lkey). `o` describes what to do when it retires; sig forces a CQE. */
+/* One WQE with a raddr segment and a data segment (tl/mlx5/rdma.h): WRITE or READ (opcode),
+ * from/to local memory addr (lkey). `o` describes what to do when it retires; sig forces a CQE. */
 RVX_INLINE void rvx__rc_post_rdma(rvx__rc_conn_t *c, unsigned opcode, const void *addr,
                                     uint32_t len, uint32_t lkey, uint64_t raddr,
                                     const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
 {
     uint32_t pi;
     uint8_t *wqe;
-    rvx__mlx5_wqe_rdma_t *w;
     unsigned flags;
     RVX__RC_NEED(c, 1);
-    pi = c->sq.pi;
-    wqe = rvx__mlx5_slot(&c->sq, pi);
-    flags = rvx__mlx5_moderate(&c->sq, sig);
-    w = (rvx__mlx5_wqe_rdma_t *)(void *)wqe;
-    rvx__mlx5_set_ctrl(&w->ctrl, pi, 0, opcode, c->sq.qpn8, RVX__MLX5_DS_RDMA, flags, 0);
-    rvx__mlx5_set_raddr(&w->raddr, raddr, rkey);
-    rvx__mlx5_set_data(&w->data, len, lkey, addr);
-    memset(w->unused, 0, sizeof(w->unused));
-    if (o) rvx__rc_on_retire(c, pi, o);
-    if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
-    if (opcode == MLX5_OPCODE_RDMA_READ) rvx__mlx5_set_fence(&c->sq);
+    wqe = rvx__mlx5_begin(&c->sq, 0, opcode, RVX__MLX5_DS_RDMA, sig, 0, &pi, &flags);
+    rvx__mlx5_rdma(&c->sq, &c->tx, wqe + sizeof(struct mlx5_wqe_ctrl_seg), 0, pi, flags, opcode,
+                   addr, len, lkey, raddr, rkey, o);
     rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
 }
 
-/* Put bcopy: copy into the bounce ring (chunks of RVX_PUT_BCOPY_MAX), one WRITE per chunk. The
- * source can be reused on return. */
+/* ---- the chunk loops (tl/mlx5/chunk.h): rc_mlx5's steps ------------------------------------- */
+
+/* A connection's chunks all go to it: q is ep->c, never NULL (so the loops' tests of it fold). */
+
+RVX_INLINE rvx__rc_conn_t *rvx__rc_chunk_q(rvx__rc_ep_t *ep)
+{
+    if (!ep->c) __builtin_unreachable();
+    return ep->c;
+}
+
+RVX_INLINE uint8_t *rvx__rc_chunk_bounce(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, size_t n)
+{
+    (void)ep;
+    return rvx__rc_bounce(c, n);
+}
+
+RVX_INLINE uint64_t rvx__rc_chunk_bhead(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep;
+    return c->bs->head;
+}
+
+RVX_INLINE uint32_t rvx__rc_chunk_lkey(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep;
+    return c->bs->lkey;
+}
+
+RVX_INLINE void rvx__rc_chunk_post(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, unsigned opcode,
+                                   const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+                                   const rvx__mlx5_rkey_t *rkey, const rvx__mlx5_op_t *o, int sig)
+{
+    (void)ep;
+    rvx__rc_post_rdma(c, opcode, addr, len, lkey, raddr, rkey, o, sig);
+}
+
+RVX_INLINE int rvx__rc_chunk_failed(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep;
+    return c->failed;
+}
+
+RVX_INLINE rvx_status_t rvx__rc_chunk_status(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep;
+    return rvx__rc_fail_st(c);
+}
+
+/* Before the first chunk, q is the connection as well. */
+RVX_INLINE rvx__rc_conn_t *rvx__rc_chunk_none(rvx__rc_ep_t *ep)
+{
+    return rvx__rc_chunk_q(ep);
+}
+
+RVX_INLINE rvx_status_t rvx__rc_chunk_stop(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, rvx_request_t *req)
+{
+    (void)ep;
+    return rvx__rc_stop(c, req);
+}
+
+RVX_INLINE rvx_status_t rvx__rc_chunk_wait(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, rvx_request_t *req)
+{
+    (void)ep;
+    return rvx__mlx5_wait_req(c->ifc, req);
+}
+
+#include "../mlx5/chunk.h"
+
+/* ---- bcopy and zcopy ------------------------------------------------------------------------ */
+
 RVX_INLINE rvx_status_t rvx__rc_put_bcopy(rvx__rc_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
-    rvx__rc_conn_t *c = ep->c;
-    size_t done = 0;
-    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX__RC_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
-        return RVX_ERR_REMOTE_ACCESS;
-    while (done < len) {
-        size_t n = len - done < RVX__RC_BOUNCE_CHUNK ? len - done : RVX__RC_BOUNCE_CHUNK;
-        rvx__mlx5_op_t o;
-        uint8_t *b;
-        if (n <= RVX__TL_SHORT_MAX) {
-            rvx__rc_put_short(ep, (const uint8_t *)src + done, n, raddr + done, rkey);
-            done += n;
-            continue;
-        }
-        b = rvx__rc_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return rvx__rc_fail_st(c);
-        memcpy(b, (const uint8_t *)src + done, n);
-        memset(&o, 0, sizeof(o));
-        o.kind = RVX__MLX5_ON_NONE;
-        o.bounce = c->bs->head;
-        rvx__rc_post_rdma(c, MLX5_OPCODE_RDMA_WRITE, b, (uint32_t)n, c->bs->lkey,
-                            raddr + done, rkey, &o, 0);
-        done += n;
-        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__rc_fail_st(c); /* none after an error */
-    }
-    return RVX_OK;
-}
-
-/* Put or get zcopy: straight from / into registered memory, in WQEs of at most 1 GiB; the request
- * completes when the last one has (without a request, the call waits). */
-RVX_INLINE rvx_status_t rvx__rc_rdma_zcopy(rvx__rc_conn_t *c, unsigned opcode, const uint8_t *buf,
-                                             size_t len, const rvx__mlx5_mem_t *lmem, uint64_t raddr,
-                                             const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
-{
-    rvx_request_t own;
-    size_t done = 0;
-    if (len == 0) return RVX_OK;
-    if (RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len))) return RVX_ERR_REMOTE_ACCESS;
-    if (!req) req = &own;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX__MLX5_DSEG_MAX) req->tl_private[2] = 0; /* chunks: the first error */
-    while (done < len) {
-        size_t n = len - done > RVX__MLX5_DSEG_MAX ? RVX__MLX5_DSEG_MAX : len - done;
-        int last = done + n == len;
-        rvx__mlx5_op_t o;
-        memset(&o, 0, sizeof(o));
-        o.kind = RVX__MLX5_ON_REQ;
-        o.part = RVX__MLX5_PART(done, n, len);
-        o.req = req;
-        rvx__rc_post_rdma(c, opcode, buf + done, (uint32_t)n, lmem->lkey, raddr + done, rkey,
-                            &o, last);
-        done += n;
-        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__rc_stop(c, req); /* none after an error */
-    }
-    return req == &own ? rvx__rc_wait_req(c, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_put_bcopy(ep, src, len, raddr, rkey);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_put_zcopy(rvx__rc_ep_t *ep, const void *src, size_t len,
                                           const rvx__mlx5_mem_t *lmem, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__rc_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
+    return rvx__mlx5_rdma_zcopy(ep, MLX5_OPCODE_RDMA_WRITE, (const uint8_t *)src, len, lmem,
                                 raddr, rkey, req);
 }
 
-/* ---- get ------------------------------------------------------------------------------------ */
-
-/* Get bcopy: READs into the bounce ring, copied to dst as each completes; the request completes
- * with the last chunk. Without a request the call waits. */
 RVX_INLINE rvx_status_t rvx__rc_get_bcopy(rvx__rc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    rvx__rc_conn_t *c = ep->c;
-    rvx_request_t own;
-    size_t done = 0;
-    if (len == 0) return RVX_OK;
-    /* more than one chunk: checked here (one chunk the NIC checks, as for a short get) */
-    if (len > RVX__RC_BOUNCE_CHUNK && RVX_UNLIKELY(!rvx__mlx5_rkey_covers(rkey, raddr, len)))
-        return RVX_ERR_REMOTE_ACCESS;
-    if (!req) req = &own;
-    req->status = RVX_INPROGRESS; /* the call owns the request's initial state */
-    if (len > RVX__RC_BOUNCE_CHUNK) req->tl_private[2] = 0; /* chunks: the first error */
-    while (done < len) {
-        size_t n = len - done < RVX__RC_BOUNCE_CHUNK ? len - done : RVX__RC_BOUNCE_CHUNK;
-        int last = done + n == len;
-        rvx__mlx5_op_t o;
-        uint8_t *b = rvx__rc_bounce(c, n);
-        if (RVX_UNLIKELY(!b)) return rvx__rc_stop(c, req);
-        o.kind = RVX__MLX5_ON_COPY;
-        o.part = RVX__MLX5_PART(done, n, len);
-        o.len = (uint32_t)n;
-        o.dst = (uint8_t *)dst + done;
-        o.src = b;
-        o.req = req;
-        o.bounce = c->bs->head;
-        rvx__rc_post_rdma(c, MLX5_OPCODE_RDMA_READ, b, (uint32_t)n, c->bs->lkey,
-                            raddr + done, rkey, &o, last);
-        done += n;
-        if (RVX_UNLIKELY(done < len && c->failed)) return rvx__rc_stop(c, req); /* none after an error */
-    }
-    return req == &own ? rvx__rc_wait_req(c, &own) : RVX_INPROGRESS;
+    return rvx__mlx5_get_bcopy(ep, dst, len, raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_get_zcopy(rvx__rc_ep_t *ep, void *dst, size_t len,
                                           const rvx__mlx5_mem_t *lmem, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__rc_rdma_zcopy(ep->c, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
+    return rvx__mlx5_rdma_zcopy(ep, MLX5_OPCODE_RDMA_READ, (const uint8_t *)dst, len, lmem,
                                 raddr, rkey, req);
 }
 

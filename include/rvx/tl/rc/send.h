@@ -170,14 +170,7 @@ RVX_COLD rvx_status_t rvx__rc_stop(rvx__rc_conn_t *c, rvx_request_t *req)
     return (rvx_status_t)(req->status = rvx__rc_fail_st(c));
 }
 
-RVX_COLD rvx_status_t rvx__rc_wait_req(rvx__rc_conn_t *c, rvx_request_t *req)
-{
-    unsigned spins = 0;
-    while (req->status == RVX_INPROGRESS) {
-        if (rvx__rc_poll_blocking(c->ifc)) spins = 0;
-        else rvx__backoff(&spins);
-    }
-    return (rvx_status_t)req->status;
-}
+/* A request of the call's own: rvx__mlx5_wait_req, over rvx__rc_poll_blocking. */
+#include "../mlx5/wait.h"
 
 #endif /* RVX_TL_RC_SEND_H */
