@@ -226,7 +226,6 @@ RVX_COLD void rvx__dc_wflush_check(rvx__dc_iface_t *ifc)
     ifc->nlive--; /* the flushes' count (rvx__dc_iface_flush) */
 }
 
-
 /* Handle every CQE present. deliver = 0: received requests are set aside (a reply is waiting for
  * room, or no handler may run). Returns the number of CQEs. */
 RVX_COLD int rvx__dc_poll(rvx__dc_iface_t *ifc, int deliver)
