@@ -97,8 +97,11 @@ int main(int argc, char **argv)
     for (round = 0; round < rounds; round++) {
         cur_round = round;
         if (me == killer && round == kill_round) {
+            /* CLOCK_MONOTONIC: one clock for every process here. Read before the kill: read after
+             * it, a killer descheduled in between (a loaded machine) saw a survivor notice the
+             * death "before" the kill */
+            t_kill = rvx__now_s();
             T_CHECK(kill(pids[victim], SIGKILL) == 0, "kill rank %d (pid %d)", victim, pids[victim]);
-            t_kill = rvx__now_s(); /* CLOCK_MONOTONIC: one clock for every process here */
             for (r = 0; r < n; r++)
                 if (r != victim && r != me)
                     T_OK(rvx_put(eps[r], &t_kill, sizeof(t_kill), remote[r].addr + (uint64_t)n * SLOT,
