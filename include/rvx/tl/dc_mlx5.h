@@ -28,7 +28,8 @@
  *   dc/dci.h     the DCI pool and posting on a DCI: the address segment, the WQE prologue and
  *                commit, which DCI a WQE goes to, bounce rings, the DCI's states and recovery
  *   dc/rma.h     put, get and the atomics (and the compare-and-swap loop the NIC lacks); its
- *                steps of the chunk loops of tl/mlx5/chunk.h, which it includes
+ *                steps of the chunk loops of tl/mlx5/chunk.h and of the blocking fetches of
+ *                tl/mlx5/fetch.h, which it includes
  *   dc/credit.h  credits: a frame's claim, the send limit, claims on a peer's pool, give-back
  *   dc/am.h      messages out: publishing a frame (the SEND), zero-copy sends, a reply's wait
  *   dc/cq.h      the CQ and the DCT: retiring WQEs, error CQEs, frames received, progress

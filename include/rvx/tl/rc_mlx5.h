@@ -5,8 +5,8 @@
  * the data path writes WQEs into the send queue, the doorbell record and the BlueFlame register
  * itself, and reads CQEs straight from the completion queue, as mlx5dv(7) allows. What every mlx5
  * transport shares is in tl/mlx5/: hardware values (hw.h), segment writers and the one commit
- * point (wqe.h), CQ polling (cq.h), the RDMA and atomic WQEs (rdma.h) and the chunk loops
- * (chunk.h, included from rc/rma.h), device set-up (setup.h). Each worker has, per lane, one iface:
+ * point (wqe.h), CQ polling (cq.h), the RDMA and atomic WQEs (rdma.h), the chunk loops and the
+ * blocking fetches (chunk.h, fetch.h, included from rc/rma.h), device set-up (setup.h). Each worker has, per lane, one iface:
  * one CQ, one shared receive queue, one RC QP per rank of the job (all taken to RTS when the
  * worker is created) and a UD QP for re-connection; an endpoint points to the conn of its peer.
  * An operation is one WQE, seldom signaled; a full queue or an exhausted send budget is waited out

@@ -255,6 +255,9 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__dc_ep_t *ep, uint32_t nbb);
 RVX_COLD uint8_t *rvx__dc_bounce_wait(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, size_t len);
 /* tl/dc/rma.h: transfers and atomics */
 RVX_COLD rvx_status_t rvx__dc_stop(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, rvx_request_t *req);
+RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned size, uint64_t a,
+                                    uint64_t b, uint64_t amask, uint64_t bmask, uint64_t raddr,
+                                    const rvx__mlx5_rkey_t *rkey, void *fetch, rvx_request_t *req);
 #if RVX_CAN_RECEIVE
 /* tl/dc/credit.h */
 RVX_COLD int rvx__dc_credit_slow(rvx__dc_ep_t *ep);

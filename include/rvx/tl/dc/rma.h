@@ -171,6 +171,73 @@ RVX_INLINE rvx_status_t rvx__dc_chunk_wait(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, r
 
 #include "../mlx5/chunk.h"
 
+/* ---- the blocking fetches (tl/mlx5/fetch.h): dc_mlx5's steps -------------------------------- */
+
+RVX_INLINE rvx__dc_dci_t *rvx__dc_fetch_q(rvx__dc_ep_t *ep)
+{
+    return ep->dci;
+}
+
+/* The one-WQEBB form has room for nbb WQEBBs (pi_fast: no DCI held, a failed DCI, the 48-byte
+ * address form all go the general way) and nothing of the bounce ring is in flight. */
+RVX_INLINE int rvx__dc_fetch_ok(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t nbb)
+{
+    (void)ep;
+    return (int32_t)(d->sq.pi + nbb - d->pi_fast) <= 0 && d->b_head == d->b_tail;
+}
+
+/* The slot at the head of the DCI's bounce ring. */
+RVX_INLINE uint8_t *rvx__dc_fetch_slot(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)ep;
+    return d->bounce + d->b_head % RVX_DC_BOUNCE_BYTES;
+}
+
+/* The slot becomes the ring's, as rvx__dc_bounce(d, ep, 8) would have made it. */
+RVX_COLD uint64_t rvx__dc_fetch_take(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)ep;
+    return d->b_head += 64;
+}
+
+#if defined(__x86_64__)
+/* The 16-byte address segment (the only form fetch_q lets through): the key, then av_lo. */
+RVX_INLINE unsigned rvx__dc_fetch_av(rvx__dc_ep_t *ep, __m128i *av)
+{
+    *av = _mm_set_epi64x((long long)ep->av_lo, (long long)rvx_htobe64(RVX__DC_KEY));
+    return 1;
+}
+#endif
+
+RVX_INLINE void rvx__dc_fetch_commit(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t pi,
+                                     uint32_t nbb, uint8_t *wqe, const rvx__mlx5_bb_t *bb)
+{
+#if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
+    d->owner[pi & d->sq.mask] = ep;
+#else
+    (void)ep;
+#endif
+    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, bb);
+}
+
+RVX_INLINE int rvx__dc_fetch_quiet(rvx__dc_ep_t *ep)
+{
+    return !ep->ifc->wflush;
+}
+
+RVX_INLINE void rvx__dc_fetch_retired(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+{
+    (void)ep;
+    rvx__dc_fast_limit(d);
+}
+
+RVX_INLINE rvx__dc_iface_t *rvx__dc_fetch_ifc(rvx__dc_ep_t *ep)
+{
+    return ep->ifc;
+}
+
+#include "../mlx5/fetch.h"
+
 /* ---- bcopy and zcopy ------------------------------------------------------------------------- */
 
 RVX_INLINE rvx_status_t rvx__dc_put_bcopy(rvx__dc_ep_t *ep, const void *src, size_t len,
@@ -190,7 +257,7 @@ RVX_INLINE rvx_status_t rvx__dc_put_zcopy(rvx__dc_ep_t *ep, const void *src, siz
 RVX_INLINE rvx_status_t rvx__dc_get_bcopy(rvx__dc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__mlx5_get_bcopy(ep, dst, len, raddr, rkey, req);
+    return rvx__mlx5_get(ep, dst, len, raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx__dc_get_zcopy(rvx__dc_ep_t *ep, void *dst, size_t len,

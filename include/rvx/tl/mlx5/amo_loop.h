@@ -31,8 +31,9 @@ RVX_COLD rvx_status_t rvx__mlx5_amo_loop(RVX__MLX5_NET(ep_t) *ep, rvx_amo_op_t o
     return st;
 }
 
-/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h), or the compare-and-swap loop for the five
- * the NIC lacks, done when the call returns. */
+/* An rvx_amo_op_t as one NIC atomic (tl/mlx5/amo.h; a blocking 64-bit fetch-add or
+ * compare-and-swap through tl/mlx5/fetch.h), or the compare-and-swap loop for the five the NIC
+ * lacks, done when the call returns. */
 RVX_INLINE rvx_status_t rvx__mlx5_atomic(RVX__MLX5_NET(ep_t) *ep, rvx_amo_op_t op, unsigned size,
                                          uint64_t v, uint64_t cmp, uint64_t raddr,
                                          const rvx__mlx5_rkey_t *rkey, void *fetch,
@@ -40,6 +41,12 @@ RVX_INLINE rvx_status_t rvx__mlx5_atomic(RVX__MLX5_NET(ep_t) *ep, rvx_amo_op_t o
 {
     rvx__mlx5_amo_t m = rvx__mlx5_amo_map(op, size, v, cmp);
     if (!m.opcode) return rvx__mlx5_amo_loop(ep, op, size, v, raddr, rkey, fetch);
+#if defined(__x86_64__)
+    /* a 64-bit native atomic the call waits for: tl/mlx5/fetch.h */
+    if (__builtin_constant_p(req == NULL) && req == NULL && fetch && size == 8 &&
+        (m.opcode == MLX5_OPCODE_ATOMIC_FA || m.opcode == MLX5_OPCODE_ATOMIC_CS))
+        return rvx__mlx5_fetch_amo8(ep, m.opcode, m.a, m.b, raddr, rkey, fetch);
+#endif
     return RVX__MLX5_NET(amo)(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch,
                               req);
 }

@@ -350,7 +350,7 @@ RVX_INLINE void rvx__mlx5_bf_copy(const rvx__mlx5_sq_t *sq, uint8_t *reg, const 
 }
 
 /* Every post ends here. The WQE of nbb WQEBBs at wqe is complete in the queue (and, when `bb`
- * is given, its single WQEBB is also in registers); pi_end is the producer index past it.
+ * is given, its WQEBBs are also in registers, bb[0..nbb)); pi_end is the producer index past it.
  * Producer index, doorbell record, then the NIC is told: BlueFlame copy of the WQE when it fits
  * the register's half (from `bb`, or read back from the queue), else the 8-byte doorbell (the
  * ctrl segment's first 8 bytes, one 64-bit store); then the BlueFlame half flips. */
@@ -367,8 +367,9 @@ RVX_INLINE void rvx__mlx5_commit(rvx__mlx5_sq_t *sq, uint32_t pi_end, const uint
     reg = bf->cur;
 #if RVX_MLX5_DOORBELL == RVX_MLX5_DB_BF
 #if defined(__x86_64__)
-    if (bb) {
-        rvx__mlx5_bb_store(reg, bb);
+    if (bb && (nbb == 1 || nbb * RVX__MLX5_BB <= bf->size)) { /* nbb WQEBBs in bb[] */
+        uint32_t i;
+        for (i = 0; i < nbb; i++) rvx__mlx5_bb_store(reg + RVX__MLX5_BB * i, &bb[i]);
     } else
 #endif
     if (nbb * RVX__MLX5_BB <= bf->size) {

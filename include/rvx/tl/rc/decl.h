@@ -222,6 +222,11 @@ RVX_INLINE uint32_t rvx__rc_now_ms(void)
 RVX_COLD void rvx__rc_grant_adopt(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c);
 /* tl/rc/bounce.h */
 RVX_COLD uint8_t *rvx__rc_bounce_wait(rvx__rc_conn_t *c, size_t len);
+/* tl/rc/amo.h (the general path of tl/mlx5/fetch.h, included from tl/rc/rma.h) */
+RVX_INLINE rvx_status_t rvx__rc_amo(rvx__rc_ep_t *ep, unsigned opcode, unsigned size,
+                                    uint64_t a, uint64_t b, uint64_t amask, uint64_t bmask,
+                                    uint64_t raddr, const rvx__mlx5_rkey_t *rkey, void *fetch,
+                                    rvx_request_t *req);
 /* tl/rc/cq.h */
 RVX_COLD int rvx__rc_drain(rvx__rc_iface_t *ifc, int deliver);
 RVX_COLD int rvx__rc_poll_blocking(rvx__rc_iface_t *ifc);

@@ -169,6 +169,69 @@ RVX_INLINE rvx_status_t rvx__rc_chunk_wait(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, 
 
 #include "../mlx5/chunk.h"
 
+/* ---- the blocking fetches (tl/mlx5/fetch.h): rc_mlx5's steps -------------------------------- */
+
+RVX_INLINE rvx__rc_conn_t *rvx__rc_fetch_q(rvx__rc_ep_t *ep)
+{
+    return ep->c;
+}
+
+/* Room for nbb WQEBBs, not failed, and nothing of the conn's bounce segment in flight (a conn
+ * without a segment has lim == head: not this way). */
+RVX_INLINE int rvx__rc_fetch_ok(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t nbb)
+{
+    (void)ep;
+    return !rvx__mlx5_sq_full(&c->sq, nbb) && !c->failed &&
+           c->bs->lim - c->bs->head == RVX__RC_BOUNCE_SEG;
+}
+
+/* The slot at the head of the conn's bounce segment. */
+RVX_INLINE uint8_t *rvx__rc_fetch_slot(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep;
+    return c->bs->buf + c->bs->head % RVX__RC_BOUNCE_SEG;
+}
+
+/* The slot becomes the segment's, as rvx__rc_bounce(c, 8) would have made it. */
+RVX_COLD uint64_t rvx__rc_fetch_take(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep;
+    return c->bs->head += 64;
+}
+
+#if defined(__x86_64__)
+RVX_INLINE unsigned rvx__rc_fetch_av(rvx__rc_ep_t *ep, __m128i *av)
+{
+    (void)ep;
+    *av = _mm_setzero_si128();
+    return 0; /* no address segment */
+}
+#endif
+
+RVX_INLINE void rvx__rc_fetch_commit(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t pi,
+                                     uint32_t nbb, uint8_t *wqe, const rvx__mlx5_bb_t *bb)
+{
+    (void)ep;
+    rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, bb);
+}
+
+RVX_INLINE int rvx__rc_fetch_quiet(rvx__rc_ep_t *ep)
+{
+    return !ep->c->ifc->wflush && !ep->c->ifc->nrec;
+}
+
+RVX_INLINE void rvx__rc_fetch_retired(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+{
+    (void)ep; (void)c;
+}
+
+RVX_INLINE rvx__rc_iface_t *rvx__rc_fetch_ifc(rvx__rc_ep_t *ep)
+{
+    return ep->c->ifc;
+}
+
+#include "../mlx5/fetch.h"
+
 /* ---- bcopy and zcopy ------------------------------------------------------------------------ */
 
 RVX_INLINE rvx_status_t rvx__rc_put_bcopy(rvx__rc_ep_t *ep, const void *src, size_t len,
@@ -188,7 +251,7 @@ RVX_INLINE rvx_status_t rvx__rc_put_zcopy(rvx__rc_ep_t *ep, const void *src, siz
 RVX_INLINE rvx_status_t rvx__rc_get_bcopy(rvx__rc_ep_t *ep, void *dst, size_t len, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, rvx_request_t *req)
 {
-    return rvx__mlx5_get_bcopy(ep, dst, len, raddr, rkey, req);
+    return rvx__mlx5_get(ep, dst, len, raddr, rkey, req);
 }
 
 RVX_INLINE rvx_status_t rvx__rc_get_zcopy(rvx__rc_ep_t *ep, void *dst, size_t len,
