@@ -225,11 +225,11 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -o $@ $<
 # ---- end of PMIx builds
 
-$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h bench/floor_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h bench/floor_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 

@@ -26,10 +26,16 @@ row() { # tl, printed name, count at N, count at 2N: prints "icount <tl> <op> <p
   echo "icount $1 $2 $v"
 }
 
-count() { # op, wrapper function, iterations -> instructions inside the wrapper
+count() { # op, wrapper function(s), iterations -> instructions inside the wrapper
   # --fair-sched: over rvxsim the counted thread waits on the model's engine thread now and then,
   # which valgrind's default scheduling starves (the counts do not depend on it)
-  valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$tmp/cg" --toggle-collect="$2" \
+  # "wrapper,await": a blocking call; the function in which it waits for its CQE (rvx's
+  # rvx__mlx5_cq_await, the floors' floor_cq_await) toggles collection off while it runs, so the
+  # call counts as if the CQE were there at its second look, whatever the model's latency
+  local fn toggles=()
+  IFS=, read -ra fn <<<"$2"
+  for f in "${fn[@]}"; do toggles+=(--toggle-collect="$f"); done
+  valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$tmp/cg" "${toggles[@]}" \
     "$bin" "$1" "$3" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; echo 0; return; }
   awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg"
 }
@@ -79,20 +85,30 @@ mlx5_rows() { # tl, entries name:binary:op:wrapper...
 }
 want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
              put8_db:icount_rc_db:put8:bench_put8 ref_put8_db:icount_rc_db:ref_put8:ref_put8 \
-             get8:icount_rc:get8:bench_get8 flush_ready:icount_rc:flush_ready:bench_flush_ready \
+             get8:icount_rc:get8:bench_get8,rvx__mlx5_cq_await floor_get8:icount_rc:floor_get8:floor_get8,floor_cq_await \
+             get8_req:icount_rc:get8_req:bench_get8_req flush_ready:icount_rc:flush_ready:bench_flush_ready \
              progress_idle:icount_rc:progress_idle:bench_progress_idle \
              progress_live_empty:icount_rc:progress_live_empty:bench_progress_live_empty \
-             am_short8:icount_rc:am_short8:bench_am_short8 amo_add8:icount_rc:amo_add8:bench_amo_add8 \
+             am_short8:icount_rc:am_short8:bench_am_short8 amo_add8:icount_rc:amo_fadd8:bench_amo_fadd8,rvx__mlx5_cq_await \
+             floor_amo_add8:icount_rc:floor_amo_add8:floor_amo_add8,floor_cq_await \
+             amo_add8_nf:icount_rc:amo_add8:bench_amo_add8 \
              tag_send8:icount_tag_rc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_rc:tag_recv8:bench_tag_recv8 \
              tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle
 
 # dc_mlx5 (build/bench/icount_dc, icount_tag_dc), on rvxsim likewise: an endpoint to the
 # process's own DCT. floor_put8 is the same put8 WQE posted by hand in the same binary.
+# On both: get8 is a blocking 8-byte get and amo_add8 a fetching add that waits for the old value
+# (floor_get8, floor_amo_add8: the same posted and waited for by hand, bench/floor_fetch.h);
+# get8_req is the get posted with a request and amo_add8_nf the add without a fetch, their
+# completions outside the count.
 want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc:floor_put8:floor_put8 \
-             get8:icount_dc:get8:bench_get8 flush_ready:icount_dc:flush_ready:bench_flush_ready \
+             get8:icount_dc:get8:bench_get8,rvx__mlx5_cq_await floor_get8:icount_dc:floor_get8:floor_get8,floor_cq_await \
+             get8_req:icount_dc:get8_req:bench_get8_req flush_ready:icount_dc:flush_ready:bench_flush_ready \
              progress_idle:icount_dc:progress_idle:bench_progress_idle \
              progress_live_empty:icount_dc:progress_live_empty:bench_progress_live_empty \
-             am_short8:icount_dc:am_short8:bench_am_short8 amo_add8:icount_dc:amo_add8:bench_amo_add8 \
+             am_short8:icount_dc:am_short8:bench_am_short8 amo_add8:icount_dc:amo_fadd8:bench_amo_fadd8,rvx__mlx5_cq_await \
+             floor_amo_add8:icount_dc:floor_amo_add8:floor_amo_add8,floor_cq_await \
+             amo_add8_nf:icount_dc:amo_add8:bench_amo_add8 \
              tag_send8:icount_tag_dc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_dc:tag_recv8:bench_tag_recv8 \
              tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle
 

@@ -4,7 +4,7 @@
  * queues from filling (flushes, draining the CQ) runs between the counted calls, not inside.
  *
  *   icount_rc <op> <N>   op: put8 ref_put8 get8 flush_ready progress_idle progress_live_empty
- *                            am_short8 amo_add8
+ *                            am_short8 amo_add8 get8_req floor_get8 amo_fadd8 floor_amo_add8
  * Built twice: with BlueFlame (default) and with RVX_MLX5_DOORBELL=RVX_MLX5_DB_8B (icount_rc_db). */
 #define RVX_TL RVX_TL_RC_MLX5
 #define BENCH_ICOUNT 1
@@ -93,11 +93,28 @@ RVX_NOINLINE void ref_put8(ref_qp_t *q, const uint64_t *src, uint64_t raddr, con
     q->bf = (uint8_t *)((uintptr_t)reg ^ q->flip);
 }
 
-RVX_NOINLINE rvx_status_t bench_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr,
-                                     const rvx_rkey_t *rk, rvx_request_t *req)
+/* get8: a blocking 8-byte get (no request: done on return); get8_req: the same posted with a
+ * request, its completion outside the count (what get8 counted until the fetch path). */
+RVX_NOINLINE rvx_status_t bench_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr, const rvx_rkey_t *rk)
+{
+    return rvx_get(ep, dst, 8, raddr, rk, NULL);
+}
+
+RVX_NOINLINE rvx_status_t bench_get8_req(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr,
+                                         const rvx_rkey_t *rk, rvx_request_t *req)
 {
     return rvx_get(ep, dst, 8, raddr, rk, req);
 }
+
+/* amo_fadd8: a fetching add that waits for the old value (amo_add8 in bench/icount.sh's mlx5
+ * rows; bench_amo_add8, the add without a fetch, is amo_add8_nf there). */
+RVX_NOINLINE rvx_status_t bench_amo_fadd8(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk, uint64_t *old)
+{
+    return rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, raddr, rk, old, NULL);
+}
+
+#define FLOOR_AV 0
+#include "floor_fetch.h"
 
 RVX_NOINLINE rvx_status_t bench_flush_ready(rvx_ep_t *ep, rvx_request_t *req) { return rvx_ep_flush_nb(ep, req); }
 
@@ -143,16 +160,60 @@ static long loop_ref_put8(icount_env_t *e, long n)
     return 0;
 }
 
-static long loop_get8(icount_env_t *e, long n)
+/* The floors (floor_fetch.h) on the endpoint's QP and the worker's CQ, taken over after a put of
+ * 42 was flushed and its CQE consumed. */
+static long loop_floor_fetch(icount_env_t *e, long n, int amo)
+{
+    rvx__rc_conn_t *c = e->ep->tl[0].c;
+    floor_fetch_t q;
+    if (rvx_put(e->ep, &e->src, 8, e->base + 64, &e->rk) != RVX_OK || rvx_ep_flush(e->ep) != RVX_OK)
+        return 1;
+    while (rvx_progress(e->w)) {}
+    if (c->sq.ci != c->sq.pi) return 1;
+    *(volatile uint64_t *)(uintptr_t)e->base = 0;
+    floor_fetch_init(&q, &c->sq, c->sq.mask + 1 - RVX__RC_SQ_RESERVE, &e->w->iface[0].cq, e);
+    return floor_fetch_loop(&q, e, n, amo);
+}
+
+static long loop_floor_get8(icount_env_t *e, long n) { return loop_floor_fetch(e, n, 0); }
+static long loop_floor_amo_add8(icount_env_t *e, long n) { return loop_floor_fetch(e, n, 1); }
+
+static long loop_get8_req(icount_env_t *e, long n)
 {
     long i, errors = 0;
     for (i = 0; i < n; i++) {
         rvx_request_t req;
         rvx_status_t st;
         req.status = RVX_INPROGRESS;
-        st = bench_get8(e->ep, &e->dst, e->base + 64, &e->rk, &req);
+        st = bench_get8_req(e->ep, &e->dst, e->base + 64, &e->rk, &req);
         if (st == RVX_INPROGRESS) st = rvx_wait(e->w, &req);
         errors += st != RVX_OK;
+    }
+    return errors;
+}
+
+/* Blocking gets of the word a put wrote: each must return it. */
+static long loop_get8(icount_env_t *e, long n)
+{
+    long i, errors = rvx_put(e->ep, &e->src, 8, e->base + 64, &e->rk) != RVX_OK;
+    errors += rvx_ep_flush(e->ep) != RVX_OK;
+    for (i = 0; i < n; i++) {
+        e->dst = 0;
+        errors += bench_get8(e->ep, &e->dst, e->base + 64, &e->rk) != RVX_OK;
+        errors += e->dst != 42;
+    }
+    return errors;
+}
+
+/* Fetching adds of 1 on the word at base: each must return the count so far. */
+static long loop_amo_fadd8(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    *(volatile uint64_t *)(uintptr_t)e->base = 0;
+    for (i = 0; i < n; i++) {
+        uint64_t old = ~0ull;
+        errors += bench_amo_fadd8(e->ep, e->base, &e->rk, &old) != RVX_OK;
+        errors += old != (uint64_t)i;
     }
     return errors;
 }
@@ -180,6 +241,8 @@ int main(int argc, char **argv)
     /* ref_put8 bypassed the queue's book-keeping: no flush, no teardown */
     static const icount_op_t ops[] = {
         {"put8", loop_put8, 0}, {"ref_put8", loop_ref_put8, 1}, {"get8", loop_get8, 0},
+        {"get8_req", loop_get8_req, 0}, {"floor_get8", loop_floor_get8, 1},
+        {"amo_fadd8", loop_amo_fadd8, 0}, {"floor_amo_add8", loop_floor_amo_add8, 1},
         {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
         {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", icount_am_short8, 0},
         {"amo_add8", loop_amo_add8, 0},
