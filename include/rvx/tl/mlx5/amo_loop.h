@@ -44,8 +44,12 @@ RVX_INLINE rvx_status_t rvx__mlx5_atomic(RVX__MLX5_NET(ep_t) *ep, rvx_amo_op_t o
 #if defined(__x86_64__)
     /* a 64-bit native atomic the call waits for: tl/mlx5/fetch.h */
     if (__builtin_constant_p(req == NULL) && req == NULL && fetch && size == 8 &&
-        (m.opcode == MLX5_OPCODE_ATOMIC_FA || m.opcode == MLX5_OPCODE_ATOMIC_CS))
-        return rvx__mlx5_fetch_amo8(ep, m.opcode, m.a, m.b, raddr, rkey, fetch);
+        (m.opcode == MLX5_OPCODE_ATOMIC_FA || m.opcode == MLX5_OPCODE_ATOMIC_CS)) {
+        if (__builtin_constant_p(fetch != NULL)) /* known: inline */
+            return rvx__mlx5_fetch_amo8(ep, m.opcode, m.a, m.b, raddr, rkey, fetch);
+        return m.opcode == MLX5_OPCODE_ATOMIC_FA ? rvx__mlx5_fetch_fa8(ep, m.a, raddr, rkey, fetch)
+                                                 : rvx__mlx5_fetch_cs8(ep, m.a, m.b, raddr, rkey, fetch);
+    }
 #endif
     return RVX__MLX5_NET(amo)(ep, m.opcode, size, m.a, m.b, m.amask, m.bmask, raddr, rkey, fetch,
                               req);

@@ -230,6 +230,25 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_amo8(RVX__MLX5_FEP *ep, unsigned opcode,
     nbb = rvx__mlx5_fetch_wqe(ep, q, bb, n_av, av, opcode, operands, 8, slot, raddr, rkey);
     return rvx__mlx5_fetch_run(ep, q, pi, nbb, bb, fetch, 8);
 }
+
+/* The same where the call cannot tell whether there is a fetch pointer (the general atomic stays
+ * inline there for the atomics without one): out of line, so that the general path's registers
+ * are not the fetch path's. */
+static RVX_NOINLINE RVX_UNUSED rvx_status_t rvx__mlx5_fetch_fa8(RVX__MLX5_FEP *ep, uint64_t a,
+                                                                uint64_t raddr,
+                                                                const rvx__mlx5_rkey_t *rkey,
+                                                                void *fetch)
+{
+    return rvx__mlx5_fetch_amo8(ep, MLX5_OPCODE_ATOMIC_FA, a, 0, raddr, rkey, fetch);
+}
+
+static RVX_NOINLINE RVX_UNUSED rvx_status_t rvx__mlx5_fetch_cs8(RVX__MLX5_FEP *ep, uint64_t a,
+                                                                uint64_t b, uint64_t raddr,
+                                                                const rvx__mlx5_rkey_t *rkey,
+                                                                void *fetch)
+{
+    return rvx__mlx5_fetch_amo8(ep, MLX5_OPCODE_ATOMIC_CS, a, b, raddr, rkey, fetch);
+}
 #endif
 
 /* A get: the fetch path for a blocking one of a small constant length, else the chunk loop. */
