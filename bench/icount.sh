@@ -92,6 +92,7 @@ want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:r
              am_short8:icount_rc:am_short8:bench_am_short8 amo_add8:icount_rc:amo_fadd8:bench_amo_fadd8,rvx__mlx5_cq_await \
              floor_amo_add8:icount_rc:floor_amo_add8:floor_amo_add8,floor_cq_await \
              amo_add8_nf:icount_rc:amo_add8:bench_amo_add8 \
+             get8_req_wait:icount_rc:get8_req_wait:bench_wait amo_fadd8_req_wait:icount_rc:amo_fadd8_req_wait:bench_wait \
              tag_send8:icount_tag_rc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_rc:tag_recv8:bench_tag_recv8 \
              tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle
 
@@ -100,7 +101,8 @@ want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:r
 # On both: get8 is a blocking 8-byte get and amo_add8 a fetching add that waits for the old value
 # (floor_get8, floor_amo_add8: the same posted and waited for by hand, bench/floor_fetch.h);
 # get8_req is the get posted with a request and amo_add8_nf the add without a fetch, their
-# completions outside the count.
+# completions outside the count; get8_req_wait and amo_fadd8_req_wait are rvx_wait alone on such a
+# get or fetching add whose CQE is already there (the general path's retirement).
 want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc:floor_put8:floor_put8 \
              get8:icount_dc:get8:bench_get8,rvx__mlx5_cq_await floor_get8:icount_dc:floor_get8:floor_get8,floor_cq_await \
              get8_req:icount_dc:get8_req:bench_get8_req flush_ready:icount_dc:flush_ready:bench_flush_ready \
@@ -109,6 +111,7 @@ want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc
              am_short8:icount_dc:am_short8:bench_am_short8 amo_add8:icount_dc:amo_fadd8:bench_amo_fadd8,rvx__mlx5_cq_await \
              floor_amo_add8:icount_dc:floor_amo_add8:floor_amo_add8,floor_cq_await \
              amo_add8_nf:icount_dc:amo_add8:bench_amo_add8 \
+             get8_req_wait:icount_dc:get8_req_wait:bench_wait amo_fadd8_req_wait:icount_dc:amo_fadd8_req_wait:bench_wait \
              tag_send8:icount_tag_dc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_dc:tag_recv8:bench_tag_recv8 \
              tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle
 

@@ -192,6 +192,41 @@ static long loop_get8_req(icount_env_t *e, long n)
     return errors;
 }
 
+/* The general path's wait, for comparison: a get (or a fetching add) posted with a request, its
+ * CQE present, then rvx_wait counted alone (bench_wait: the CQE's retirement and the copy). */
+RVX_NOINLINE rvx_status_t bench_wait(rvx_worker_t *w, rvx_request_t *req) { return rvx_wait(w, req); }
+
+static long loop_req_wait(icount_env_t *e, long n, int amo)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        rvx_request_t req;
+        rvx_status_t st;
+        uint64_t v = ~0ull;
+        req.status = RVX_INPROGRESS;
+        st = amo ? rvx_atomic64(e->ep, RVX_AMO_ADD, 1, 0, e->base, &e->rk, &v, &req)
+                 : rvx_get(e->ep, &v, 8, e->base, &e->rk, &req);
+        if (st == RVX_INPROGRESS) {
+            cqe_present(e->w);
+            st = bench_wait(e->w, &req);
+        }
+        errors += st != RVX_OK || v != (amo ? (uint64_t)i : (uint64_t)n);
+    }
+    return errors;
+}
+
+static long loop_get8_req_wait(icount_env_t *e, long n)
+{
+    *(volatile uint64_t *)(uintptr_t)e->base = (uint64_t)n;
+    return loop_req_wait(e, n, 0);
+}
+
+static long loop_amo_fadd8_req_wait(icount_env_t *e, long n)
+{
+    *(volatile uint64_t *)(uintptr_t)e->base = 0;
+    return loop_req_wait(e, n, 1);
+}
+
 /* Blocking gets of the word a put wrote: each must return it. */
 static long loop_get8(icount_env_t *e, long n)
 {
@@ -243,6 +278,7 @@ int main(int argc, char **argv)
         {"put8", loop_put8, 0}, {"ref_put8", loop_ref_put8, 1}, {"get8", loop_get8, 0},
         {"get8_req", loop_get8_req, 0}, {"floor_get8", loop_floor_get8, 1},
         {"amo_fadd8", loop_amo_fadd8, 0}, {"floor_amo_add8", loop_floor_amo_add8, 1},
+        {"get8_req_wait", loop_get8_req_wait, 0}, {"amo_fadd8_req_wait", loop_amo_fadd8_req_wait, 0},
         {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
         {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", icount_am_short8, 0},
         {"amo_add8", loop_amo_add8, 0},
