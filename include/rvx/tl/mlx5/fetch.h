@@ -13,13 +13,18 @@
  * READ or atomic has completed.
  *
  * The transport's steps (RVX__MLX5_NET(x), bound in its decl.h; q its queue type, with the shared
- * sq and tx): fetch_q(ep) the queue the endpoint's next WQE goes to; fetch_ok(ep, q, nbb) it
- * has room for nbb WQEBBs on its fast path and its bounce ring holds nothing in flight (else the
- * general path); fetch_slot(ep, q) the slot at the head of that ring; fetch_take(ep, q) the slot becomes the ring's (general path:
- * returns the op record's bounce position); fetch_av(ep, &seg) 1 with the address segment in
- * seg, 0 for none (rc_mlx5); fetch_commit(ep, q, pi, nbb, wqe, bb); fetch_quiet(ep) no worker flush or
- * re-connection waits on a CQE; fetch_retired(ep, q) after an inline retirement; fetch_ifc(ep);
- * and chunk_lkey (tl/mlx5/chunk.h). Included from the transport's amo.h or rma.h after them. */
+ * sq and tx), defined in its rma.h, which includes this file after them:
+ *   fetch_q(ep)             the queue the endpoint's next WQE goes to
+ *   fetch_ok(ep, q, nbb)    room for nbb WQEBBs on its fast path, and a bounce ring with nothing
+ *                           in flight (else the general path)
+ *   fetch_slot(ep, q)       the slot at the head of that ring
+ *   fetch_take(ep, q)       the slot becomes the ring's (general path): the op record's position
+ *   fetch_av(ep, &seg)      1 with the address segment in seg; 0: none (rc_mlx5)
+ *   fetch_commit(ep, q, pi, nbb, wqe, bb)   the transport's commit of the WQE
+ *   fetch_quiet(ep)         no worker flush or re-connection waits on a CQE
+ *   fetch_retired(ep, q)    after an inline retirement
+ *   fetch_ifc(ep)           the iface (its CQ, the general wait)
+ *   chunk_lkey(ep, q)       the ring's lkey (tl/mlx5/chunk.h) */
 #ifndef RVX_TL_MLX5_FETCH_H
 #define RVX_TL_MLX5_FETCH_H
 
@@ -127,10 +132,9 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_run(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, 
     return rvx__mlx5_fetch_wait(ep, q, dst, len, nbb);
 }
 
-/* The fetch's WQE in registers (bb[0..nbb)): ctrl at pi (signaled; the
- * fence an earlier READ or atomic left), the address segment if the transport has one, raddr,
- * [the atomic segment], the data segment for the answer at slot; zeros to the end. a: 1 with
- * the address segment av, 0 without. Returns nbb. */
+/* The fetch's WQE in registers (bb[0..nbb)): ctrl at pi (signaled), the address segment if the
+ * transport has one, raddr, [the atomic segment], the data segment for the answer at slot;
+ * zeros to the end. a: 1 with the address segment av, 0 without. Returns nbb. */
 RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, rvx__mlx5_bb_t *bb,
                                         unsigned a, __m128i av, unsigned opcode,
                                         const uint64_t *atomic, uint32_t len, const uint8_t *slot,
@@ -139,9 +143,10 @@ RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, rvx_
     __m128i z = _mm_setzero_si128(), c, r, t, d;
     unsigned ds = RVX__MLX5_DS_RDMA + a + (atomic ? 1 : 0);
     uint32_t nbb = RVX__MLX5_NBB(ds);
-    unsigned f = rvx__mlx5_moderate(&q->sq, 1);
     uint64_t w = (uint64_t)opcode << 32 | q->sq.qpn8 | ds;
-    c = _mm_set_epi64x((long long)((uint64_t)f << 24), (long long)rvx__mlx5_ctrl_lo(w, q->sq.pi));
+    /* signaled; no fence and no moderation: no READ or atomic is in flight (each has an op
+     * record, and rvx__mlx5_fetch_ok found none), and the CE does not count against sig_left */
+    c = _mm_set_epi64x((long long)((uint64_t)RVX__MLX5_CE << 24), (long long)rvx__mlx5_ctrl_lo(w, q->sq.pi));
     r = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
                                       (const double *)(const void *)&rkey->rkey_word));
     t = atomic ? _mm_set_epi64x((long long)rvx_htobe64(atomic[1]), (long long)rvx_htobe64(atomic[0])) : z;
