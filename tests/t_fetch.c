@@ -9,13 +9,19 @@
  *  - fetching adds from both ranks on one word: every old value seen once, the sum exact; a
  *    compare-and-swap increment loop on another;
  *  - last, rank 1 reads past rank 0's region: RVX_ERR_REMOTE_ACCESS, the buffer untouched, and
- *    on an mlx5 transport the next get on that endpoint fails too (it does not hang). */
+ *    on an mlx5 transport the next get on that endpoint fails too (it does not hang).
+ * Built with small ROUNDS and ADDS and run under RVXSIM_DELAY_US=20000, every wait outlasts the
+ * fetch path's and takes the general one: the same checks pass. */
 #include <rvx/rvx.h>
 #include "testlib.h"
 
 #define REGION 65536
+#ifndef ROUNDS
 #define ROUNDS 3000 /* several times any queue's depth */
+#endif
+#ifndef ADDS
 #define ADDS   2000
+#endif
 
 /* A blocking get of the constant length LEN at offset off of the peer's region, checked. */
 #define GET_CHECK(LEN, off)                                                                   \
