@@ -33,8 +33,9 @@
 #define RVX__MLX5_FEP RVX__MLX5_NET(ep_t)
 #define RVX__MLX5_FQ  RVX__MLX5_NET(q_t)
 
-/* Until the CQE at the consumer index is there (1), or (0) the spin of a waiting call and one
- * sleep have passed: a long wait goes the general way. Out of line: the time a call waits. */
+/* Until the CQE at the consumer index is there (1), or (0) the spin of a waiting call and its
+ * first 256 short sleeps have passed (under a millisecond asked): a longer wait goes the general
+ * way, which does all a wait does. Out of line: the time a call waits, not its work. */
 RVX_COLD int rvx__mlx5_cq_await(const rvx__mlx5_cq_t *cq)
 {
     unsigned spins = 0;
@@ -115,8 +116,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_wait(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q,
     q->tx.last_sig_pi = end;
     RVX__MLX5_NET(fetch_retired)(ep, q);
     slot = RVX__MLX5_NET(fetch_slot)(ep, q);
-    if (len == 8) memcpy(dst, slot, 8);
-    else memcpy(dst, slot, len);
+    memcpy(dst, slot, len); /* len is a constant of the call */
     return RVX_OK;
 }
 
