@@ -408,12 +408,13 @@ compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat
 compare: $(filter %/rvx_lat_pair,$(PAIR_BENCH_BINS)) $(if $(PAIR_BENCH_BINS),sim)
 	@bench/compare.sh
 
-# rvx beside UCX's own rc_mlx5 on rvxsim, instructions per call (bench/compare_mlx5.sh)
-$(B)/bench/icount_ucx: bench/icount_ucx.c
+# rvx beside UCX's own rc_mlx5 and dc_mlx5 on rvxsim, instructions per call (bench/compare_mlx5.sh).
+# icount_ucx exports its mlx5dv_init_obj, which UCX then calls first (bench/ucx_watch.h).
+$(B)/bench/icount_ucx: bench/icount_ucx.c bench/ucx_watch.h
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $< -lucp -luct -lucs
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wl,--export-dynamic-symbol=mlx5dv_init_obj -o $@ $< -lucp -luct -lucs
 
-compare-mlx5: deps sim $(B)/bench/icount_rc $(B)/bench/icount_tag_rc $(B)/bench/icount_ucx
+compare-mlx5: deps sim $(B)/bench/icount_shm $(B)/bench/icount_rc $(B)/bench/icount_tag_rc $(B)/bench/icount_dc $(B)/bench/icount_tag_dc $(B)/bench/icount_ucx
 	@bench/compare_mlx5.sh
 
 bench: deps
