@@ -2,7 +2,7 @@
 # Instructions per operation, by callgrind: each operation's noinline wrapper is the only function
 # counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
 # cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
-# Usage: [ICOUNT_PARTS="shm rc pair"] bench/icount.sh [N]
+# Usage: [ICOUNT_PARTS="shm rc pair"] [ICOUNT_ROWS="put8 ..."] bench/icount.sh [N]
 #                                (binaries: build/bench/icount_shm, icount_tag, icount_rc(_db),
 #                                icount_tag_rc, icount_dc, icount_tag_dc, icount_pair)
 # The pair build's rows end with "goal" lines: each within 2 instructions of the same operation in
@@ -70,6 +70,7 @@ mlx5_rows() { # tl, entries name:binary:op:wrapper...
   local tl=$1 entry name b op fn bin a c; shift
   for entry in "$@"; do
     IFS=: read -r name b op fn <<<"$entry"
+    [[ -z "${ICOUNT_ROWS:-}" || " $ICOUNT_ROWS " == *" $name "* ]] || continue  # only these mlx5 rows
     bin=build/bench/$b
     [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
     a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
