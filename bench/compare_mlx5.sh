@@ -2,13 +2,14 @@
 # rvx and UCX's own rc_mlx5 and dc_mlx5 transports side by side on rvxsim, by one method: callgrind
 # counts the instructions inside noinline wrappers (--toggle-collect), each program runs them N and
 # 2N times, and (count(2N) - count(N)) / N is one call with set-up cancelled. rvx's figures are
-# bench/icount.sh's rows, read by name (ICOUNT_ROWS asks it for just those); UCX's wrappers are
+# bench/icount.sh's rows at its own N, read by name (ICOUNT_ROWS asks it for just those: the
+# figures are make icount's); UCX's wrappers are
 # bench/icount_ucx.c, linked against the system's UCX and run unmodified on the model through
 # build/sim/rvxsim-env. A count from a run that reported errors is never printed: the pair of runs
 # is tried again (RETRIES, 3), then the row says "no figure" and why, and the script exits 1 once
 # every row is done. Last, ucx_perftest -t put_bw is counted if its count can be trusted.
 # Writes the "rvx beside UCX on rvxsim" section of bench/RESULTS.md and prints its lines.
-# Usage: bench/compare_mlx5.sh [N]      (make compare-mlx5)
+# Usage: bench/compare_mlx5.sh [N]      (make compare-mlx5; N for UCX's rows, 2000)
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-2000}
@@ -55,11 +56,11 @@ ucx_per_call() { # op wrappers n tl -> instructions per call, after up to RETRIE
 
 # rvx: bench/icount.sh's row "icount <tl> <name> <v>". Status 2: icount.sh has no such row.
 declare -A rvx_v rvx_st rvx_why
-rvx_row() { # tl name n -> sets rvx_v/rvx_st/rvx_why["tl name n"]
-  local key="$1 $2 $3" t rc v
+rvx_row() { # tl name -> sets rvx_v/rvx_st/rvx_why["tl name"]
+  local key="$1 $2" t rc v
   [ -n "${rvx_st[$key]:-}" ] && return
   for ((t = 1; t <= RETRIES; t++)); do
-    ICOUNT_PARTS=${1%%_*} ICOUNT_ROWS=$2 bench/icount.sh "$3" >"$tmp/iout" 2>"$tmp/ierr"
+    ICOUNT_PARTS=${1%%_*} ICOUNT_ROWS=$2 bench/icount.sh >"$tmp/iout" 2>"$tmp/ierr"
     rc=$?
     v=$(awk -v tl="$1" -v name="$2" '$1 == "icount" && $2 == tl && $3 == name { print $4 }' "$tmp/iout")
     if [ $rc -eq 0 ] && [ ! -s "$tmp/ierr" ] && [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'; then
@@ -70,9 +71,9 @@ rvx_row() { # tl name n -> sets rvx_v/rvx_st/rvx_why["tl name n"]
       return
     fi
     if [ -n "$v" ] && [ ! -s "$tmp/ierr" ]; then
-      rvx_why[$key]="bench/icount.sh $3: $1 $2 $v (a count at 2N not above the count at N)"
+      rvx_why[$key]="bench/icount.sh: $1 $2 $v (a count at 2N not above the count at N)"
     else
-      rvx_why[$key]="bench/icount.sh $3 ($1 $2) exited $rc: $(grep -hv '^==' "$tmp/ierr" | head -2 | paste -sd' ')"
+      rvx_why[$key]="bench/icount.sh ($1 $2) exited $rc: $(grep -hv '^==' "$tmp/ierr" | head -2 | paste -sd' ')"
     fi
     echo "compare-mlx5: ${rvx_why[$key]} (try $t of $RETRIES)" >&2
   done
@@ -80,32 +81,32 @@ rvx_row() { # tl name n -> sets rvx_v/rvx_st/rvx_why["tl name n"]
 }
 
 NS=$N
-rows_for() { # tl: label | rvx row n | UCX op wrappers n [| note on the rvx figure]
+rows_for() { # tl: label | rvx row | UCX op wrappers n [| note on the rvx figure]
   local dcflush=""
   [ "$1" = dc_mlx5 ] && dcflush="|completion already retired by progress, CQE not looked at (bench/icount_dc.c): not the same case as the UCX figure"
   cat <<EOF
-8-byte put, UCT (uct_ep_put_short)|put8 $N|uct_put8 bench_uct_put8 $N
-8-byte put, UCP (ucp_put_nbx)|put8 $N|ucp_put8 bench_ucp_put8 $N
-8-byte AM short (uct_ep_am_short)|am_short8 $N|uct_am_short8 bench_uct_am_short8 $N
-idle progress, one live endpoint, UCT (uct_worker_progress)|progress_live_empty $N|uct_progress_idle bench_uct_progress_idle $N
-idle progress, one live endpoint, UCP (ucp_worker_progress)|progress_live_empty $N|ucp_progress_idle bench_ucp_progress_idle $N
-flush, completion in the CQ (UCT progress + uct_ep_flush)|flush_ready $NF|uct_flush_ready bench_uct_flush_ready $NF$dcflush
-8-byte tag send (ucp_tag_send_nbx)|tag_send8 $N|ucp_tag_send8 bench_ucp_tag_send8 $N
-stream of 8-byte puts flushed every 16, per put (UCT)|put8_batch16 $NS|uct_put8_batch16 bench_uct_put8_batch16,bench_uct_flush_done $NS
+8-byte put, UCT (uct_ep_put_short)|put8|uct_put8 bench_uct_put8 $N
+8-byte put, UCP (ucp_put_nbx)|put8|ucp_put8 bench_ucp_put8 $N
+8-byte AM short (uct_ep_am_short)|am_short8|uct_am_short8 bench_uct_am_short8 $N
+idle progress, one live endpoint, UCT (uct_worker_progress)|progress_live_empty|uct_progress_idle bench_uct_progress_idle $N
+idle progress, one live endpoint, UCP (ucp_worker_progress)|progress_live_empty|ucp_progress_idle bench_ucp_progress_idle $N
+flush, completion in the CQ (UCT progress + uct_ep_flush)|flush_ready|uct_flush_ready bench_uct_flush_ready $NF$dcflush
+8-byte tag send (ucp_tag_send_nbx)|tag_send8|ucp_tag_send8 bench_ucp_tag_send8 $N
+stream of 8-byte puts flushed every 16, per put (UCT)|put8_batch16|uct_put8_batch16 bench_uct_put8_batch16,bench_uct_flush_done $NS
 EOF
 }
 
 lines=()
 for tl in rc_mlx5 dc_mlx5; do
   while IFS='|' read -r label r u note; do
-    read -r rname rn <<<"$r"
+    rname=$r
     read -r uop ufn un <<<"$u"
     label="$tl: $label"
     if uv=$(ucx_per_call "$uop" "$ufn" "$un" "$tl"); then ucell="$uop $uv"; else
       uv=""; ucell="$uop: no figure ($(cat "$tmp/why"))"; failed=1
     fi
-    rvx_row "$tl" "$rname" "$rn"
-    key="$tl $rname $rn"
+    rvx_row "$tl" "$rname"
+    key="$tl $rname"
     case ${rvx_st[$key]} in
       0) rv=${rvx_v[$key]}; rcell="$rname $rv${note:+ ($note)}" ;;
       2) rv=""; rcell="$rname not measured (make icount has no such $tl row)" ;;
@@ -183,8 +184,9 @@ pkg=$(dpkg-query -W -f='${Package} ${Version}' libucx0 2>/dev/null)
   echo "## rvx beside UCX's rc_mlx5 and dc_mlx5 on rvxsim (make compare-mlx5)"
   echo
   echo "Instructions per call inside noinline wrappers (callgrind --toggle-collect, N and 2N calls,"
-  echo "difference / N; N = $N, $NF for flush), each transport against the same transport of UCX on"
-  echo "the model, same machine, same run ($(date -u '+%Y-%m-%d %H:%M UTC')). UCX measured: Debian's"
+  echo "difference / N; for UCX N = $N, $NF for flush; rvx's rows at make icount's N, 20000), each"
+  echo "transport against the same transport of UCX on the model, same machine, same run"
+  echo "($(date -u '+%Y-%m-%d %H:%M UTC')). UCX measured: Debian's"
   echo "build (\`$pkg\`, $ucxver, \`ucx_info -v\`), built with assertions and parameter checks."
   echo "Reference figures for a release build of UCX 1.13.1 (not measured here): uct_ep_put_short 157"
   echo "(Debian's 269), ucp_put_nbx 212 (342), idle progress 74 UCT / 92 UCP (80 / 105). rvx's figures"
