@@ -83,7 +83,7 @@ rvx_row() { # tl name -> sets rvx_v/rvx_st/rvx_why["tl name"]
 NS=$N
 rows_for() { # tl: label | rvx row | UCX op wrappers n [| note on the rvx figure]
   local dcflush=""
-  [ "$1" = dc_mlx5 ] && dcflush="|completion already retired by progress, CQE not looked at (bench/icount_dc.c): not the same case as the UCX figure"
+  [ "$1" = dc_mlx5 ] && dcflush="|not the same case: its completion already retired, bench/icount_dc.c"
   cat <<EOF
 8-byte put, UCT (uct_ep_put_short)|put8|uct_put8 bench_uct_put8 $N
 8-byte put, UCP (ucp_put_nbx)|put8|ucp_put8 bench_ucp_put8 $N
@@ -186,8 +186,8 @@ pkg=$(dpkg-query -W -f='${Package} ${Version}' libucx0 2>/dev/null)
   echo "Instructions per call inside noinline wrappers (callgrind --toggle-collect, N and 2N calls,"
   echo "difference / N; for UCX N = $N, $NF for flush; rvx's rows at make icount's N, 20000), each"
   echo "transport against the same transport of UCX on the model, same machine, same run"
-  echo "($(date -u '+%Y-%m-%d %H:%M UTC')). UCX measured: Debian's"
-  echo "build (\`$pkg\`, $ucxver, \`ucx_info -v\`), built with assertions and parameter checks."
+  echo "($(date -u '+%Y-%m-%d %H:%M UTC')). UCX measured: Debian's build (\`$pkg\`, $ucxver,"
+  echo "\`ucx_info -v\`), built with assertions and parameter checks."
   echo "Reference figures for a release build of UCX 1.13.1 (not measured here): uct_ep_put_short 157"
   echo "(Debian's 269), ucp_put_nbx 212 (342), idle progress 74 UCT / 92 UCP (80 / 105). rvx's figures"
   echo "are make icount's rows of the same name (bench/icount.sh: icount_rc, icount_tag_rc, icount_dc,"
