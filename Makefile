@@ -6,7 +6,7 @@
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
-#   make compare-mlx5  instructions per call beside UCX's own rc_mlx5, both on rvxsim
+#   make compare-mlx5  instructions per call beside UCX's own rc_mlx5 and dc_mlx5, all on rvxsim
 #   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
