@@ -54,6 +54,7 @@ typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
 
 /* ---- fast path ---- */
 #define rvx__tl_put_short     RVX__TL_OWN(put_short)
+#define rvx__tl_put_short_more RVX__TL_OWN(put_short_more)
 #define rvx__tl_put_bcopy     RVX__TL_OWN(put_bcopy)
 #define rvx__tl_put_zcopy     RVX__TL_OWN(put_zcopy)
 #define rvx__tl_get_bcopy     RVX__TL_OWN(get_bcopy)
@@ -62,6 +63,8 @@ typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
 #define rvx__tl_atomic64      RVX__TL_OWN(atomic64)
 #define rvx__tl_am_claim      RVX__TL_OWN(am_claim)
 #define rvx__tl_am_publish    RVX__TL_OWN(am_publish)
+#define rvx__tl_am_publish_more RVX__TL_OWN(am_publish_more)
+#define rvx__tl_ep_ring       RVX__TL_OWN(ep_ring)
 #define rvx__tl_am_wait_room  RVX__TL_OWN(am_wait_room)
 #define rvx__tl_am_zcopy      RVX__TL_OWN(am_zcopy)
 #define rvx__tl_ep_flush      RVX__TL_OWN(ep_flush)
