@@ -1,10 +1,10 @@
-/* t_batch: batches of operations with one doorbell (rvx_put_more, rvx_am_short_more, rvx_ep_ring)
+/* t_batch: batches of operations with one doorbell (rvx_batch_begin, _put, _am_short, _end)
  * between two processes, each working on the other.
- *  - 8-byte puts in batches of 16 (and a batch of one), each batch rung: every value lands
- *  - a rung batch lands with no flush after it (the ring alone tells the NIC)
- *  - puts of every short size told "more coming", rung once: every byte lands
- *  - a batch larger than the send queue, never rung, then a flush: the waits for room and the
- *    flush tell the NIC, so nothing is lost and nothing hangs
+ *  - 8-byte puts in batches of 16 (and a batch of one): every value lands
+ *  - an ended batch lands with no flush after it (the end alone tells the NIC)
+ *  - puts of every short size in one batch: every byte lands
+ *  - one batch larger than the send queue: its waits for room tell the NIC, so nothing is lost
+ *    and nothing hangs
  *  - short AMs in batches of 16: all delivered, in order, with their arguments; a request that
  *    finds no room has told the NIC of the batch before it (else the retry would wait forever)
  *  - a batch to a peer whose worker is gone: noticed within a bounded time (by the flush after a
@@ -38,42 +38,52 @@ static uint64_t val(int rank, unsigned i, unsigned phase)
 /* Phase A: NPUT8 puts of 8 bytes in batches of 16, the first batch of one. */
 static void put8_batches(rvx_ep_t *ep, const rvx_rkey_t *rk, uint64_t base, int me)
 {
+    rvx_batch_t b;
     unsigned i = 0;
     uint64_t v = val(me, 0, 1);
-    T_OK(rvx_put_more(ep, &v, 8, base, rk));
-    rvx_ep_ring(ep);
+    rvx_batch_begin(&b, ep);
+    T_OK(rvx_batch_put(&b, &v, 8, base, rk));
+    rvx_batch_end(&b);
+    rvx_batch_begin(&b, ep);
     for (i = 1; i < NPUT8; i++) {
         v = val(me, i, 1);
-        T_OK(rvx_put_more(ep, &v, 8, base + 8 * (uint64_t)i, rk));
-        if (i % 16 == 0) rvx_ep_ring(ep);
+        T_OK(rvx_batch_put(&b, &v, 8, base + 8 * (uint64_t)i, rk));
+        if (i % 16 == 0) {
+            rvx_batch_end(&b);
+            rvx_batch_begin(&b, ep);
+        }
     }
-    rvx_ep_ring(ep);
+    rvx_batch_end(&b);
     T_OK(rvx_ep_flush(ep));
 }
 
-/* 16 puts told more coming, then the ring; *st: the first failure, if any. */
+/* A batch of 16 puts; *st: the first failure, if any. */
 static void put8_16(rvx_ep_t *ep, const rvx_rkey_t *rk, uint64_t base, rvx_status_t *st)
 {
+    rvx_batch_t b;
     unsigned i;
+    rvx_batch_begin(&b, ep);
     for (i = 0; i < 16 && *st == RVX_OK; i++) {
         uint64_t v = 0x1000 + i;
-        *st = rvx_put_more(ep, &v, 8, base + 8 * (uint64_t)i, rk);
+        *st = rvx_batch_put(&b, &v, 8, base + 8 * (uint64_t)i, rk);
     }
-    rvx_ep_ring(ep);
+    rvx_batch_end(&b);
 }
 
-/* Phase B: one put of each size 1..RVX_PUT_SHORT_MAX, back to back, one ring. */
+/* Phase B: one put of each size 1..RVX_PUT_SHORT_MAX, in one batch. */
 static void var_batch(rvx_ep_t *ep, const rvx_rkey_t *rk, uint64_t base, int me)
 {
     static unsigned char src[2 * RVX_PUT_SHORT_MAX]; /* room the compiler cannot rule out */
     size_t len;
     uint64_t off = 0;
+    rvx_batch_t b;
+    rvx_batch_begin(&b, ep);
     for (len = 1; len <= RVX_PUT_SHORT_MAX; len++) {
         t_fill(src, len, (uint64_t)me << 16 | len);
-        T_OK(rvx_put_more(ep, src, len, base + off, rk));
+        T_OK(rvx_batch_put(&b, src, len, base + off, rk));
         off += len;
     }
-    rvx_ep_ring(ep);
+    rvx_batch_end(&b);
     T_OK(rvx_ep_flush(ep));
 }
 
@@ -82,39 +92,51 @@ static void var_check(const unsigned char *p, int peer)
     size_t len;
     for (len = 1; len <= RVX_PUT_SHORT_MAX; len++) {
         long bad = t_verify(p, len, (uint64_t)peer << 16 | len);
-        T_CHECK(bad < 0, "put of %zu bytes told more coming: byte %ld wrong", len, bad);
+        T_CHECK(bad < 0, "put of %zu bytes in a batch: byte %ld wrong", len, bad);
         p += len;
     }
 }
 
-/* Phase C: NBIG puts, never rung; the flush alone tells the NIC of the tail. */
+/* Phase C: NBIG puts in one batch. */
 static void big_batch(rvx_ep_t *ep, const rvx_rkey_t *rk, uint64_t base, int me)
 {
+    rvx_batch_t b;
     unsigned i;
+    rvx_batch_begin(&b, ep);
     for (i = 0; i < NBIG; i++) {
         uint64_t v = val(me, i, 3);
-        T_OK(rvx_put_more(ep, &v, 8, base + 8 * (uint64_t)i, rk));
+        T_OK(rvx_batch_put(&b, &v, 8, base + 8 * (uint64_t)i, rk));
     }
+    rvx_batch_end(&b);
     T_OK(rvx_ep_flush(ep));
 }
 
-/* Phase D: NAM short AMs in batches of 16, retried while the peer has no room. */
+/* Phase D: NAM short AMs in batches of 16; without room the batch ends, progress, and the rest
+ * goes in a new one. */
 static void am_batches(rvx_worker_t *w, rvx_ep_t *ep)
 {
     double t0 = t_now();
     uint64_t i = 0;
+    rvx_batch_t b;
+    rvx_batch_begin(&b, ep);
     while (i < NAM && t_now() - t0 < 60) {
-        rvx_status_t st = rvx_am_short_more(ep, RVX_AM_SEQ, &i, 1);
+        rvx_status_t st = rvx_batch_am_short(&b, RVX_AM_SEQ, &i, 1);
         if (st == RVX_OK) {
-            if (++i % 16 == 0) rvx_ep_ring(ep);
+            if (++i % 16 == 0) {
+                rvx_batch_end(&b);
+                rvx_batch_begin(&b, ep);
+            }
         } else if (st == RVX_ERR_NO_RESOURCE) {
+            rvx_batch_end(&b);
             rvx_progress(w);
+            rvx_batch_begin(&b, ep);
         } else {
             T_STATUS(st, RVX_OK);
+            rvx_batch_end(&b);
             return;
         }
     }
-    rvx_ep_ring(ep);
+    rvx_batch_end(&b);
     T_CHECK(i == NAM, "sent %u of %d messages in 60 s", (unsigned)i, NAM);
     t0 = t_now();
     while (got < NAM && t_now() - t0 < 60) rvx_progress(w);
@@ -150,7 +172,7 @@ int main(int argc, char **argv)
     for (i = 0; i < NPUT8; i++) bad += mine[i] != val(peer, i, 1);
     T_CHECK(!bad, "%u of %d 8-byte puts in batches of 16 are wrong", bad, NPUT8);
 
-    /* a rung batch lands with no flush: the ring alone told the NIC */
+    /* an ended batch lands with no flush: the end alone told the NIC */
     {
         rvx_status_t st = RVX_OK;
         double t0 = t_now();
@@ -159,7 +181,7 @@ int main(int argc, char **argv)
         for (i = 0; i < 16 && t_now() - t0 < 60; )
             if (rvx_load_acquire_u64(&mine[NPUT8 + i]) == 0x1000 + i) i++;
             else rvx_progress(w);
-        T_CHECK(i == 16, "a rung batch of 16 puts, never flushed: %u of 16 landed in 60 s", i);
+        T_CHECK(i == 16, "an ended batch of 16 puts, never flushed: %u of 16 landed in 60 s", i);
         T_OK(rvx_barrier(ctx));
         T_OK(rvx_ep_flush(ep));
     }

@@ -72,7 +72,7 @@ RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
 
 /* The frame's length, and its body written and sent (the status is the tl's publish's, RVX_OK:
  * returned, its cold path is a jump); with `more` (a constant), the tl may leave the doorbell
- * to rvx_ep_ring. */
+ * to the batch's end (proto/batch.h). */
 #define RVX__AM_LEN(kind, nargs, plen) \
     (8 * (size_t)(nargs) + ((kind) == RVX__AM_LONG ? 16 : (kind) == RVX__AM_MEDIUM ? (plen) : 0))
 RVX_INLINE rvx_status_t rvx__am_fill(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
@@ -196,13 +196,6 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
 RVX_INLINE rvx_status_t rvx_am_short(rvx_ep_t *ep, unsigned id, const uint64_t *args, unsigned nargs)
 {
     return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0, 0);
-}
-
-/* rvx_am_short with more coming: the NIC may not be told until rvx_ep_ring (docs/api.md). */
-RVX_INLINE rvx_status_t rvx_am_short_more(rvx_ep_t *ep, unsigned id, const uint64_t *args,
-                                          unsigned nargs)
-{
-    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0, 1);
 }
 
 RVX_INLINE rvx_status_t rvx_am_medium(rvx_ep_t *ep, unsigned id, const uint64_t *args,

@@ -30,22 +30,6 @@ RVX_INLINE rvx_status_t rvx_put(rvx_ep_t *ep, const void *buf, size_t len, uint6
     return rvx__tl_put_bcopy(&ep->tl[0], buf, len, raddr, rkey);
 }
 
-/* rvx_put with more coming: a short put is written for the NIC but it may not be told until
- * rvx_ep_ring (one doorbell for the batch); larger ones go at once (docs/api.md, "Batches"). */
-RVX_INLINE rvx_status_t rvx_put_more(rvx_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
-                                     const rvx_rkey_t *rkey)
-{
-    RVX__CHECK_RMA(ep, buf, len, rkey);
-    if (len <= RVX_PUT_SHORT_MAX) return rvx__tl_put_short_more(&ep->tl[0], buf, len, raddr, rkey);
-    return rvx__tl_put_bcopy(&ep->tl[0], buf, len, raddr, rkey);
-}
-
-/* The end of a batch: the NIC is told of every operation the endpoint's _more calls wrote. */
-RVX_INLINE void rvx_ep_ring(rvx_ep_t *ep)
-{
-    rvx__tl_ep_ring(&ep->tl[0]);
-}
-
 RVX_INLINE rvx_status_t rvx_put_zcopy(rvx_ep_t *ep, const void *buf, size_t len,
                                       const rvx_mem_t *lmem, uint64_t raddr,
                                       const rvx_rkey_t *rkey, rvx_request_t *req)

@@ -418,6 +418,26 @@ RVX_INLINE void rvx__mlx5_finish(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t nbb, 
     else rvx__mlx5_commit(sq, pi + nbb, wqe, nbb, bb);
 }
 
+/* A batch scope's copy of a queue (tl/rc/batch.h, tl/dc/batch.h) keeps pi in a register and
+ * tests one limit per WQE: the fast one-WQEBB path goes while pi is before both the queue's limit
+ * and the WQE that must ask for a completion (sig_left counts down to it); past it, the queue's
+ * own path does that WQE. */
+RVX_INLINE uint32_t rvx__mlx5_batch_fast(const rvx__mlx5_sq_t *sq, uint32_t limit)
+{
+    uint32_t sig = sq->pi + sq->sig_left - 1; /* sig_left 1: the next WQE is signaled */
+    return (int32_t)(sig - limit) < 0 ? sig : limit;
+}
+
+/* The copy back into the queue: the one-WQEBB WQEs written since pi0 are "more coming" ones, and
+ * sig_left counted one down for each. */
+RVX_INLINE void rvx__mlx5_batch_sync(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t pi0, uint16_t sig0)
+{
+    if (pi != pi0) {
+        rvx__mlx5_more(sq, pi - 1, pi);
+        sq->sig_left = (uint16_t)(sig0 - (pi - pi0));
+    }
+}
+
 #if defined(__x86_64__)
 /* Post one WQEBB held in registers at pi: store it to the queue, then commit from the same
  * registers (or, with `more`, leave it for the next ring). */
