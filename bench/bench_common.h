@@ -94,6 +94,25 @@ RVX_NOINLINE rvx_status_t bench_put8(rvx_ep_t *ep, const uint64_t *src, uint64_t
     return rvx_put(ep, src, 8, raddr, rk);
 }
 
+/* A batch of 16 8-byte puts to consecutive words at raddr, one doorbell (docs/api.md, "Batches"):
+ * the loop an application streaming puts would write. */
+RVX_NOINLINE rvx_status_t bench_put8_batch16(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr,
+                                             const rvx_rkey_t *rk)
+{
+    rvx_batch_t b;
+    int i;
+    rvx_batch_begin(&b, ep);
+    for (i = 0; i < 16; i++) {
+        rvx_status_t st = rvx_batch_put(&b, &src[i], 8, raddr + 8 * (uint64_t)i, rk);
+        if (RVX_UNLIKELY(st != RVX_OK)) {
+            rvx_batch_end(&b);
+            return st;
+        }
+    }
+    rvx_batch_end(&b);
+    return RVX_OK;
+}
+
 RVX_NOINLINE int bench_progress_idle(rvx_worker_t *w) { return rvx_progress(w); }
 
 RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progress(w); }
@@ -102,6 +121,23 @@ RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progres
 RVX_NOINLINE rvx_status_t bench_am_short8(rvx_ep_t *ep, uint64_t arg)
 {
     return rvx_am_short(ep, RVX_AM_SINK, &arg, 1);
+}
+#endif
+
+#ifndef BENCH_NO_AM
+/* 16 8-byte AMs (arguments arg, arg + 1, ...), one doorbell. Returns how many went: fewer
+ * when the peer had no room (the caller progresses and sends the rest). */
+RVX_NOINLINE int bench_am_short8_batch16(rvx_ep_t *ep, uint64_t arg)
+{
+    rvx_batch_t b;
+    int i;
+    rvx_batch_begin(&b, ep);
+    for (i = 0; i < 16; i++) {
+        uint64_t a = arg + (uint64_t)i;
+        if (RVX_UNLIKELY(rvx_batch_am_short(&b, RVX_AM_SINK, &a, 1) != RVX_OK)) break;
+    }
+    rvx_batch_end(&b);
+    return i;
 }
 #endif
 
@@ -138,6 +174,22 @@ static inline long icount_put8(icount_env_t *e, long n, long flush_mask)
     }
     errors += rvx_ep_flush(e->ep) != RVX_OK;
     errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64) != 42; /* the puts landed */
+    return errors;
+}
+
+/* n batches of 16 puts (icount.sh divides by 16), flushed every 8 batches; the last word of each
+ * batch checks that it landed. */
+static inline long icount_put8_batch16(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    uint64_t src[16];
+    for (i = 0; i < 16; i++) src[i] = 42;
+    for (i = 0; i < n; i++) {
+        errors += bench_put8_batch16(e->ep, src, e->base + 64, &e->rk) != RVX_OK;
+        if ((i & 7) == 7) errors += rvx_ep_flush(e->ep) != RVX_OK;
+    }
+    errors += rvx_ep_flush(e->ep) != RVX_OK;
+    errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + 8 * 15) != 42;
     return errors;
 }
 
@@ -188,6 +240,32 @@ static inline long icount_am_short8(icount_env_t *e, long n)
     while (rvx_progress(e->w)) {}
     if (sunk != (uint64_t)n * (uint64_t)(n - 1) / 2) {
         fprintf(stderr, "icount: am_short8: handler sum %llu\n", (unsigned long long)sunk);
+        errors++;
+    }
+    return errors;
+}
+#endif
+
+#ifndef BENCH_NO_AM
+/* n batches of 16 AMs to ourselves, delivered (and credits returned) after each batch, outside
+ * the counted calls; the handler's sum checks that each arrived once. */
+static inline long icount_am_short8_batch16(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        int k = bench_am_short8_batch16(e->ep, 16 * (uint64_t)i);
+        for (; k < 16; k++) { /* no room: the rest one by one, as room comes */
+            uint64_t a = 16 * (uint64_t)i + (uint64_t)k;
+            rvx_status_t st;
+            while ((st = rvx_am_short(e->ep, RVX_AM_SINK, &a, 1)) == RVX_ERR_NO_RESOURCE)
+                rvx_progress(e->w);
+            errors += st != RVX_OK;
+        }
+        errors += rvx_ep_flush(e->ep) != RVX_OK;
+        while (rvx_progress(e->w)) {}
+    }
+    if (sunk != (uint64_t)(16 * n) * (uint64_t)(16 * n - 1) / 2) {
+        fprintf(stderr, "icount: am_short8_batch16: handler sum %llu\n", (unsigned long long)sunk);
         errors++;
     }
     return errors;

@@ -10,6 +10,7 @@
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-20000}
+(( N % 16 == 0 )) || { echo "icount: N must be a multiple of 16 (the batch rows)"; exit 1; }
 bin=build/bench/icount_shm
 tl=shm
 command -v valgrind >/dev/null || { echo "icount: valgrind is not installed (make deps)"; exit 1; }
@@ -19,7 +20,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # ICOUNT_PARTS: which builds to count (default all: shm tag rc dc pair)
 want() { [[ " ${ICOUNT_PARTS:-shm tag rc dc pair} " == *" $1 "* ]]; }
 declare -A seen  # "tl op" -> instructions, for the pair rows' goals
-row() { # tl, printed name, count at N, count at 2N: prints "icount <tl> <op> <per call>"
+row() { # tl, printed name, count at N operations, count at 2N: prints
+  # "icount <tl> <op> <per operation>"
   local v
   v=$(awk -v a="$3" -v b="$4" -v n="$N" 'BEGIN { printf "%.1f", (b - a) / n }')
   seen["$1 $2"]=$v
@@ -34,13 +36,17 @@ count() { # op, wrapper function, iterations -> instructions inside the wrapper
   awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg"
 }
 
+# A batch row (op_batch16) counts calls of 16 operations: N/16 and 2N/16 calls are N and 2N
+# operations, so its row is the cost of one operation.
+per() { [[ $1 == *_batch16 ]] && echo 16 || echo 1; }
 ops=(put8:bench_put8 ref_put8:ref_put8 get8:bench_get8 flush_idle:bench_flush_idle
      progress_idle:bench_progress_idle progress_live_empty:bench_progress_live_empty
-     am_short8:bench_am_short8 amo_add8:bench_amo_add8)
+     am_short8:bench_am_short8 amo_add8:bench_amo_add8 put8_batch16:bench_put8_batch16
+     am_short8_batch16:bench_am_short8_batch16)
 want shm && for entry in "${ops[@]}"; do
-  op=${entry%%:*}; fn=${entry#*:}
-  a=$(count "$op" "$fn" "$N")
-  b=$(count "$op" "$fn" $((2 * N)))
+  op=${entry%%:*}; fn=${entry#*:}; k=$(per "$op")
+  a=$(count "$op" "$fn" $((N / k)))
+  b=$(count "$op" "$fn" $((2 * N / k)))
   row "$tl" "$op" "$a" "$b"
 done
 
@@ -67,14 +73,15 @@ fi
 # runs the wrappers, so the model's engine thread is not counted.
 simlib=$([ "${RVX_ICOUNT_HW:-0}" = 1 ] && echo "" || echo "$PWD/build/sim")
 mlx5_rows() { # tl, entries name:binary:op:wrapper...
-  local tl=$1 entry name b op fn bin a c; shift
+  local tl=$1 entry name b op fn bin a c k; shift
   for entry in "$@"; do
     IFS=: read -r name b op fn <<<"$entry"
     [[ -z "${ICOUNT_ROWS:-}" || " $ICOUNT_ROWS " == *" $name "* ]] || continue  # only these mlx5 rows
     bin=build/bench/$b
     [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
-    a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
-    c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
+    k=$(per "$op")
+    a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((N / k)))
+    c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N / k)))
     row "$tl" "$name" "$a" "$c"
   done
 }
@@ -85,7 +92,10 @@ want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:r
              progress_live_empty:icount_rc:progress_live_empty:bench_progress_live_empty \
              am_short8:icount_rc:am_short8:bench_am_short8 amo_add8:icount_rc:amo_add8:bench_amo_add8 \
              tag_send8:icount_tag_rc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_rc:tag_recv8:bench_tag_recv8 \
-             tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle
+             tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle \
+             put8_batch16:icount_rc:put8_batch16:bench_put8_batch16 \
+             floor_put8_batch16:icount_rc:floor_put8_batch16:floor_put8_batch16 \
+             am_short8_batch16:icount_rc:am_short8_batch16:bench_am_short8_batch16
 
 # dc_mlx5 (build/bench/icount_dc, icount_tag_dc), on rvxsim likewise: an endpoint to the
 # process's own DCT. floor_put8 is the same put8 WQE posted by hand in the same binary.
@@ -95,7 +105,10 @@ want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc
              progress_live_empty:icount_dc:progress_live_empty:bench_progress_live_empty \
              am_short8:icount_dc:am_short8:bench_am_short8 amo_add8:icount_dc:amo_add8:bench_amo_add8 \
              tag_send8:icount_tag_dc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_dc:tag_recv8:bench_tag_recv8 \
-             tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle
+             tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle \
+             put8_batch16:icount_dc:put8_batch16:bench_put8_batch16 \
+             floor_put8_batch16:icount_dc:floor_put8_batch16:floor_put8_batch16 \
+             am_short8_batch16:icount_dc:am_short8_batch16:bench_am_short8_batch16
 
 # The pair build (shm on the node, rc_mlx5 between nodes: build/bench/icount_pair), 3 ranks: 0 and
 # 1 on node 0, 2 on node 1, on rvxsim. Rank 0 runs under callgrind and counts the same wrappers

@@ -32,6 +32,7 @@ typedef RVX__TL_DEV(rkey_t)  rvx_rkey_t;
 typedef RVX__TL_OWN(iface_t) rvx__tl_iface_t;
 typedef RVX__TL_OWN(ep_t)    rvx__tl_ep_t;
 typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
+typedef RVX__TL_OWN(batch_t) rvx__tl_batch_t;
 
 /* ---- set-up ---- */
 #define rvx__tl_ctx_init      RVX__TL_DEV(ctx_init)
@@ -54,6 +55,7 @@ typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
 
 /* ---- fast path ---- */
 #define rvx__tl_put_short     RVX__TL_OWN(put_short)
+#define rvx__tl_put_short_more RVX__TL_OWN(put_short_more)
 #define rvx__tl_put_bcopy     RVX__TL_OWN(put_bcopy)
 #define rvx__tl_put_zcopy     RVX__TL_OWN(put_zcopy)
 #define rvx__tl_get_bcopy     RVX__TL_OWN(get_bcopy)
@@ -62,6 +64,13 @@ typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
 #define rvx__tl_atomic64      RVX__TL_OWN(atomic64)
 #define rvx__tl_am_claim      RVX__TL_OWN(am_claim)
 #define rvx__tl_am_publish    RVX__TL_OWN(am_publish)
+#define rvx__tl_am_publish_more RVX__TL_OWN(am_publish_more)
+#define rvx__tl_ep_ring       RVX__TL_OWN(ep_ring)
+#define rvx__tl_batch_begin   RVX__TL_OWN(batch_begin)
+#define rvx__tl_batch_put_short RVX__TL_OWN(batch_put_short)
+#define rvx__tl_batch_sync    RVX__TL_OWN(batch_sync)
+#define rvx__tl_batch_reload  RVX__TL_OWN(batch_reload)
+#define rvx__tl_batch_end     RVX__TL_OWN(batch_end)
 #define rvx__tl_am_wait_room  RVX__TL_OWN(am_wait_room)
 #define rvx__tl_am_zcopy      RVX__TL_OWN(am_zcopy)
 #define rvx__tl_ep_flush      RVX__TL_OWN(ep_flush)
