@@ -179,6 +179,10 @@ SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
 			     (unsigned long long)atomic_load(&cnt_wqes),
 			     (unsigned long long)atomic_load(&cnt_wqe_bytes));
 	}
+	if (n >= 0) {
+		off += (size_t)n;
+		n = sim_mmio_counters(buf + MIN(off, len), len - MIN(off, len));
+	}
 	return n < 0 ? n : (int)(off + (size_t)n);
 }
 
@@ -205,6 +209,7 @@ static void env_load(void)
 	sim_env.db_grace_ms = env_long("RVXSIM_DB_GRACE_MS", 1000);
 	sim_env.spin_us = env_long("RVXSIM_SPIN_US", 20);
 	sim_env.strict = env_long("RVXSIM_STRICT", 0) != 0;
+	sim_env.count_mmio = env_long("RVXSIM_COUNT_MMIO", 0) != 0;
 	s = getenv("RVXSIM_STATS_FILE");
 	if (s && *s) {
 		snprintf(stats_path, sizeof(stats_path), "%s", s);
