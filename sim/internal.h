@@ -81,6 +81,8 @@ bool sim_mmio_owns(const void *p);
 void sim_mmio_free(struct sim_qp *qp);
 void sim_mmio_model_writes(struct sim_qp *qp, bool open);
 int sim_mmio_counters(char *buf, size_t len);
+/* Stores the application has made to the QP's counted pages so far (0 if they are not counted). */
+uint32_t sim_mmio_stores(const struct sim_qp *qp);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
@@ -258,6 +260,7 @@ struct sim_qp {
 	bool bf_pend[2];             /* a BlueFlame copy to re-check (see bf_recheck) */
 	uint64_t bf_pend_v[2], bf_pend_since[2];
 	uint32_t bf_pend_idx[2], bf_pend_len[2];
+	uint32_t bf_pend_stores[2], sq_db_stores;  /* RVXSIM_COUNT_MMIO: stores seen (doorbell.c) */
 	struct sq_rec *out;          /* ring of SIM_MAX_OUTSTANDING */
 	uint32_t out_head, out_tail; /* records [tail, head) in flight */
 	uint32_t next_seq;           /* next message sequence number */

@@ -45,6 +45,7 @@ static _Atomic uint64_t n_dbrec, n_open, n_bf;
 static uint8_t *_Atomic arena;
 static _Atomic uint8_t live[MAX_SLOTS];
 static _Atomic int8_t open_half[MAX_SLOTS];   /* the half whose write is open, or -1 */
+static _Atomic uint32_t stores[MAX_SLOTS];     /* every store to the slot, for the engine */
 static uint32_t free_slots[MAX_SLOTS], n_free, high;   /* under lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction old_segv, old_trap;
@@ -68,6 +69,7 @@ static void chain(const struct sigaction *old, int sig, siginfo_t *si, void *uc)
 
 static void count(uint32_t slot, uint32_t off)
 {
+	atomic_fetch_add_explicit(&stores[slot], 1, memory_order_relaxed);
 	if (off >= 4096) {
 		if (off - 4096 == MLX5_SND_DBR * 4)
 			atomic_fetch_add_explicit(&n_dbrec, 1, memory_order_relaxed);
@@ -209,6 +211,14 @@ void sim_mmio_free(struct sim_qp *qp)
 	pthread_mutex_unlock(&lock);
 }
 
+uint32_t sim_mmio_stores(const struct sim_qp *qp)
+{
+	if (!sim_mmio_owns(qp->uar))
+		return 0;
+	return atomic_load_explicit(&stores[((uintptr_t)qp->uar - (uintptr_t)arena) / SLOT_BYTES],
+				    memory_order_relaxed);
+}
+
 /* The model's own writes to the pages (RESET clears them): open around them, not counted. */
 void sim_mmio_model_writes(struct sim_qp *qp, bool open)
 {
@@ -248,6 +258,12 @@ void sim_mmio_model_writes(struct sim_qp *qp, bool open)
 {
 	(void)qp;
 	(void)open;
+}
+
+uint32_t sim_mmio_stores(const struct sim_qp *qp)
+{
+	(void)qp;
+	return 0;
 }
 #endif
 

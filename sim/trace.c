@@ -210,6 +210,9 @@ static void env_load(void)
 	sim_env.spin_us = env_long("RVXSIM_SPIN_US", 20);
 	sim_env.strict = env_long("RVXSIM_STRICT", 0) != 0;
 	sim_env.count_mmio = env_long("RVXSIM_COUNT_MMIO", 0) != 0;
+	/* counted stores are slow and the writer may stop between two: ten times the grace */
+	if (sim_env.count_mmio && !getenv("RVXSIM_DB_GRACE_MS"))
+		sim_env.db_grace_ms *= 10;
 	s = getenv("RVXSIM_STATS_FILE");
 	if (s && *s) {
 		snprintf(stats_path, sizeof(stats_path), "%s", s);
