@@ -8,8 +8,9 @@
  * and sets the trap flag, so the store runs and the CPU stops right after it (SIGTRAP), where the
  * page is protected again. Both handlers touch only atomics and mprotect. A fault anywhere else
  * goes to the handler installed before ours, or to the default action: no real crash is hidden.
- * About 40 us per store (two signals, two mprotect): a separate run for counting, never for
- * timing; valgrind cannot single-step, so it cannot run this mode. x86-64 Linux only.
+ * 40 us to a few hundred per store (two signals, two mprotect): a separate run for counting,
+ * never for timing; valgrind cannot single-step, so it cannot run this mode. x86-64 Linux only.
+ * Nothing here runs when the mode is off: QPs get ordinary memory and no handler is installed.
  *
  * The rule, per QP (offsets in its UAR page; the bfreg at +0x800, two halves of SIM_BF_SIZE):
  *  - a store at offset 4 of the doorbell-record page (dbrec[MLX5_SND_DBR]): sq_dbrec_writes;
