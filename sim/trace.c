@@ -96,7 +96,7 @@ static void port_speed_load(void)
 	}
 }
 
-/* ---- RVXSIM_STATS_FILE: RDMA bytes per device ---- */
+/* ---- RVXSIM_STATS_FILE: RDMA bytes per device (and the MMIO counts, when counted) ---- */
 static _Atomic uint64_t stat_bytes[SIM_MAX_DEVICES][2];
 static _Atomic int stat_used[SIM_MAX_DEVICES];
 static char stats_path[320];
@@ -129,6 +129,14 @@ static void stats_write(void)
 			     (unsigned long long)atomic_load(&stat_bytes[d][1]));
 		if (n > 0 && write(fd, line, (size_t)n) != n)
 			break;
+	}
+	/* RVXSIM_COUNT_MMIO: the process's doorbell writes, for a tool that cannot call into it */
+	char keys[160], line[200];
+	if (sim_mmio_counters(keys, sizeof(keys)) > 0) {
+		int n = snprintf(line, sizeof(line), "rvxsim-mmio pid=%d%s\n", (int)getpid(), keys);
+		if (n > 0 && write(fd, line, (size_t)n) != n) {
+			/* nothing better to do at exit */
+		}
 	}
 	close(fd);
 }

@@ -9,7 +9,8 @@
  * 3-WQEBB WQE copied by BlueFlame in 24 stores (1/0/1); through ibv_post_send a chain of two
  * (1/1/0) and one small inline WQE (1/0/1, libmlx5's BlueFlame rule). Receive records and a
  * RESET (the model clears the pages) count nothing. Every WQE completes and its data lands.
- * Without the variable the same steps complete and the function answers -1. A store outside
+ * RVXSIM_STATS_FILE gets the totals at exit. Without the variable the same steps complete and
+ * the function answers -1 and the counters line has no such keys. A store outside
  * the counted pages (or to a destroyed QP's record) still reaches the application's SIGSEGV
  * handler, or kills the process by SIGSEGV when there is none; a breakpoint still kills it by
  * SIGTRAP.
@@ -46,6 +47,11 @@ static struct c3 counts_now(void)
 		CHECK_EQ(_n.bf - (was).bf, (d_bf));                        \
 	}                                                                  \
 } while (0)
+
+/* the steps' sums: one_bf, batch_db, three_db, big_bf, verbs_path (chain, then one inline) */
+#define TOTAL_DBREC (1 + 1 + 3 + 1 + 1 + 1)
+#define TOTAL_DB    (0 + 1 + 3 + 0 + 1 + 0)
+#define TOTAL_BF    (1 + 0 + 0 + 1 + 0 + 1)
 
 static struct st_dev dev;
 static struct st_cq acq, bcq;
@@ -375,9 +381,9 @@ static void run(void)
 		CHECK_EQ(v[0], c.dbrec);
 		CHECK_EQ(v[1], c.db);
 		CHECK_EQ(v[2], c.bf);
-		CHECK_EQ(c.dbrec, 1 + 1 + 3 + 1 + 2);
-		CHECK_EQ(c.db, 0 + 1 + 3 + 0 + 1);
-		CHECK_EQ(c.bf, 1 + 0 + 0 + 1 + 1);
+		CHECK_EQ(c.dbrec, TOTAL_DBREC);
+		CHECK_EQ(c.db, TOTAL_DB);
+		CHECK_EQ(c.bf, TOTAL_BF);
 	}
 	CHECK_EQ(ibv_destroy_qp(vqp), 0);
 	CHECK_EQ(ibv_destroy_cq(vcq), 0);
@@ -398,6 +404,25 @@ static void run(void)
 	st_dev_close(&dev);
 }
 
+/* The counting run's RVXSIM_STATS_FILE holds its totals at exit, in one line. */
+static void stats_line(const char *path)
+{
+	char want[160], buf[1024];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!CHECKF(f != NULL, "no RVXSIM_STATS_FILE %s", path))
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	snprintf(want, sizeof(want), " sq_dbrec_writes=%d doorbells=%d bf_copies=%d\n",
+		 TOTAL_DBREC, TOTAL_DB, TOTAL_BF);
+	CHECKF(strstr(buf, "rvxsim-mmio pid=") && strstr(buf, want),
+	       "RVXSIM_STATS_FILE holds \"%s\", not \"rvxsim-mmio pid=P%.*s\"", buf,
+	       (int)strlen(want) - 1, want);
+}
+
 int main(int argc, char **argv)
 {
 	const char *sub = getenv("T_MMIO_SUB"), *mode = getenv("RVXSIM_COUNT_MMIO");
@@ -412,10 +437,21 @@ int main(int argc, char **argv)
 	counting = mode && !strcmp(mode, "1");
 	run();
 	if (!counting && !st_failures) {
-		int rc = st_rerun(argv[0], 60000, "RVXSIM_COUNT_MMIO=1", NULL);
-		if (rc == 77)
+		static char stats_env[96];
+		char path[48];
+		int rc;
+
+		snprintf(path, sizeof(path), "/tmp/t_mmio_count.%d", (int)getpid());
+		snprintf(stats_env, sizeof(stats_env), "RVXSIM_STATS_FILE=%s", path);
+		unlink(path);
+		rc = st_rerun(argv[0], 60000, "RVXSIM_COUNT_MMIO=1", stats_env, NULL);
+		if (rc == 77) {
+			unlink(path);
 			st_skip("RVXSIM_COUNT_MMIO is not available here (x86-64 Linux only)");
+		}
 		CHECKF(rc == 0, "run with RVXSIM_COUNT_MMIO=1 exited with %d", rc);
+		stats_line(path);
+		unlink(path);
 		rc = st_rerun(argv[0], 30000, "RVXSIM_COUNT_MMIO=1", "T_MMIO_SUB=segv", NULL);
 		CHECKF(rc == 128 + SIGSEGV, "a stray store with counting on: exit %d, not SIGSEGV", rc);
 		rc = st_rerun(argv[0], 30000, "RVXSIM_COUNT_MMIO=1", "T_MMIO_SUB=trap", NULL);
