@@ -16,6 +16,7 @@
 #endif
 #include <rvx/rvx.h>
 
+#include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
 #include <sched.h>
@@ -271,6 +272,45 @@ static inline long icount_am_short8_batch16(icount_env_t *e, long n)
     return errors;
 }
 #endif
+
+/* ---- doorbells: rvxsim's count of the MMIO writes that tell the NIC (RVXSIM_COUNT_MMIO=1) ---- */
+
+/* The counts of this process so far: doorbell records, 8-byte doorbells, BlueFlame copies.
+ * Nonzero: the model does not count (not rvxsim, or the mode is off). */
+static inline int icount_mmio(uint64_t c[3])
+{
+    int (*fn)(uint64_t *) = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "rvxsim_mmio_counts");
+    return fn ? fn(c) : -1;
+}
+
+/* n calls of one 8-byte put (batch 0) or of a batch of 16, each between two readings of the
+ * counts, so that only the calls' own writes count (not the flushes between them); prints
+ * "mmio <op> puts=P dbrec=D doorbells=B bf_copies=F". */
+static inline long icount_mmio_puts(icount_env_t *e, long n, int batch)
+{
+    uint64_t src[16], a[3], b[3], sum[3] = {0, 0, 0};
+    long i, errors = 0;
+    int k;
+    for (k = 0; k < 16; k++) src[k] = 42;
+    for (i = 0; i < n; i++) {
+        if (icount_mmio(a)) {
+            fprintf(stderr, "icount: no doorbell counts: run on rvxsim with RVXSIM_COUNT_MMIO=1\n");
+            return 1;
+        }
+        if (batch) errors += bench_put8_batch16(e->ep, src, e->base + 64, &e->rk) != RVX_OK;
+        else errors += bench_put8(e->ep, src, e->base + 64, &e->rk) != RVX_OK;
+        icount_mmio(b);
+        for (k = 0; k < 3; k++) sum[k] += b[k] - a[k];
+        if ((i & 7) == 7) errors += rvx_ep_flush(e->ep) != RVX_OK;
+    }
+    printf("mmio %s puts=%ld dbrec=%llu doorbells=%llu bf_copies=%llu\n",
+           batch ? "put8_batch16" : "put8", batch ? 16 * n : n, (unsigned long long)sum[0],
+           (unsigned long long)sum[1], (unsigned long long)sum[2]);
+    return errors;
+}
+
+static inline long icount_mmio_put8(icount_env_t *e, long n) { return icount_mmio_puts(e, n, 0); }
+static inline long icount_mmio_put8_batch16(icount_env_t *e, long n) { return icount_mmio_puts(e, n, 1); }
 
 /* `prog <op> <N>`: set up, run op's loop, flush, check, print "<op> x <N> done (<config>)". */
 static inline int icount_main(int argc, char **argv, const char *prog, const icount_op_t *ops, int nops)

@@ -85,6 +85,28 @@ mlx5_rows() { # tl, entries name:binary:op:wrapper...
     row "$tl" "$name" "$a" "$c"
   done
 }
+# Doorbells per put, single and in batches of 16: rvxsim counts the MMIO writes that tell the NIC
+# (RVXSIM_COUNT_MMIO=1: doorbell records; 8-byte doorbells and BlueFlame copies, one register
+# write each) around each counted call, in a native run (the mode traps stores: not under
+# valgrind, and only on the model). Rows: doorbells_per_put8, doorbells_per_put_batch16 and
+# dbrec_per_put_batch16.
+mmio_rows() { # tl, binary
+  local tl=$1 bin=build/bench/$2 op line puts db bfc dbrec
+  [ -z "$simlib" ] && { echo "icount: doorbell rows need rvxsim's counts: skipped on an adapter"; return; }
+  for op in put8 put8_batch16; do
+    line=$(RVXSIM_COUNT_MMIO=1 LD_LIBRARY_PATH=$simlib "$bin" mmio_$op 64 2>"$tmp/err" | grep '^mmio ') ||
+      { echo "icount: $tl doorbell counts failed:"; sed 's/^/icount:   /' "$tmp/err" | head -3; return; }
+    read -r puts dbrec db bfc <<<"$(sed 's/[a-z_0-9]*=//g; s/^mmio [a-z_0-9]* //' <<<"$line")"
+    if [ "$op" = put8 ]; then
+      awk -v p="$puts" -v d="$db" -v b="$bfc" -v t="$tl" 'BEGIN { printf "icount %s doorbells_per_put8 %.4f\n", t, (d + b) / p }'
+    else
+      awk -v p="$puts" -v d="$db" -v b="$bfc" -v r="$dbrec" -v t="$tl" 'BEGIN {
+        printf "icount %s doorbells_per_put_batch16 %.4f\n", t, (d + b) / p
+        printf "icount %s dbrec_per_put_batch16 %.4f\n", t, r / p }'
+    fi
+  done
+}
+
 want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
              put8_db:icount_rc_db:put8:bench_put8 ref_put8_db:icount_rc_db:ref_put8:ref_put8 \
              get8:icount_rc:get8:bench_get8 flush_ready:icount_rc:flush_ready:bench_flush_ready \
@@ -96,6 +118,7 @@ want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:r
              put8_batch16:icount_rc:put8_batch16:bench_put8_batch16 \
              floor_put8_batch16:icount_rc:floor_put8_batch16:floor_put8_batch16 \
              am_short8_batch16:icount_rc:am_short8_batch16:bench_am_short8_batch16
+want rc && mmio_rows rc_mlx5 icount_rc
 
 # dc_mlx5 (build/bench/icount_dc, icount_tag_dc), on rvxsim likewise: an endpoint to the
 # process's own DCT. floor_put8 is the same put8 WQE posted by hand in the same binary.
@@ -109,6 +132,7 @@ want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc
              put8_batch16:icount_dc:put8_batch16:bench_put8_batch16 \
              floor_put8_batch16:icount_dc:floor_put8_batch16:floor_put8_batch16 \
              am_short8_batch16:icount_dc:am_short8_batch16:bench_am_short8_batch16
+want dc && mmio_rows dc_mlx5 icount_dc
 
 # The pair build (shm on the node, rc_mlx5 between nodes: build/bench/icount_pair), 3 ranks: 0 and
 # 1 on node 0, 2 on node 1, on rvxsim. Rank 0 runs under callgrind and counts the same wrappers

@@ -224,6 +224,7 @@ int main(int argc, char **argv)
         {"amo_add8", loop_amo_add8, 0}, {"put8_batch16", icount_put8_batch16, 0},
         {"floor_put8_batch16", loop_floor_put8_batch16, 1},
         {"am_short8_batch16", icount_am_short8_batch16, 0},
+        {"mmio_put8", icount_mmio_put8, 0}, {"mmio_put8_batch16", icount_mmio_put8_batch16, 0},
     };
     return icount_main(argc, argv, "icount_dc", ops, (int)(sizeof(ops) / sizeof(ops[0])));
 }
