@@ -2,6 +2,10 @@
  *   - 8-byte active-message ping-pong (short AM, one 64-bit argument; the reply is sent from the
  *     handler): one-way latency = time of a block of round trips / round trips / 2, median over
  *     blocks                                                   -> "rvx am_lat_ns <x>"
+ *     then the same number of round trips each stamped (rdtsc), median and 99th percentile of a
+ *     round trip, timer included, as floor_pingpong's rt_p50/rt_p99 (a descheduled side spoils
+ *     only its own round trips: the steadier figure on a loaded machine)
+ *                                                -> "rvx am_rt_p50_ns <x>", "rvx am_rt_p99_ns <x>"
  *   - 8-byte put message rate: rank 0 puts to one location in rank 1's memory in a loop, with one
  *     flush at the end (as ucx_perftest's ucp_put_bw does)     -> "rvx put_rate_mops <x>"
  *   - 8-byte fetching atomic add latency: rank 0 adds to a word of rank 1's memory, one at a time,
@@ -31,6 +35,25 @@ static void on_stop(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
 {
     (void)t; (void)a; (void)n; (void)p; (void)len;
     stop = 1;
+}
+
+/* `n` round trips, each timed: its median and 99th percentile in ns */
+static void am_round_trips(rvx_worker_t *w, rvx_ep_t *ep, long n)
+{
+    double tick = bench_ns_per_stamp(), *rt = (double *)malloc(sizeof(double) * (size_t)n);
+    rvx_status_t st;
+    uint64_t x = 0;
+    long i;
+    if (!rt) return;
+    for (i = 0; i < n; i++) {
+        uint64_t want = pongs + 1, t0 = bench_stamp();
+        rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
+        while (pongs != want) rvx_progress(w);
+        rt[i] = (double)(bench_stamp() - t0) * tick;
+    }
+    qsort(rt, (size_t)n, sizeof(double), bench_cmp_double);
+    printf("rvx am_rt_p50_ns %.1f\nrvx am_rt_p99_ns %.1f\n", rt[n / 2], rt[n * 99 / 100]);
+    free(rt);
 }
 
 int main(int argc, char **argv)
@@ -78,6 +101,7 @@ int main(int argc, char **argv)
         printf("rvx am_lat_ns %.1f\n", lat[blocks / 2]);
         printf("# am one-way ns: min %.1f median %.1f max %.1f over %d blocks of %ld round trips\n",
                lat[0], lat[blocks / 2], lat[blocks - 1], blocks, per);
+        am_round_trips(w, ep, per);
         /* put rate: best of 3 runs */
         best = 0;
         for (b = 0; b < 3; b++) {
