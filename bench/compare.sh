@@ -24,6 +24,10 @@
 #   ratio tag_lat_ucx_vs_floor <x>      UCX UCP tag_lat / floor (informational)
 #   ratio am_lat_ucx_vs_floor <x>       UCX UCT am_lat / floor (informational)
 #   ratio am_lat_vs_floor_two_lines <x> rvx AM / one-line-per-direction floor
+#   ratio am_lat_vs_floor_rings <x>     rvx AM / the floor of a request-plus-reply protocol over
+#                                       a ring per direction (floor_pingpong's rings layout)
+#   ratio am_rt_p50_vs_floor_rings <x>  the same on the median single round trip (rvx am_rt_p50_ns
+#                                       / floor rings rt_p50_ns): steadier on a loaded machine
 #   ratio pair_am_lat_vs_shm <x>        the pair build's on-node AM one-way (rvx pair_am_lat_ns,
 #                                       build/bench/rvx_lat_pair: shm on the node + rc_mlx5, on
 #                                       rvxsim, both ranks on one node) / the shm-only build's
@@ -157,7 +161,7 @@ echo "$MEDIANS"
 # The host can move the two vCPUs/cores between "near" and "far" placements
 # within seconds (floor 25-30 ns vs ~160 ns seen on a 2-vCPU VM). Warn when
 # the rounds of a latency key disagree by more than 1.5x.
-for key in "floor oneway_ns" "rvx am_lat_ns" "rvx pair_am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
+for key in "floor oneway_ns" "floor rings oneway_ns" "rvx am_lat_ns" "rvx pair_am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
     awk -v k="$key" 'index($0, k " ") == 1 && NF == split(k, w, " ") + 1 {
             v = $NF + 0; if (n == 0 || v < lo) lo = v; if (n == 0 || v > hi) hi = v; n++ }
          END { if (n > 1 && lo > 0 && hi > 1.5 * lo)
@@ -185,6 +189,9 @@ ratio tag_lat_vs_am_lat    "$TAG"  "$AM"
 ratio tag_lat_ucx_vs_floor "$UTAG" "$FLOOR" 1000
 ratio am_lat_ucx_vs_floor  "$UAM"  "$FLOOR" 1000
 ratio am_lat_vs_floor_two_lines "$AM" "$FLOOR2"
+ratio am_lat_vs_floor_rings "$AM" "$(echo "$MEDIANS" | value floor rings oneway_ns)"
+ratio am_rt_p50_vs_floor_rings "$(echo "$MEDIANS" | value rvx am_rt_p50_ns)" \
+      "$(echo "$MEDIANS" | value floor rings rt_p50_ns)"
 
 # The pair build against the shm-only build, on one node: goal <= 1.05
 PAM="$(echo "$MEDIANS" | value rvx pair_am_lat_ns)"
