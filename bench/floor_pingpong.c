@@ -50,6 +50,7 @@
  * Build: gcc -O2 -o build/bench/floor_pingpong bench/floor_pingpong.c
  * Usage: floor_pingpong [-n round_trips] [-r repetitions] [-w warmup]
  *                       [-s samples] [-l 1|2|3|0]   (-l 0 = all three, default)
+ *                       [-p]   (a pause in every pass of the spin loops)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,9 +101,20 @@ struct rings {
  * scheduler tick per hop, so the spin loops yield the CPU instead (the
  * result is then a context-switch time, not a cache-line floor). */
 static int yield_in_spin;
+/* -p: a pause instruction in every pass of a spin loop, as rvx's waits do
+ * (rvx_cpu_relax in rvx__backoff): the polling core then asks for the line
+ * less often and leaves its core's resources to a sibling thread. */
+static int pause_in_spin;
 
 static inline void spin_hint(void)
 {
+    if (pause_in_spin) {
+#if HAVE_TSC
+        __asm__ __volatile__("pause" ::: "memory");
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#endif
+    }
     if (yield_in_spin)
         sched_yield();
 }
@@ -374,9 +386,9 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [-n round_trips] [-r reps] [-w warmup] [-s samples] "
-            "[-l 0|1|2|3]\n  -l 1: one shared line, 2: one line per direction, "
+            "[-l 0|1|2|3] [-p]\n  -l 1: one shared line, 2: one line per direction, "
             "3: a ring per direction;\n  0: all three, the floor the faster of 1 and 2 "
-            "(default)\n",
+            "(default)\n  -p: pause in every pass of the spin loops\n",
             prog);
 }
 
@@ -384,13 +396,14 @@ int main(int argc, char **argv)
 {
     long n = 50000, warm = 50000, samples = 100000;
     int reps = 21, layout = 0, opt;
-    while ((opt = getopt(argc, argv, "n:r:w:s:l:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:r:w:s:l:ph")) != -1) {
         switch (opt) {
         case 'n': n = atol(optarg); break;
         case 'r': reps = atoi(optarg); break;
         case 'w': warm = atol(optarg); break;
         case 's': samples = atol(optarg); break;
         case 'l': layout = atoi(optarg); break;
+        case 'p': pause_in_spin = 1; break;
         default: usage(argv[0]); return opt == 'h' ? 0 : 2;
         }
     }
@@ -416,8 +429,8 @@ int main(int argc, char **argv)
         printf("floor warning only %ld online cpu: spin loops yield, "
                "result is NOT a cache-line floor\n", ncpu);
     }
-    printf("floor params round_trips %ld reps %d warmup %ld samples %ld\n",
-           n, reps, warm, samples);
+    printf("floor params round_trips %ld reps %d warmup %ld samples %ld pause %d\n",
+           n, reps, warm, samples, pause_in_spin);
 
     double ns_per_tick = samples > 0 ? stamp_ns_per_tick() : 1.0;
     if (samples > 0)

@@ -12,12 +12,21 @@
  *     each waited for (shm: a CPU atomic; a pair build on one node: the NIC's, by design)
  *                                                              -> "rvx amo_lat_ns <x>"
  * Run directly; it starts its two ranks itself through rvxrun (build/bin/rvxrun).
- *   rvx_lat [blocks] [round trips per block] [puts] */
+ *   rvx_lat [blocks] [round trips per block] [puts] [relax]
+ * relax 1: both sides' waits for an AM call rvx_cpu_relax() (a pause) after every progress call
+ * that found nothing, as the library's own waits do (floor_pingpong -p); 0 (default): bare spin. */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong) X(STOP, on_stop)
 #include "bench_common.h"
 
 static volatile uint64_t pongs;
 static volatile int stop;
+static int relax;
+
+/* one pass of a wait for an AM */
+static inline void am_wait_pass(rvx_worker_t *w)
+{
+    if (!rvx_progress(w) && relax) rvx_cpu_relax();
+}
 
 static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
 {
@@ -48,7 +57,7 @@ static void am_round_trips(rvx_worker_t *w, rvx_ep_t *ep, long n)
     for (i = 0; i < n; i++) {
         uint64_t want = pongs + 1, t0 = bench_stamp();
         rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
-        while (pongs != want) rvx_progress(w);
+        while (pongs != want) am_wait_pass(w);
         rt[i] = (double)(bench_stamp() - t0) * tick;
     }
     qsort(rt, (size_t)n, sizeof(double), bench_cmp_double);
@@ -70,6 +79,7 @@ int main(int argc, char **argv)
     double *lat;
     int me, b;
 
+    relax = argc > 4 && atoi(argv[4]) == 1;
     bench_self_launch(argv, "rvx_lat", 120);
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
@@ -92,7 +102,7 @@ int main(int argc, char **argv)
             for (i = 0; i < per; i++) {
                 uint64_t want = pongs + 1;
                 rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
-                while (pongs != want) rvx_progress(w);
+                while (pongs != want) am_wait_pass(w);
             }
             if (b >= 0) lat[b] = (bench_now_ns() - t0) / (double)per / 2;
         }
@@ -130,7 +140,7 @@ int main(int argc, char **argv)
         rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_STOP, NULL, 0));
         free(lat);
     } else {
-        while (!stop) rvx_progress(w); /* serve pings, spinning: this is a latency test */
+        while (!stop) am_wait_pass(w); /* serve pings, spinning: this is a latency test */
     }
     rvx_barrier(ctx);
     rvx_rkey_release(&rk);
