@@ -31,9 +31,13 @@
 #   floor pause ... / rvx pause ...     part "pause": floor_pingpong -p and rvx_lat with relax 1, a
 #                                       pause in every empty pass of both sides' waits, as rvx's own
 #                                       waits do (the rows above spin bare, as ucx_perftest does)
+#   ratio am_lat_min_vs_floor_one_line_min <x>, am_lat_min_vs_floor_rings_min <x>: the fastest
+#                                       blocks' (rvx am_lat_min_ns, floor <layout> oneway_min_ns)
 #   ratio pause_am_lat_vs_floor <x>, pause_am_lat_vs_floor_two_lines <x>, pause_am_lat_vs_floor_rings
-#                                       <x>, pause_am_rt_p50_vs_floor_rings <x>: the same ratios, both
-#                                       sides pausing
+#                                       <x>, pause_am_rt_p50_vs_floor_rings <x>,
+#                                       pause_am_lat_min_vs_floor_one_line_min <x>,
+#                                       pause_am_lat_min_vs_floor_rings_min <x>: the same ratios,
+#                                       both sides pausing
 #   ratio pair_am_lat_vs_shm <x>        the pair build's on-node AM one-way (rvx pair_am_lat_ns,
 #                                       build/bench/rvx_lat_pair: shm on the node + rc_mlx5, on
 #                                       rvxsim, both ranks on one node) / the shm-only build's
@@ -211,6 +215,12 @@ ratio am_lat_vs_floor_two_lines "$AM" "$FLOOR2"
 ratio am_lat_vs_floor_rings "$AM" "$(echo "$MEDIANS" | value floor rings oneway_ns)"
 ratio am_rt_p50_vs_floor_rings "$(echo "$MEDIANS" | value rvx am_rt_p50_ns)" \
       "$(echo "$MEDIANS" | value floor rings rt_p50_ns)"
+# the fastest block of each program, median over the rounds: on a loaded machine the blocks' median
+# takes in the time a side was descheduled, the fastest block does not
+ratio am_lat_min_vs_floor_one_line_min "$(echo "$MEDIANS" | value rvx am_lat_min_ns)" \
+      "$(echo "$MEDIANS" | value floor one_line oneway_min_ns)"
+ratio am_lat_min_vs_floor_rings_min "$(echo "$MEDIANS" | value rvx am_lat_min_ns)" \
+      "$(echo "$MEDIANS" | value floor rings oneway_min_ns)"
 PSAM="$(echo "$MEDIANS" | value rvx pause am_lat_ns)"
 if [ -n "$PSAM" ]; then
     ratio pause_am_lat_vs_floor "$PSAM" "$(echo "$MEDIANS" | value floor pause oneway_ns)"
@@ -218,6 +228,10 @@ if [ -n "$PSAM" ]; then
     ratio pause_am_lat_vs_floor_rings "$PSAM" "$(echo "$MEDIANS" | value floor pause rings oneway_ns)"
     ratio pause_am_rt_p50_vs_floor_rings "$(echo "$MEDIANS" | value rvx pause am_rt_p50_ns)" \
           "$(echo "$MEDIANS" | value floor pause rings rt_p50_ns)"
+    ratio pause_am_lat_min_vs_floor_one_line_min "$(echo "$MEDIANS" | value rvx pause am_lat_min_ns)" \
+          "$(echo "$MEDIANS" | value floor pause one_line oneway_min_ns)"
+    ratio pause_am_lat_min_vs_floor_rings_min "$(echo "$MEDIANS" | value rvx pause am_lat_min_ns)" \
+          "$(echo "$MEDIANS" | value floor pause rings oneway_min_ns)"
 fi
 
 # The pair build against the shm-only build, on one node: goal <= 1.05
