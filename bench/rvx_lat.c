@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_STOP, NULL, 0));
         free(lat);
     } else {
-        while (!stop) am_wait_pass(w); /* serve pings, spinning: this is a latency test */
+        while (!stop) am_wait_pass(w); /* serve pings, spinning (or pausing, relax 1): a latency test */
     }
     rvx_barrier(ctx);
     rvx_rkey_release(&rk);
