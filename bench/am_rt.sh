@@ -9,7 +9,7 @@
 # and "am_rt shm round_trip <send + serve + finish>", the work of both sides without their waits.
 # Usage: bench/am_rt.sh [N]
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 N=${1:-10000}
 bin=build/bench/icount_am_rt
 [ -x $bin ] || { echo "am_rt: build $bin first (make $bin)"; exit 1; }
