@@ -29,6 +29,23 @@ static inline double bench_now_ns(void)
     return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
 }
 
+/* A stamp per round trip: the TSC where there is one (a clock_gettime costs more than the
+ * latency it would time), else nanoseconds; bench_ns_per_stamp() converts (measured over 50 ms). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t bench_stamp(void) { return __rdtsc(); }
+static inline double bench_ns_per_stamp(void)
+{
+    double t0 = bench_now_ns(), t1;
+    uint64_t c0 = __rdtsc();
+    while ((t1 = bench_now_ns()) - t0 < 50e6) {}
+    return (t1 - t0) / (double)(__rdtsc() - c0);
+}
+#else
+static inline uint64_t bench_stamp(void) { return (uint64_t)bench_now_ns(); }
+static inline double bench_ns_per_stamp(void) { return 1.0; }
+#endif
+
 static inline int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
