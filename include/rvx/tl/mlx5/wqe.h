@@ -323,6 +323,10 @@ typedef struct rvx__mlx5_bb {
 
 /* ---- the commit point ----------------------------------------------------------------------- */
 
+/* A count of WQEBBs no BlueFlame half holds: rvx__mlx5_commit then writes the 8-byte doorbell
+ * (a constant: the test of the half's size folds away). */
+#define RVX__MLX5_DB_ONLY (1u << 20)
+
 /* The BlueFlame copy of nbb WQEBBs from the queue at wqe (wrapping at its end): whole 64-byte
  * chunks, in ascending order, never memcpy (write-combining rules). */
 RVX_INLINE void rvx__mlx5_bf_copy(const rvx__mlx5_sq_t *sq, uint8_t *reg, const uint8_t *wqe,
@@ -371,7 +375,7 @@ RVX_INLINE void rvx__mlx5_commit(rvx__mlx5_sq_t *sq, uint32_t pi_end, const uint
         rvx__mlx5_bb_store(reg, bb);
     } else
 #endif
-    if (nbb * RVX__MLX5_BB <= bf->size) {
+    if (!(__builtin_constant_p(nbb) && nbb == RVX__MLX5_DB_ONLY) && nbb * RVX__MLX5_BB <= bf->size) {
         rvx__mlx5_bf_copy(sq, reg, wqe, nbb);
     } else
 #endif
@@ -388,9 +392,6 @@ RVX_INLINE void rvx__mlx5_commit(rvx__mlx5_sq_t *sq, uint32_t pi_end, const uint
 }
 
 /* ---- more coming: many WQEs, one doorbell ------------------------------------------------- */
-
-/* A count of WQEBBs no BlueFlame half holds: rvx__mlx5_commit then writes the 8-byte doorbell. */
-#define RVX__MLX5_DB_ONLY (1u << 20)
 
 /* A WQE at pi..pi_end written but not told to the NIC: the producer index passes it and it
  * becomes the newest, whose ctrl the doorbell of rvx__mlx5_ring will carry. */
