@@ -55,7 +55,6 @@ typedef RVX__TL_OWN(batch_t) rvx__tl_batch_t;
 
 /* ---- fast path ---- */
 #define rvx__tl_put_short     RVX__TL_OWN(put_short)
-#define rvx__tl_put_short_more RVX__TL_OWN(put_short_more)
 #define rvx__tl_put_bcopy     RVX__TL_OWN(put_bcopy)
 #define rvx__tl_put_zcopy     RVX__TL_OWN(put_zcopy)
 #define rvx__tl_get_bcopy     RVX__TL_OWN(get_bcopy)

@@ -169,13 +169,6 @@ RVX_INLINE rvx_status_t rvx__pair_put_short(rvx__pair_ep_t *ep, const void *src,
     return RVX__PAIR_NET(put_short)(&ep->net, src, len, raddr, &rkey->net);
 }
 
-RVX_INLINE rvx_status_t rvx__pair_put_short_more(rvx__pair_ep_t *ep, const void *src, size_t len,
-                                                 uint64_t raddr, const rvx__pair_rkey_t *rkey)
-{
-    if (ep->intra) return rvx__shm_put_short(&ep->shm, src, len, raddr, &rkey->shm);
-    return RVX__PAIR_NET(put_short_more)(&ep->net, src, len, raddr, &rkey->net);
-}
-
 /* The end of a batch: only the net path has a doorbell. */
 RVX_INLINE void rvx__pair_ep_ring(rvx__pair_ep_t *ep)
 {

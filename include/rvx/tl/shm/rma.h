@@ -57,14 +57,7 @@ RVX_INLINE rvx_status_t rvx__shm_put_short(rvx__shm_ep_t *ep, const void *src, s
     return rvx__shm_rma_slow(ep, (void *)(uintptr_t)src, len, raddr, rkey, 1);
 }
 
-/* Shared memory has no doorbell: a put told "more coming" is an ordinary put, and the ring that
- * ends a batch has nothing to do. */
-RVX_INLINE rvx_status_t rvx__shm_put_short_more(rvx__shm_ep_t *ep, const void *src, size_t len,
-                                                uint64_t raddr, const rvx__shm_rkey_t *rkey)
-{
-    return rvx__shm_put_short(ep, src, len, raddr, rkey);
-}
-
+/* Shared memory has no doorbell: nothing to ring. */
 RVX_INLINE void rvx__shm_ep_ring(rvx__shm_ep_t *ep)
 {
     (void)ep;
