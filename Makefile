@@ -6,7 +6,7 @@
 #   make bench     instruction counts, latency/rate against UCX, whole-program timings
 #   make icount    instruction counts per operation (callgrind)
 #   make compare   latency and message rate beside UCX's ucx_perftest and a cache-line floor
-#   make compare-mlx5  instructions per call beside UCX's own rc_mlx5, both on rvxsim
+#   make compare-mlx5  instructions per call beside UCX's own rc_mlx5 and dc_mlx5, all on rvxsim
 #   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
 #   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
@@ -44,7 +44,7 @@ EXAMPLE_RC_BINS := $(addprefix $(B)/examples-rc/,hello_put pingpong atomic_count
 # docs/tests.md shows it): the lists below are its names, the rules build them.
 manifest = $(shell tests/manifest.sh names $(1))
 TEST_BINS := $(addprefix $(B)/tests/,$(call manifest,shm))
-BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
+BENCH_BINS := $(B)/bench/icount_rc $(B)/bench/icount_rc_db $(B)/bench/icount_shm $(B)/bench/icount_am_rt $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/icount_tag \
               $(B)/bench/tag_lat $(B)/bench/rndv_pipeline $(B)/bench/rndv_pipeline_get \
               $(B)/bench/rndv_pipeline_rc $(B)/bench/rndv_pipeline_get_rc $(B)/bench/rndv_pipeline_put_rc \
               $(B)/bench/tag_lat_eager $(B)/bench/tag_lat_rndv $(B)/bench/icount_tag_rc $(B)/bench/icount_dc \
@@ -408,12 +408,13 @@ compare: deps $(B)/bench/rvx_lat $(B)/bench/floor_pingpong $(B)/bench/tag_lat
 compare: $(filter %/rvx_lat_pair,$(PAIR_BENCH_BINS)) $(if $(PAIR_BENCH_BINS),sim)
 	@bench/compare.sh
 
-# rvx beside UCX's own rc_mlx5 on rvxsim, instructions per call (bench/compare_mlx5.sh)
-$(B)/bench/icount_ucx: bench/icount_ucx.c
+# rvx beside UCX's own rc_mlx5 and dc_mlx5 on rvxsim, instructions per call (bench/compare_mlx5.sh).
+# icount_ucx exports its mlx5dv_init_obj, which UCX then calls first (bench/ucx_watch.h).
+$(B)/bench/icount_ucx: bench/icount_ucx.c bench/ucx_watch.h
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $< -lucp -luct -lucs
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wl,--export-dynamic-symbol=mlx5dv_init_obj -o $@ $< -lucp -luct -lucs
 
-compare-mlx5: deps sim $(B)/bench/icount_rc $(B)/bench/icount_tag_rc $(B)/bench/icount_ucx
+compare-mlx5: deps sim $(B)/bench/icount_shm $(B)/bench/icount_rc $(B)/bench/icount_tag_rc $(B)/bench/icount_dc $(B)/bench/icount_tag_dc $(B)/bench/icount_ucx
 	@bench/compare_mlx5.sh
 
 bench: deps

@@ -16,6 +16,7 @@
 #endif
 #include <rvx/rvx.h>
 
+#include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
 #include <sched.h>
@@ -27,6 +28,23 @@ static inline double bench_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
 }
+
+/* A stamp per round trip: the TSC where there is one (a clock_gettime costs more than the
+ * latency it would time), else nanoseconds; bench_ns_per_stamp() converts (measured over 50 ms). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t bench_stamp(void) { return __rdtsc(); }
+static inline double bench_ns_per_stamp(void)
+{
+    double t0 = bench_now_ns(), t1;
+    uint64_t c0 = __rdtsc();
+    while ((t1 = bench_now_ns()) - t0 < 50e6) {}
+    return (t1 - t0) / (double)(__rdtsc() - c0);
+}
+#else
+static inline uint64_t bench_stamp(void) { return (uint64_t)bench_now_ns(); }
+static inline double bench_ns_per_stamp(void) { return 1.0; }
+#endif
 
 static inline int bench_cmp_double(const void *a, const void *b)
 {
@@ -94,6 +112,25 @@ RVX_NOINLINE rvx_status_t bench_put8(rvx_ep_t *ep, const uint64_t *src, uint64_t
     return rvx_put(ep, src, 8, raddr, rk);
 }
 
+/* A batch of 16 8-byte puts to consecutive words at raddr, one doorbell (docs/api.md, "Batches"):
+ * the loop an application streaming puts would write. */
+RVX_NOINLINE rvx_status_t bench_put8_batch16(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr,
+                                             const rvx_rkey_t *rk)
+{
+    rvx_batch_t b;
+    int i;
+    rvx_batch_begin(&b, ep);
+    for (i = 0; i < 16; i++) {
+        rvx_status_t st = rvx_batch_put(&b, &src[i], 8, raddr + 8 * (uint64_t)i, rk);
+        if (RVX_UNLIKELY(st != RVX_OK)) {
+            rvx_batch_end(&b);
+            return st;
+        }
+    }
+    rvx_batch_end(&b);
+    return RVX_OK;
+}
+
 RVX_NOINLINE int bench_progress_idle(rvx_worker_t *w) { return rvx_progress(w); }
 
 RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progress(w); }
@@ -102,6 +139,23 @@ RVX_NOINLINE int bench_progress_live_empty(rvx_worker_t *w) { return rvx_progres
 RVX_NOINLINE rvx_status_t bench_am_short8(rvx_ep_t *ep, uint64_t arg)
 {
     return rvx_am_short(ep, RVX_AM_SINK, &arg, 1);
+}
+#endif
+
+#ifndef BENCH_NO_AM
+/* 16 8-byte AMs (arguments arg, arg + 1, ...), one doorbell. Returns how many went: fewer
+ * when the peer had no room (the caller progresses and sends the rest). */
+RVX_NOINLINE int bench_am_short8_batch16(rvx_ep_t *ep, uint64_t arg)
+{
+    rvx_batch_t b;
+    int i;
+    rvx_batch_begin(&b, ep);
+    for (i = 0; i < 16; i++) {
+        uint64_t a = arg + (uint64_t)i;
+        if (RVX_UNLIKELY(rvx_batch_am_short(&b, RVX_AM_SINK, &a, 1) != RVX_OK)) break;
+    }
+    rvx_batch_end(&b);
+    return i;
 }
 #endif
 
@@ -138,6 +192,22 @@ static inline long icount_put8(icount_env_t *e, long n, long flush_mask)
     }
     errors += rvx_ep_flush(e->ep) != RVX_OK;
     errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64) != 42; /* the puts landed */
+    return errors;
+}
+
+/* n batches of 16 puts (icount.sh divides by 16), flushed every 8 batches; the last word of each
+ * batch checks that it landed. */
+static inline long icount_put8_batch16(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    uint64_t src[16];
+    for (i = 0; i < 16; i++) src[i] = 42;
+    for (i = 0; i < n; i++) {
+        errors += bench_put8_batch16(e->ep, src, e->base + 64, &e->rk) != RVX_OK;
+        if ((i & 7) == 7) errors += rvx_ep_flush(e->ep) != RVX_OK;
+    }
+    errors += rvx_ep_flush(e->ep) != RVX_OK;
+    errors += *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + 8 * 15) != 42;
     return errors;
 }
 
@@ -193,6 +263,71 @@ static inline long icount_am_short8(icount_env_t *e, long n)
     return errors;
 }
 #endif
+
+#ifndef BENCH_NO_AM
+/* n batches of 16 AMs to ourselves, delivered (and credits returned) after each batch, outside
+ * the counted calls; the handler's sum checks that each arrived once. */
+static inline long icount_am_short8_batch16(icount_env_t *e, long n)
+{
+    long i, errors = 0;
+    for (i = 0; i < n; i++) {
+        int k = bench_am_short8_batch16(e->ep, 16 * (uint64_t)i);
+        for (; k < 16; k++) { /* no room: the rest one by one, as room comes */
+            uint64_t a = 16 * (uint64_t)i + (uint64_t)k;
+            rvx_status_t st;
+            while ((st = rvx_am_short(e->ep, RVX_AM_SINK, &a, 1)) == RVX_ERR_NO_RESOURCE)
+                rvx_progress(e->w);
+            errors += st != RVX_OK;
+        }
+        errors += rvx_ep_flush(e->ep) != RVX_OK;
+        while (rvx_progress(e->w)) {}
+    }
+    if (sunk != (uint64_t)(16 * n) * (uint64_t)(16 * n - 1) / 2) {
+        fprintf(stderr, "icount: am_short8_batch16: handler sum %llu\n", (unsigned long long)sunk);
+        errors++;
+    }
+    return errors;
+}
+#endif
+
+/* ---- doorbells: rvxsim's count of the MMIO writes that tell the NIC (RVXSIM_COUNT_MMIO=1) ---- */
+
+/* The counts of this process so far: doorbell records, 8-byte doorbells, BlueFlame copies.
+ * Nonzero: the model does not count (not rvxsim, or the mode is off). */
+static inline int icount_mmio(uint64_t c[3])
+{
+    int (*fn)(uint64_t *) = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "rvxsim_mmio_counts");
+    return fn ? fn(c) : -1;
+}
+
+/* n calls of one 8-byte put (batch 0) or of a batch of 16, each between two readings of the
+ * counts, so that only the calls' own writes count (not the flushes between them); prints
+ * "mmio <op> puts=P dbrec=D doorbells=B bf_copies=F". */
+static inline long icount_mmio_puts(icount_env_t *e, long n, int batch)
+{
+    uint64_t src[16], a[3], b[3], sum[3] = {0, 0, 0};
+    long i, errors = 0;
+    int k;
+    for (k = 0; k < 16; k++) src[k] = 42;
+    for (i = 0; i < n; i++) {
+        if (icount_mmio(a)) {
+            fprintf(stderr, "icount: no doorbell counts: run on rvxsim with RVXSIM_COUNT_MMIO=1\n");
+            return 1;
+        }
+        if (batch) errors += bench_put8_batch16(e->ep, src, e->base + 64, &e->rk) != RVX_OK;
+        else errors += bench_put8(e->ep, src, e->base + 64, &e->rk) != RVX_OK;
+        icount_mmio(b);
+        for (k = 0; k < 3; k++) sum[k] += b[k] - a[k];
+        if ((i & 7) == 7) errors += rvx_ep_flush(e->ep) != RVX_OK;
+    }
+    printf("mmio %s puts=%ld dbrec=%llu doorbells=%llu bf_copies=%llu\n",
+           batch ? "put8_batch16" : "put8", batch ? 16 * n : n, (unsigned long long)sum[0],
+           (unsigned long long)sum[1], (unsigned long long)sum[2]);
+    return errors;
+}
+
+static inline long icount_mmio_put8(icount_env_t *e, long n) { return icount_mmio_puts(e, n, 0); }
+static inline long icount_mmio_put8_batch16(icount_env_t *e, long n) { return icount_mmio_puts(e, n, 1); }
 
 /* `prog <op> <N>`: set up, run op's loop, flush, check, print "<op> x <N> done (<config>)". */
 static inline int icount_main(int argc, char **argv, const char *prog, const icount_op_t *ops, int nops)

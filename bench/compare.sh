@@ -24,6 +24,20 @@
 #   ratio tag_lat_ucx_vs_floor <x>      UCX UCP tag_lat / floor (informational)
 #   ratio am_lat_ucx_vs_floor <x>       UCX UCT am_lat / floor (informational)
 #   ratio am_lat_vs_floor_two_lines <x> rvx AM / one-line-per-direction floor
+#   ratio am_lat_vs_floor_rings <x>     rvx AM / the floor of a request-plus-reply protocol over
+#                                       a ring per direction (floor_pingpong's rings layout)
+#   ratio am_rt_p50_vs_floor_rings <x>  the same on the median single round trip (rvx am_rt_p50_ns
+#                                       / floor rings rt_p50_ns): steadier on a loaded machine
+#   floor pause ... / rvx pause ...     part "pause": floor_pingpong -p and rvx_lat with relax 1, a
+#                                       pause in every empty pass of both sides' waits, as rvx's own
+#                                       waits do (the rows above spin bare, as ucx_perftest does)
+#   ratio am_lat_min_vs_floor_one_line_min <x>, am_lat_min_vs_floor_rings_min <x>: the fastest
+#                                       blocks' (rvx am_lat_min_ns, floor <layout> oneway_min_ns)
+#   ratio pause_am_lat_vs_floor <x>, pause_am_lat_vs_floor_two_lines <x>, pause_am_lat_vs_floor_rings
+#                                       <x>, pause_am_rt_p50_vs_floor_rings <x>,
+#                                       pause_am_lat_min_vs_floor_one_line_min <x>,
+#                                       pause_am_lat_min_vs_floor_rings_min <x>: the same ratios,
+#                                       both sides pausing
 #   ratio pair_am_lat_vs_shm <x>        the pair build's on-node AM one-way (rvx pair_am_lat_ns,
 #                                       build/bench/rvx_lat_pair: shm on the node + rc_mlx5, on
 #                                       rvxsim, both ranks on one node) / the shm-only build's
@@ -39,7 +53,8 @@
 #   build/bench/rvx_lat), RVX_LAT_ARGS and FLOOR_ARGS (extra arguments),
 #   UCX_LOG (raw ucx_perftest output, default build/bench/ucx_perftest.log), RVX_LAT_PAIR (the pair
 #   build, default build/bench/rvx_lat_pair; skipped when absent), COMPARE_PARTS (default all:
-#   "floor rvx tag ucx pair"; e.g. COMPARE_PARTS="rvx pair" ROUNDS=9 for the pair ratio alone).
+#   "floor rvx pause tag ucx pair"; e.g. COMPARE_PARTS="rvx pair" ROUNDS=9 for the pair ratio
+#   alone), PAUSE_FLOOR_ARGS (default "-p") and PAUSE_RVX_LAT_ARGS (default "21 20000 10000000 1").
 # rvx_lat and rvx_lat_pair run back to back in every round, in alternating order.
 set -u
 
@@ -59,7 +74,7 @@ if [ ! -x "$FLOOR_BIN" ]; then
     echo "# building $FLOOR_BIN"
     gcc -O2 -o "$FLOOR_BIN" bench/floor_pingpong.c || echo "# could not build $FLOOR_BIN"
 fi
-want() { [[ " ${COMPARE_PARTS:-floor rvx tag ucx pair} " == *" $1 "* ]]; }
+want() { [[ " ${COMPARE_PARTS:-floor rvx pause tag ucx pair} " == *" $1 "* ]]; }
 HAVE_FLOOR=0; [ -x "$FLOOR_BIN" ] && want floor && HAVE_FLOOR=1
 HAVE_RVX=0;   [ -x "$RVX_BIN" ] && want rvx && HAVE_RVX=1
 TAG_BIN="${TAG_LAT:-build/bench/tag_lat}"
@@ -135,6 +150,18 @@ for r in $(seq 1 "$ROUNDS"); do
         echo "$out" | keep "$r"
     fi
     if [ "$HAVE_PAIR" = 1 ] && [ $((r % 2)) = 1 ]; then run_pair "$r"; fi
+    # the floor and the AM ping-pong again, both sides pausing in their waits: keys "floor pause
+    # ..." and "rvx pause ..."
+    if want pause && [ -x "$FLOOR_BIN" ] && [ -x "$RVX_BIN" ]; then
+        # shellcheck disable=SC2086
+        out="$(timeout -k 2 "$RUN_TIMEOUT" "$FLOOR_BIN" ${PAUSE_FLOOR_ARGS:--p})" ||
+            echo "round $r floor error (pause) exit code $?"
+        echo "$out" | grep -vE '^floor (pinning|warning|params|timer )' | sed 's/^floor /floor pause /' | keep "$r"
+        # shellcheck disable=SC2086
+        out="$(timeout -k 2 "$RUN_TIMEOUT" "$RVX_BIN" ${PAUSE_RVX_LAT_ARGS:-21 20000 10000000 1})" ||
+            echo "round $r rvx error (pause) exit code $?"
+        echo "$out" | grep -E '^rvx am_' | sed 's/^rvx /rvx pause /' | keep "$r"
+    fi
     if [ "$HAVE_TAG" = 1 ]; then
         out="$(timeout -k 2 "$RUN_TIMEOUT" "$TAG_BIN" --quick)" || echo "round $r rvx error tag_lat exit code $?"
         [ "$r" = 1 ] && echo "$out" | grep -E '^# eager/rendezvous' | sed 's/^/# tag_lat: /'
@@ -157,7 +184,7 @@ echo "$MEDIANS"
 # The host can move the two vCPUs/cores between "near" and "far" placements
 # within seconds (floor 25-30 ns vs ~160 ns seen on a 2-vCPU VM). Warn when
 # the rounds of a latency key disagree by more than 1.5x.
-for key in "floor oneway_ns" "rvx am_lat_ns" "rvx pair_am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
+for key in "floor oneway_ns" "floor rings oneway_ns" "floor pause oneway_ns" "rvx pause am_lat_ns" "rvx am_lat_ns" "rvx pair_am_lat_ns" "rvx tag_lat_ns" "ucx am_lat lat_us" "ucx tag_lat lat_us"; do
     awk -v k="$key" 'index($0, k " ") == 1 && NF == split(k, w, " ") + 1 {
             v = $NF + 0; if (n == 0 || v < lo) lo = v; if (n == 0 || v > hi) hi = v; n++ }
          END { if (n > 1 && lo > 0 && hi > 1.5 * lo)
@@ -185,6 +212,27 @@ ratio tag_lat_vs_am_lat    "$TAG"  "$AM"
 ratio tag_lat_ucx_vs_floor "$UTAG" "$FLOOR" 1000
 ratio am_lat_ucx_vs_floor  "$UAM"  "$FLOOR" 1000
 ratio am_lat_vs_floor_two_lines "$AM" "$FLOOR2"
+ratio am_lat_vs_floor_rings "$AM" "$(echo "$MEDIANS" | value floor rings oneway_ns)"
+ratio am_rt_p50_vs_floor_rings "$(echo "$MEDIANS" | value rvx am_rt_p50_ns)" \
+      "$(echo "$MEDIANS" | value floor rings rt_p50_ns)"
+# the fastest block of each program, median over the rounds: on a loaded machine the blocks' median
+# takes in the time a side was descheduled, the fastest block does not
+ratio am_lat_min_vs_floor_one_line_min "$(echo "$MEDIANS" | value rvx am_lat_min_ns)" \
+      "$(echo "$MEDIANS" | value floor one_line oneway_min_ns)"
+ratio am_lat_min_vs_floor_rings_min "$(echo "$MEDIANS" | value rvx am_lat_min_ns)" \
+      "$(echo "$MEDIANS" | value floor rings oneway_min_ns)"
+PSAM="$(echo "$MEDIANS" | value rvx pause am_lat_ns)"
+if [ -n "$PSAM" ]; then
+    ratio pause_am_lat_vs_floor "$PSAM" "$(echo "$MEDIANS" | value floor pause oneway_ns)"
+    ratio pause_am_lat_vs_floor_two_lines "$PSAM" "$(echo "$MEDIANS" | value floor pause two_lines oneway_ns)"
+    ratio pause_am_lat_vs_floor_rings "$PSAM" "$(echo "$MEDIANS" | value floor pause rings oneway_ns)"
+    ratio pause_am_rt_p50_vs_floor_rings "$(echo "$MEDIANS" | value rvx pause am_rt_p50_ns)" \
+          "$(echo "$MEDIANS" | value floor pause rings rt_p50_ns)"
+    ratio pause_am_lat_min_vs_floor_one_line_min "$(echo "$MEDIANS" | value rvx pause am_lat_min_ns)" \
+          "$(echo "$MEDIANS" | value floor pause one_line oneway_min_ns)"
+    ratio pause_am_lat_min_vs_floor_rings_min "$(echo "$MEDIANS" | value rvx pause am_lat_min_ns)" \
+          "$(echo "$MEDIANS" | value floor pause rings oneway_min_ns)"
+fi
 
 # The pair build against the shm-only build, on one node: goal <= 1.05
 PAM="$(echo "$MEDIANS" | value rvx pair_am_lat_ns)"

@@ -2,7 +2,7 @@
 # Instructions per operation, by callgrind: each operation's noinline wrapper is the only function
 # counted (--toggle-collect), the program runs it N and 2N times, and the difference over N is the
 # cost of one call with set-up and loop cancelled. Prints "icount <tl> <op> <instructions>".
-# Usage: [ICOUNT_PARTS="shm rc pair"] bench/icount.sh [N]
+# Usage: [ICOUNT_PARTS="shm rc pair"] [ICOUNT_ROWS="put8 ..."] bench/icount.sh [N]
 #                                (binaries: build/bench/icount_shm, icount_tag, icount_rc(_db),
 #                                icount_tag_rc, icount_dc, icount_tag_dc, icount_pair)
 # The pair build's rows end with "goal" lines: each within 2 instructions of the same operation in
@@ -10,6 +10,7 @@
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-20000}
+(( N % 16 == 0 )) || { echo "icount: N must be a multiple of 16 (the batch rows)"; exit 1; }
 bin=build/bench/icount_shm
 tl=shm
 command -v valgrind >/dev/null || { echo "icount: valgrind is not installed (make deps)"; exit 1; }
@@ -19,7 +20,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # ICOUNT_PARTS: which builds to count (default all: shm tag rc dc pair)
 want() { [[ " ${ICOUNT_PARTS:-shm tag rc dc pair} " == *" $1 "* ]]; }
 declare -A seen  # "tl op" -> instructions, for the pair rows' goals
-row() { # tl, printed name, count at N, count at 2N: prints "icount <tl> <op> <per call>"
+row() { # tl, printed name, count at N operations, count at 2N: prints
+  # "icount <tl> <op> <per operation>"
   local v
   v=$(awk -v a="$3" -v b="$4" -v n="$N" 'BEGIN { printf "%.1f", (b - a) / n }')
   seen["$1 $2"]=$v
@@ -40,13 +42,17 @@ count() { # op, wrapper function(s), iterations -> instructions inside the wrapp
   awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg"
 }
 
+# A batch row (op_batch16) counts calls of 16 operations: N/16 and 2N/16 calls are N and 2N
+# operations, so its row is the cost of one operation.
+per() { [[ $1 == *_batch16 ]] && echo 16 || echo 1; }
 ops=(put8:bench_put8 ref_put8:ref_put8 get8:bench_get8 flush_idle:bench_flush_idle
      progress_idle:bench_progress_idle progress_live_empty:bench_progress_live_empty
-     am_short8:bench_am_short8 amo_add8:bench_amo_add8)
+     am_short8:bench_am_short8 amo_add8:bench_amo_add8 put8_batch16:bench_put8_batch16
+     am_short8_batch16:bench_am_short8_batch16)
 want shm && for entry in "${ops[@]}"; do
-  op=${entry%%:*}; fn=${entry#*:}
-  a=$(count "$op" "$fn" "$N")
-  b=$(count "$op" "$fn" $((2 * N)))
+  op=${entry%%:*}; fn=${entry#*:}; k=$(per "$op")
+  a=$(count "$op" "$fn" $((N / k)))
+  b=$(count "$op" "$fn" $((2 * N / k)))
   row "$tl" "$op" "$a" "$b"
 done
 
@@ -73,16 +79,40 @@ fi
 # runs the wrappers, so the model's engine thread is not counted.
 simlib=$([ "${RVX_ICOUNT_HW:-0}" = 1 ] && echo "" || echo "$PWD/build/sim")
 mlx5_rows() { # tl, entries name:binary:op:wrapper...
-  local tl=$1 entry name b op fn bin a c; shift
+  local tl=$1 entry name b op fn bin a c k; shift
   for entry in "$@"; do
     IFS=: read -r name b op fn <<<"$entry"
+    [[ -z "${ICOUNT_ROWS:-}" || " $ICOUNT_ROWS " == *" $name "* ]] || continue  # only these mlx5 rows
     bin=build/bench/$b
     [ -x $bin ] || { echo "icount: $bin not built (make): $name skipped"; continue; }
-    a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" "$N")
-    c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N)))
+    k=$(per "$op")
+    a=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((N / k)))
+    c=$(LD_LIBRARY_PATH=$simlib count "$op" "$fn" $((2 * N / k)))
     row "$tl" "$name" "$a" "$c"
   done
 }
+# Doorbells per put, single and in batches of 16: rvxsim counts the MMIO writes that tell the NIC
+# (RVXSIM_COUNT_MMIO=1: doorbell records; 8-byte doorbells and BlueFlame copies, one register
+# write each) around each counted call, in a native run (the mode traps stores: not under
+# valgrind, and only on the model). Rows: doorbells_per_put8, doorbells_per_put_batch16 and
+# dbrec_per_put_batch16.
+mmio_rows() { # tl, binary
+  local tl=$1 bin=build/bench/$2 op line puts db bfc dbrec
+  [ -z "$simlib" ] && { echo "icount: doorbell rows need rvxsim's counts: skipped on an adapter"; return; }
+  for op in put8 put8_batch16; do
+    line=$(RVXSIM_COUNT_MMIO=1 LD_LIBRARY_PATH=$simlib "$bin" mmio_$op 64 2>"$tmp/err" | grep '^mmio ') ||
+      { echo "icount: $tl doorbell counts failed:"; sed 's/^/icount:   /' "$tmp/err" | head -3; return; }
+    read -r puts dbrec db bfc <<<"$(sed 's/[a-z_0-9]*=//g; s/^mmio [a-z_0-9]* //' <<<"$line")"
+    if [ "$op" = put8 ]; then
+      awk -v p="$puts" -v d="$db" -v b="$bfc" -v t="$tl" 'BEGIN { printf "icount %s doorbells_per_put8 %.4f\n", t, (d + b) / p }'
+    else
+      awk -v p="$puts" -v d="$db" -v b="$bfc" -v r="$dbrec" -v t="$tl" 'BEGIN {
+        printf "icount %s doorbells_per_put_batch16 %.4f\n", t, (d + b) / p
+        printf "icount %s dbrec_per_put_batch16 %.4f\n", t, r / p }'
+    fi
+  done
+}
+
 want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:ref_put8:ref_put8 \
              put8_db:icount_rc_db:put8:bench_put8 ref_put8_db:icount_rc_db:ref_put8:ref_put8 \
              get8:icount_rc:get8:bench_get8,rvx__mlx5_cq_await floor_get8:icount_rc:floor_get8:floor_get8,floor_cq_await \
@@ -94,7 +124,11 @@ want rc && mlx5_rows rc_mlx5 put8:icount_rc:put8:bench_put8 ref_put8:icount_rc:r
              amo_add8_nf:icount_rc:amo_add8:bench_amo_add8 \
              get8_req_wait:icount_rc:get8_req_wait:bench_wait amo_fadd8_req_wait:icount_rc:amo_fadd8_req_wait:bench_wait \
              tag_send8:icount_tag_rc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_rc:tag_recv8:bench_tag_recv8 \
-             tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle
+             tag_progress_idle:icount_tag_rc:progress_idle:bench_tag_progress_idle \
+             put8_batch16:icount_rc:put8_batch16:bench_put8_batch16 \
+             floor_put8_batch16:icount_rc:floor_put8_batch16:floor_put8_batch16 \
+             am_short8_batch16:icount_rc:am_short8_batch16:bench_am_short8_batch16
+want rc && mmio_rows rc_mlx5 icount_rc
 
 # dc_mlx5 (build/bench/icount_dc, icount_tag_dc), on rvxsim likewise: an endpoint to the
 # process's own DCT. floor_put8 is the same put8 WQE posted by hand in the same binary.
@@ -113,7 +147,11 @@ want dc && mlx5_rows dc_mlx5 put8:icount_dc:put8:bench_put8 floor_put8:icount_dc
              amo_add8_nf:icount_dc:amo_add8:bench_amo_add8 \
              get8_req_wait:icount_dc:get8_req_wait:bench_wait amo_fadd8_req_wait:icount_dc:amo_fadd8_req_wait:bench_wait \
              tag_send8:icount_tag_dc:tag_send8:bench_tag_send8 tag_recv8:icount_tag_dc:tag_recv8:bench_tag_recv8 \
-             tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle
+             tag_progress_idle:icount_tag_dc:progress_idle:bench_tag_progress_idle \
+             put8_batch16:icount_dc:put8_batch16:bench_put8_batch16 \
+             floor_put8_batch16:icount_dc:floor_put8_batch16:floor_put8_batch16 \
+             am_short8_batch16:icount_dc:am_short8_batch16:bench_am_short8_batch16
+want dc && mmio_rows dc_mlx5 icount_dc
 
 # The pair build (shm on the node, rc_mlx5 between nodes: build/bench/icount_pair), 3 ranks: 0 and
 # 1 on node 0, 2 on node 1, on rvxsim. Rank 0 runs under callgrind and counts the same wrappers

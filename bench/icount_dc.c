@@ -82,6 +82,47 @@ RVX_NOINLINE void floor_put8(floor_dci_t *q, const uint64_t *src, uint64_t raddr
     floor_post(q, src, raddr, rkey_word, 0);
 }
 
+/* The floor of a batch: 16 of the same WQEs (src[k] to the k-th word), the DCI's state in registers
+ * for the whole batch, each WQE stored to the queue only; then one doorbell record write and one
+ * 8-byte doorbell naming the last WQE. The room is checked once. */
+RVX_STATIC_ASSERT(RVX_MLX5_SIG_EVERY >= 16, "at most one signaled WQE per batch of 16");
+RVX_NOINLINE void floor_put8_batch16(floor_dci_t *q, const uint64_t *src, uint64_t raddr,
+                                     const uint64_t *rkey_word)
+{
+    uint32_t pi = q->pi, k;
+    unsigned sig_left = q->sig_left;
+    uint8_t *sq = q->sq, *wqe;
+    __m128i v0 = _mm_setzero_si128(), v1, v3;
+    if (RVX_UNLIKELY((int32_t)(pi + 16 - q->limit) > 0)) { floor_slow(q); return; }
+    v1 = _mm_loadu_si128((const __m128i *)(const void *)q->av);
+    for (k = 0; k < 16; k++, pi++) {
+        uint64_t hi = 0;
+        v3 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)(const void *)&src[k]), 4),
+                          _mm_cvtsi32_si128((int)__builtin_bswap32(8u | MLX5_INLINE_SEG)));
+        __m128i v2 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr + 8 * k))),
+                                                   (const double *)(const void *)rkey_word));
+        if (RVX_UNLIKELY(--sig_left == 0)) { /* the signaled one: its index remembered */
+            sig_left = RVX_MLX5_SIG_EVERY;
+            q->last_sig = pi;
+            hi = (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24;
+        }
+        v0 = _mm_set_epi64x((long long)hi, (long long)__builtin_bswap64((uint64_t)(uint16_t)pi << 40 | q->w8));
+        wqe = sq + ((pi & q->mask) << 6);
+        _mm_store_si128((__m128i *)(void *)wqe, v0);
+        _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
+        _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
+        _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
+    }
+    q->pi = pi;
+    q->sig_left = (uint16_t)sig_left;
+    __asm__ __volatile__("" ::: "memory");
+    *q->dbrec = __builtin_bswap32(pi & 0xffff);
+    __asm__ __volatile__("sfence" ::: "memory");
+    *(volatile uint64_t *)(void *)q->bf = (uint64_t)_mm_cvtsi128_si64(v0);
+    __asm__ __volatile__("sfence" ::: "memory");
+    q->bf = (uint8_t *)((uintptr_t)q->bf ^ q->flip);
+}
+
 /* Wait until the CQE at the consumer index is there, without consuming it. */
 static void cqe_present(rvx_worker_t *w)
 {
@@ -89,14 +130,16 @@ static void cqe_present(rvx_worker_t *w)
     while (!rvx__mlx5_cqe_ready(&ifc->cq, *ifc->cq.next_op_own)) rvx_cpu_relax();
 }
 
-/* The DCI the endpoint holds (after one put), taken over by the hand-written post; its CQEs are
- * consumed here. */
-static long loop_floor_put8(icount_env_t *e, long n)
+/* The DCI the endpoint holds (after one put), taken over by a hand-written post (batch: 16 WQEs
+ * per call); its CQEs are consumed here. */
+static long floor_loop(icount_env_t *e, long n, int batch)
 {
     rvx__tl_iface_t *ifc = &e->w->iface[0];
     rvx__dc_dci_t *d;
     floor_dci_t q;
+    uint64_t src[16];
     long i;
+    for (i = 0; i < 16; i++) src[i] = 42;
     if (rvx_put(e->ep, &e->src, 8, e->base + 64, &e->rk) != RVX_OK || rvx_ep_flush(e->ep) != RVX_OK)
         return 1;
     while (rvx_progress(e->w)) {}
@@ -115,16 +158,21 @@ static long loop_floor_put8(icount_env_t *e, long n)
     q.bf = d->sq.bf->cur;
     q.flip = d->sq.bf->flip;
     for (i = 0; i < n; i++) {
-        floor_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
-        if (q.sig_left == RVX_MLX5_SIG_EVERY) { /* just signaled: retire through its CQE */
+        int sig = batch ? q.sig_left <= 16 : q.sig_left == 1; /* a WQE of this call is signaled */
+        if (batch) floor_put8_batch16(&q, src, e->base + 64, &e->rk.rkey_word);
+        else floor_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
+        if (sig) { /* retire it through its CQE */
             cqe_present(e->w);
             rvx__mlx5_cq_advance(&ifc->cq);
             *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
             q.limit = q.last_sig + 1 + d->sq.room;
         }
     }
-    return *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64) != 42;
+    return *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + (batch ? 8 * 15 : 0)) != 42;
 }
+
+static long loop_floor_put8(icount_env_t *e, long n) { return floor_loop(e, n, 0); }
+static long loop_floor_put8_batch16(icount_env_t *e, long n) { return floor_loop(e, n, 1); }
 
 
 /* get8: a blocking 8-byte get (no request: done on return); get8_req: the same posted with a
@@ -276,7 +324,10 @@ int main(int argc, char **argv)
         {"get8_req_wait", loop_get8_req_wait, 0}, {"amo_fadd8_req_wait", loop_amo_fadd8_req_wait, 0},
         {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
         {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", icount_am_short8, 0},
-        {"amo_add8", loop_amo_add8, 0},
+        {"amo_add8", loop_amo_add8, 0}, {"put8_batch16", icount_put8_batch16, 0},
+        {"floor_put8_batch16", loop_floor_put8_batch16, 1},
+        {"am_short8_batch16", icount_am_short8_batch16, 0},
+        {"mmio_put8", icount_mmio_put8, 0}, {"mmio_put8_batch16", icount_mmio_put8_batch16, 0},
     };
     return icount_main(argc, argv, "icount_dc", ops, (int)(sizeof(ops) / sizeof(ops[0])));
 }

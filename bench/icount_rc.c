@@ -93,6 +93,46 @@ RVX_NOINLINE void ref_put8(ref_qp_t *q, const uint64_t *src, uint64_t raddr, con
     q->bf = (uint8_t *)((uintptr_t)reg ^ q->flip);
 }
 
+/* The floor of a batch: 16 of the same WQEs (src[k] to the k-th word), the queue's state in registers
+ * for the whole batch, each WQE stored to the queue only; then one doorbell record write and one
+ * 8-byte doorbell naming the last WQE (as libmlx5 rings a list). The room is checked once. */
+RVX_STATIC_ASSERT(RVX_MLX5_SIG_EVERY >= 16, "at most one signaled WQE per batch of 16");
+RVX_NOINLINE void floor_put8_batch16(ref_qp_t *q, const uint64_t *src, uint64_t raddr,
+                                     const uint64_t *rkey_word)
+{
+    uint32_t pi = q->pi, k;
+    unsigned sig_left = q->sig_left;
+    uint8_t *sq = q->sq, *wqe = NULL;
+    __m128i v0 = _mm_setzero_si128(), v3 = _mm_setzero_si128();
+    if (RVX_UNLIKELY((int32_t)(pi + 16 - q->limit) > 0)) { ref_slow(q); return; }
+    for (k = 0; k < 16; k++, pi++) {
+        uint64_t hi = 0;
+        __m128i v2 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)(const void *)&src[k]), 4),
+                                  _mm_cvtsi32_si128((int)__builtin_bswap32(8u | MLX5_INLINE_SEG)));
+        __m128i v1 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr + 8 * k))),
+                                                   (const double *)(const void *)rkey_word));
+        if (RVX_UNLIKELY(--sig_left == 0)) { /* the signaled one: its index remembered */
+            sig_left = RVX_MLX5_SIG_EVERY;
+            q->last_sig = pi;
+            hi = (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24;
+        }
+        v0 = _mm_set_epi64x((long long)hi, (long long)__builtin_bswap64((uint64_t)(uint16_t)pi << 40 | q->w8));
+        wqe = sq + ((pi & q->mask) << 6);
+        _mm_store_si128((__m128i *)(void *)wqe, v0);
+        _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
+        _mm_store_si128((__m128i *)(void *)(wqe + 32), v2);
+        _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
+    }
+    q->pi = pi;
+    q->sig_left = (uint16_t)sig_left;
+    __asm__ __volatile__("" ::: "memory");
+    *q->dbrec = __builtin_bswap32(pi & 0xffff);
+    __asm__ __volatile__("sfence" ::: "memory");
+    *(volatile uint64_t *)(void *)q->bf = (uint64_t)_mm_cvtsi128_si64(v0);
+    __asm__ __volatile__("sfence" ::: "memory");
+    q->bf = (uint8_t *)((uintptr_t)q->bf ^ q->flip);
+}
+
 /* get8: a blocking 8-byte get (no request: done on return); get8_req: the same posted with a
  * request, its completion outside the count (what get8 counted until the fetch path). */
 RVX_NOINLINE rvx_status_t bench_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr, const rvx_rkey_t *rk)
@@ -158,6 +198,40 @@ static long loop_ref_put8(icount_env_t *e, long n)
         }
     }
     return 0;
+}
+
+/* The same queue taken over for the batch floor: n batches of 16; each signaled WQE retired by
+ * its CQE after the batch. */
+static long loop_floor_put8_batch16(icount_env_t *e, long n)
+{
+    rvx__rc_conn_t *c = e->ep->tl[0].c;
+    rvx__tl_iface_t *ifc = &e->w->iface[0];
+    ref_qp_t q;
+    uint32_t room = c->sq.mask + 1 - RVX__RC_SQ_RESERVE;
+    uint64_t src[16];
+    long i;
+    for (i = 0; i < 16; i++) src[i] = 42;
+    q.sq = c->sq.buf;
+    q.mask = c->sq.mask;
+    q.pi = c->sq.pi;
+    q.limit = c->sq.pi + room;
+    q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
+    q.sig_left = RVX_MLX5_SIG_EVERY;
+    q.last_sig = 0;
+    q.dbrec = c->sq.dbrec;
+    q.bf = c->sq.bf->cur;
+    q.flip = c->sq.bf->flip;
+    for (i = 0; i < n; i++) {
+        unsigned sig = q.sig_left <= 16; /* one of this batch's WQEs will be signaled */
+        floor_put8_batch16(&q, src, e->base + 64, &e->rk.rkey_word);
+        if (sig) { /* retire it through its CQE */
+            cqe_present(e->w);
+            rvx__mlx5_cq_advance(&ifc->cq);
+            *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
+            q.limit = q.last_sig + 1 + room;
+        }
+    }
+    return *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + 8 * 15) != 42;
 }
 
 /* The floors (floor_fetch.h) on the endpoint's QP and the worker's CQ, taken over after a put of
@@ -281,7 +355,10 @@ int main(int argc, char **argv)
         {"get8_req_wait", loop_get8_req_wait, 0}, {"amo_fadd8_req_wait", loop_amo_fadd8_req_wait, 0},
         {"flush_ready", loop_flush_ready, 0}, {"progress_idle", icount_progress_idle, 0},
         {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", icount_am_short8, 0},
-        {"amo_add8", loop_amo_add8, 0},
+        {"amo_add8", loop_amo_add8, 0}, {"put8_batch16", icount_put8_batch16, 0},
+        {"floor_put8_batch16", loop_floor_put8_batch16, 1},
+        {"am_short8_batch16", icount_am_short8_batch16, 0},
+        {"mmio_put8", icount_mmio_put8, 0}, {"mmio_put8_batch16", icount_mmio_put8_batch16, 0},
     };
     return icount_main(argc, argv, "icount_rc", ops, (int)(sizeof(ops) / sizeof(ops[0])));
 }

@@ -63,7 +63,8 @@ int main(int argc, char **argv)
         {"put8", loop_put8, 0}, {"ref_put8", loop_ref_put8, 0}, {"get8", loop_get8, 0},
         {"flush_idle", loop_flush_idle, 0}, {"progress_idle", icount_progress_idle, 0},
         {"progress_live_empty", icount_progress_live_empty, 0}, {"am_short8", loop_am_short8, 0},
-        {"amo_add8", loop_amo_add8, 0},
+        {"amo_add8", loop_amo_add8, 0}, {"put8_batch16", icount_put8_batch16, 0},
+        {"am_short8_batch16", icount_am_short8_batch16, 0},
     };
     return icount_main(argc, argv, "icount_shm", ops, (int)(sizeof(ops) / sizeof(ops[0])));
 }

@@ -2,11 +2,15 @@
  * counting instructions with callgrind beside rvx's icount_rc (bench/compare_mlx5.sh). Two UCT
  * interfaces (or two UCP workers) in one process, connected to each other on the same device.
  *   icount_ucx <op> <N> [tl]   op: uct_put8 uct_am_short8 uct_progress_idle uct_flush_ready
- *                                  ucp_put8 ucp_tag_send8 ucp_progress_idle
+ *                                  uct_put8_batch16 ucp_put8 ucp_tag_send8 ucp_progress_idle
  *                              tl: rc_mlx5 (default) or dc_mlx5
  * Each wrapper runs N times; set-up, flushes between batches and the receiver's progress are outside
- * the wrappers, so (count at 2N - count at N) / N is one call. Exits non-zero if an operation
- * failed. Links against the system's UCX (libucx-dev); runs on rvxsim through build/sim/rvxsim-env. */
+ * the wrappers, so (count at 2N - count at N) / N is one call. uct_put8_batch16 is a stream of N
+ * puts flushed every 16, counted in two wrappers (bench_uct_put8_batch16 and bench_uct_flush_done,
+ * both to be collected), so the count over N is the cost of one put with its share of the flush.
+ * Where a wrapper needs completions in the CQ, the program waits for the adapter to write them
+ * (ucx_watch.h) before calling it. Exits non-zero if an operation failed or a completion was not
+ * there. Links against the system's UCX (libucx-dev); runs on rvxsim through build/sim/rvxsim-env. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,8 @@
 #define NOINLINE __attribute__((noinline, used))
 #define DIE(...) do { fprintf(stderr, "icount_ucx: " __VA_ARGS__); fputc('\n', stderr); exit(2); } while (0)
 #define OK(x) do { ucs_status_t _s = (x); if (_s != UCS_OK) DIE("%s: %s", #x, ucs_status_string(_s)); } while (0)
+
+#include "ucx_watch.h"
 
 /* ------------------------------------------------------------------ the counted wrappers */
 
@@ -42,6 +48,25 @@ NOINLINE ucs_status_t bench_uct_flush_ready(uct_worker_h w, uct_ep_h ep)
 {
 	uct_worker_progress(w);
 	return uct_ep_flush(ep, 0, NULL);
+}
+
+/* a stream, flushed every 16 puts: the puts and the flush that asks for their completion ... */
+NOINLINE long bench_uct_put8_batch16(uct_ep_h ep, const uint64_t *v, uint64_t raddr, uct_rkey_t rkey)
+{
+	long bad = 0;
+	for (int k = 0; k < 16; k++)
+		bad += uct_ep_put_short(ep, v, 8, raddr, rkey) != UCS_OK;
+	return bad + (uct_ep_flush(ep, 0, NULL) != UCS_INPROGRESS);
+}
+
+/* ... then, every completion in the CQ, progress until the flush is done */
+NOINLINE ucs_status_t bench_uct_flush_done(uct_worker_h w, uct_ep_h ep)
+{
+	ucs_status_t s;
+	do
+		uct_worker_progress(w);
+	while ((s = uct_ep_flush(ep, 0, NULL)) == UCS_INPROGRESS);
+	return s;
 }
 
 NOINLINE ucs_status_ptr_t bench_ucp_put8(ucp_ep_h ep, const uint64_t *v, uint64_t raddr, ucp_rkey_h rkey,
@@ -253,17 +278,30 @@ static long run_uct(const char *op, long n)
 			errors += bench_uct_progress_idle(U.w1) != 0;
 	} else if (!strcmp(op, "uct_flush_ready")) {
 		for (long i = 0; i < n; i++) {
-			while (uct_ep_put_short(U.e1, &v, 8, (uintptr_t)U.buf + 64, U.rkey.rkey) ==
-			       UCS_ERR_NO_RESOURCE)
-				uct_progress_both();
-			/* the put is unsignaled: this first flush asks for a completion (a signaled NOP) */
+			watch_snap();   /* the endpoint is flushed: the put finds room */
+			errors += uct_ep_put_short(U.e1, &v, 8, (uintptr_t)U.buf + 64, U.rkey.rkey) != UCS_OK;
+			/* an unsignaled put (rc): this first flush asks for a completion (a signaled NOP) */
 			uct_ep_flush(U.e1, 0, NULL);
-			usleep(5000);   /* the model writes the CQE meanwhile */
+			errors += watch_wait();   /* the CQE is in the CQ, not taken */
 			if (bench_uct_flush_ready(U.w1, U.e1) != UCS_OK) {
-				errors++;   /* the CQE was late: counted as an error, the flush finishes here */
+				errors++;   /* not ready after all: the count is wrong, the flush finishes here */
 				uct_flush();
 			}
 		}
+	} else if (!strcmp(op, "uct_put8_batch16")) {
+		if (n % 16)
+			DIE("uct_put8_batch16: N must be a multiple of 16");
+		for (long i = 0; i < n; i += 16) {
+			v = (uint64_t)i + 1;
+			watch_snap();
+			errors += bench_uct_put8_batch16(U.e1, &v, (uintptr_t)U.buf + 64, U.rkey.rkey);
+			errors += watch_wait();
+			if (bench_uct_flush_done(U.w1, U.e1) != UCS_OK) {
+				errors++;
+				uct_flush();
+			}
+		}
+		errors += U.buf[8] != (uint64_t)n - 15;
 	} else {
 		DIE("unknown op %s", op);
 	}

@@ -38,6 +38,7 @@ verdict() { # value, op (le|ge), target
 put8=$(val "icount shm put8" "$tmp/icount"); prog=$(val "icount shm progress_idle" "$tmp/icount")
 am8=$(val "icount shm am_short8" "$tmp/icount")
 r_floor=$(val "ratio am_lat_vs_floor" "$tmp/compare"); r_ucx=$(val "ratio am_lat_vs_ucx_uct_am" "$tmp/compare")
+r_rings=$(val "ratio am_lat_vs_floor_rings" "$tmp/compare")
 r_put=$(val "ratio put_rate_vs_ucx" "$tmp/compare")
 tsend=$(val "icount shm tag_send8" "$tmp/icount"); trecv=$(val "icount shm tag_recv8" "$tmp/icount")
 rsend=$(val "icount rc_mlx5 tag_send8" "$tmp/icount"); rrecv=$(val "icount rc_mlx5 tag_recv8" "$tmp/icount")
@@ -73,6 +74,7 @@ sed -n 's/^ *echo "## \(.*\)"$/\1/p' "$0" >"$tmp/ours"
   echo "| shm progress_idle instructions | <= 5 | $prog | $(verdict "$prog" le 5) |"
   echo "| shm am_short8 send instructions | <= 30 | $am8 | $(verdict "$am8" le 30) |"
   echo "| AM one-way latency / cache-line floor | <= 1.2 | $r_floor | $(verdict "$r_floor" le 1.2) |"
+  echo "| AM one-way latency / request-plus-reply ring floor (section \"AM latency on shm\") | - | $r_rings | - |"
   echo "| AM one-way latency / UCX UCT am_lat | < 1 | $r_ucx | $(verdict "$r_ucx" le 0.999) |"
   echo "| 8-byte put rate / UCX ucp_put_bw | >= 2 | $r_put | $(verdict "$r_put" ge 2) |"
   echo "| shm tag_send8 instructions | <= 60 | $tsend | $(verdict "$tsend" le 60) |"

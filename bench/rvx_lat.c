@@ -2,18 +2,32 @@
  *   - 8-byte active-message ping-pong (short AM, one 64-bit argument; the reply is sent from the
  *     handler): one-way latency = time of a block of round trips / round trips / 2, median over
  *     blocks                                                   -> "rvx am_lat_ns <x>"
+ *     and the fastest block (the one least disturbed)          -> "rvx am_lat_min_ns <x>"
+ *     then the same number of round trips each stamped (rdtsc), median and 99th percentile of a
+ *     round trip, timer included, as floor_pingpong's rt_p50/rt_p99 (a descheduled side spoils
+ *     only its own round trips: the steadier figure on a loaded machine)
+ *                                                -> "rvx am_rt_p50_ns <x>", "rvx am_rt_p99_ns <x>"
  *   - 8-byte put message rate: rank 0 puts to one location in rank 1's memory in a loop, with one
  *     flush at the end (as ucx_perftest's ucp_put_bw does)     -> "rvx put_rate_mops <x>"
  *   - 8-byte fetching atomic add latency: rank 0 adds to a word of rank 1's memory, one at a time,
  *     each waited for (shm: a CPU atomic; a pair build on one node: the NIC's, by design)
  *                                                              -> "rvx amo_lat_ns <x>"
  * Run directly; it starts its two ranks itself through rvxrun (build/bin/rvxrun).
- *   rvx_lat [blocks] [round trips per block] [puts] */
+ *   rvx_lat [blocks] [round trips per block] [puts] [relax]
+ * relax 1: both sides' waits for an AM call rvx_cpu_relax() (a pause) after every progress call
+ * that found nothing, as the library's own waits do (floor_pingpong -p); 0 (default): bare spin. */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong) X(STOP, on_stop)
 #include "bench_common.h"
 
 static volatile uint64_t pongs;
 static volatile int stop;
+static int relax;
+
+/* one pass of a wait for an AM */
+static inline void am_wait_pass(rvx_worker_t *w)
+{
+    if (!rvx_progress(w) && relax) rvx_cpu_relax();
+}
 
 static void on_ping(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
 {
@@ -33,6 +47,25 @@ static void on_stop(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, s
     stop = 1;
 }
 
+/* `n` round trips, each timed: its median and 99th percentile in ns */
+static void am_round_trips(rvx_worker_t *w, rvx_ep_t *ep, long n)
+{
+    double tick = bench_ns_per_stamp(), *rt = (double *)malloc(sizeof(double) * (size_t)n);
+    rvx_status_t st;
+    uint64_t x = 0;
+    long i;
+    if (!rt) return;
+    for (i = 0; i < n; i++) {
+        uint64_t want = pongs + 1, t0 = bench_stamp();
+        rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
+        while (pongs != want) am_wait_pass(w);
+        rt[i] = (double)(bench_stamp() - t0) * tick;
+    }
+    qsort(rt, (size_t)n, sizeof(double), bench_cmp_double);
+    printf("rvx am_rt_p50_ns %.1f\nrvx am_rt_p99_ns %.1f\n", rt[n / 2], rt[n * 99 / 100]);
+    free(rt);
+}
+
 int main(int argc, char **argv)
 {
     int blocks = argc > 1 ? atoi(argv[1]) : 21;
@@ -47,6 +80,7 @@ int main(int argc, char **argv)
     double *lat;
     int me, b;
 
+    relax = argc > 4 && atoi(argv[4]) == 1;
     bench_self_launch(argv, "rvx_lat", 120);
     if (rvx_init(&ctx) || rvx_worker_create(ctx, &w)) return 1;
     me = rvx_rank(ctx);
@@ -69,15 +103,16 @@ int main(int argc, char **argv)
             for (i = 0; i < per; i++) {
                 uint64_t want = pongs + 1;
                 rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_PING, &x, 1));
-                while (pongs != want) rvx_progress(w);
+                while (pongs != want) am_wait_pass(w);
             }
             if (b >= 0) lat[b] = (bench_now_ns() - t0) / (double)per / 2;
         }
         qsort(lat, (size_t)blocks, sizeof(double), bench_cmp_double);
         printf("# %s\n", rvx_config_string());
-        printf("rvx am_lat_ns %.1f\n", lat[blocks / 2]);
+        printf("rvx am_lat_ns %.1f\nrvx am_lat_min_ns %.1f\n", lat[blocks / 2], lat[0]);
         printf("# am one-way ns: min %.1f median %.1f max %.1f over %d blocks of %ld round trips\n",
                lat[0], lat[blocks / 2], lat[blocks - 1], blocks, per);
+        am_round_trips(w, ep, per);
         /* put rate: best of 3 runs */
         best = 0;
         for (b = 0; b < 3; b++) {
@@ -106,7 +141,7 @@ int main(int argc, char **argv)
         rvx_am_retry(w, st, rvx_am_short(ep, RVX_AM_STOP, NULL, 0));
         free(lat);
     } else {
-        while (!stop) rvx_progress(w); /* serve pings, spinning: this is a latency test */
+        while (!stop) am_wait_pass(w); /* serve pings, spinning (or pausing, relax 1): a latency test */
     }
     rvx_barrier(ctx);
     rvx_rkey_release(&rk);

@@ -53,9 +53,30 @@ static int classify_half(struct sim_qp *qp, int h, const uint8_t *half, uint32_t
 	return -1;
 }
 
+/* RVXSIM_COUNT_MMIO: every store takes tens of microseconds and the writer may be descheduled
+ * between any two, so a wait that has run out starts again while the application is still
+ * storing to the QP's registers (its count of stores moved since the last look). */
+static bool mmio_progress(struct sim_qp *qp, uint32_t *seen, uint64_t *since, uint64_t now)
+{
+	uint32_t n;
+
+	if (!sim_env.count_mmio)
+		return false;
+	n = sim_mmio_stores(qp);
+	if (n == *seen)
+		return false;
+	*seen = n;
+	*since = now;
+	return true;
+}
+
 /* A half whose bytes matched nothing when its doorbell was seen: the copy may still be arriving
  * (the writer can be preempted in the middle of it), so look again on later rounds. It is a
- * fault only if the half keeps the same first 8 bytes and still matches nothing after a while. */
+ * fault only if the half keeps the same first 8 bytes and still matches nothing after a while.
+ * With RVXSIM_COUNT_MMIO every store takes tens of microseconds (and on a loaded machine the
+ * writer was seen to stop for up to a second between two), so the engine often sees a copy
+ * begun: a half that reads as a doorbell, or holds a word of nothing known, is watched for 2 s
+ * after the last store to the QP's registers before it is taken for a doorbell or a fault. */
 static void bf_recheck(struct sim_qp *qp, int h, uint64_t now)
 {
 	uint8_t *half = qp->bf + h * SIM_BF_SIZE;
@@ -67,20 +88,24 @@ static void bf_recheck(struct sim_qp *qp, int h, uint64_t now)
 		return;
 	}
 	kind = classify_half(qp, h, half, qp->bf_pend_idx[h], qp->bf_pend_len[h]);
-	if (kind == -2)
+	if (kind == -2 && !sim_env.count_mmio)
 		now = qp->bf_pend_since[h] + 200000000ull;
-	if (kind >= 0) {
-		qp->bf_pend[h] = false;
-		memcpy(qp->bf_shadow[h], half, SIM_BF_SIZE);
+	if (kind == 1 || (kind == 0 && !sim_env.count_mmio))
+		goto done;
+	if ((int64_t)(now - qp->bf_pend_since[h]) < (sim_env.count_mmio ? 2000000000ll : 200000000ll) ||
+	    mmio_progress(qp, &qp->bf_pend_stores[h], &qp->bf_pend_since[h], now))
 		return;
-	}
-	if ((int64_t)(now - qp->bf_pend_since[h]) < 200000000ll)
-		return;
+	if (kind == 0)
+		goto done;
 	qp->bf_pend[h] = false;
 	if (!qp->bad)
 		qp_fault(qp, qp->bf_pend_idx[h], "BlueFlame bytes differ from the WQE in the queue");
 	qp->bad = 1;
 	qp_set_err(qp);
+	return;
+done:
+	qp->bf_pend[h] = false;
+	memcpy(qp->bf_shadow[h], half, SIM_BF_SIZE);
 }
 
 /* Is v the first 8 bytes of a WQE in the ring? Normally of the one at the index it names; a WQE
@@ -192,11 +217,11 @@ static bool watch_half(struct sim_qp *qp, int h, uint64_t now)
 	} else if (len <= SIM_BF_SIZE) {
 		int kind = classify_half(qp, h, half, idx, len);
 		bf = kind == 1;
-		if (kind == -2) {
+		if (kind == -2 && !sim_env.count_mmio) {
 			if (!qp->bad)
 				qp_fault(qp, idx, "BlueFlame bytes differ from the WQE in the queue");
 			doorbell_fault(qp, idx);
-		} else if (kind < 0) {
+		} else if (kind < 0 || (kind == 0 && sim_env.count_mmio)) {
 			qp->bf_pend[h] = true;
 			qp->bf_pend_v[h] = v;
 			qp->bf_pend_idx[h] = idx;
@@ -226,6 +251,7 @@ static void check_covered(struct sim_qp *qp, uint64_t now)
 		qp->sq_db_pending_since = 0;
 	} else if (qp->sq_db_pending_since &&
 		   (int64_t)(now - qp->sq_db_pending_since) > sim_env.db_grace_ms * 1000000ll &&
+		   !mmio_progress(qp, &qp->sq_db_stores, &qp->sq_db_pending_since, now) &&
 		   !doorbell_in_place(qp)) {
 		if (!qp->bad)
 			qp_fault(qp, qp->sq_db_covered, "doorbell record moved to 0x%x with no doorbell "

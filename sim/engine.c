@@ -191,7 +191,11 @@ void engine_qp_to_err(struct sim_qp *qp)
 /* RESET: counters and records back to zero, as libmlx5 and the hardware do. */
 void engine_qp_reset(struct sim_qp *qp)
 {
+	bool counted = sim_mmio_owns(qp->uar);   /* RVXSIM_COUNT_MMIO: these writes are ours */
+
 	tx_drop(qp);
+	if (counted)
+		sim_mmio_model_writes(qp, true);
 	qp->dbrec[0] = 0;
 	qp->dbrec[1] = 0;
 	qp->sq_pc = qp->sq_db_seen = qp->sq_db_covered = 0;
@@ -212,6 +216,8 @@ void engine_qp_reset(struct sim_qp *qp)
 	/* The registers are the model's own memory (the application only writes them): clear them,
 	 * so that the first doorbell after RESET differs from whatever was there before. */
 	memset(qp->bf, 0, 2 * SIM_BF_SIZE);
+	if (counted)
+		sim_mmio_model_writes(qp, false);
 	for (int h = 0; h < 2; h++) {
 		qp->bf_pend[h] = false;
 		memset(qp->bf_shadow[h], 0, SIM_BF_SIZE);

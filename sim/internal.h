@@ -48,6 +48,7 @@ struct sim_env {
 	long retry_timeout_ms;   /* cap of the transport retry timer */
 	long db_grace_ms;        /* dbrec moved without MMIO doorbell */
 	long spin_us;
+	int count_mmio;          /* RVXSIM_COUNT_MMIO=1: doorbell writes counted exactly (mmio.c) */
 	int strict;              /* RVXSIM_STRICT=1: stale reserved WQE bytes are faults (a lint) */
 	char fabric_dir[256];
 	uint8_t port_speed[SIM_MAX_DEVICES]; /* ibv_port_attr.active_speed (RVXSIM_PORT_SPEED) */
@@ -70,6 +71,18 @@ void sim_count_verb(void);
  * through the adapter, for a tool that checks what did (or did not) go through it. */
 void sim_count_wqe(uint64_t bytes);
 void sim_count_obj(enum sim_obj what, int64_t delta);
+/* RVXSIM_COUNT_MMIO (mmio.c): a QP's UAR and doorbell-record pages from the write-protected
+ * arena (0, EOPNOTSUPP where the mode cannot work, ENOMEM), given back, opened around the
+ * model's own writes; rvxsim_counters' keys for it (nothing when the mode is off). */
+struct sim_qp;
+bool sim_mmio_available(void);
+int sim_mmio_alloc(struct sim_qp *qp);
+bool sim_mmio_owns(const void *p);
+void sim_mmio_free(struct sim_qp *qp);
+void sim_mmio_model_writes(struct sim_qp *qp, bool open);
+int sim_mmio_counters(char *buf, size_t len);
+/* Stores the application has made to the QP's counted pages so far (0 if they are not counted). */
+uint32_t sim_mmio_stores(const struct sim_qp *qp);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TRACE(...) do { if (sim_env.trace) sim_trace(__VA_ARGS__); } while (0)
@@ -247,6 +260,7 @@ struct sim_qp {
 	bool bf_pend[2];             /* a BlueFlame copy to re-check (see bf_recheck) */
 	uint64_t bf_pend_v[2], bf_pend_since[2];
 	uint32_t bf_pend_idx[2], bf_pend_len[2];
+	uint32_t bf_pend_stores[2], sq_db_stores;  /* RVXSIM_COUNT_MMIO: stores seen (doorbell.c) */
 	struct sq_rec *out;          /* ring of SIM_MAX_OUTSTANDING */
 	uint32_t out_head, out_tail; /* records [tail, head) in flight */
 	uint32_t next_seq;           /* next message sequence number */

@@ -70,8 +70,12 @@ static int size_rq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 static void qp_free(struct sim_qp *qp)
 {
 	free(qp->buf);
-	free(qp->dbrec);
-	free(qp->uar);
+	if (sim_mmio_owns(qp->uar)) {
+		sim_mmio_free(qp);
+	} else {
+		free(qp->dbrec);
+		free(qp->uar);
+	}
 	free(qp->sq_wrid);
 	free(qp->sq_bbs);
 	free(qp->rq_wrid);
@@ -97,6 +101,22 @@ SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_q
 	return create_qp(pd, ia, dc_type, access_key);
 }
 
+/* The doorbell record and a UAR page of the QP's own (the bfreg at UAR + 0x800, as on hardware).
+ * With RVXSIM_COUNT_MMIO both are write-protected pages of mmio.c's arena; where that mode cannot
+ * work, ordinary memory as without it. ENOMEM or 0. */
+static int qp_alloc_regs(struct sim_qp *qp)
+{
+	if (sim_env.count_mmio) {
+		int err = sim_mmio_alloc(qp);
+		if (err != EOPNOTSUPP)
+			return err;
+	}
+	qp->dbrec = zalloc_aligned(64, 64);      /* each QP's record in its own cache line */
+	qp->uar = zalloc_aligned(4096, 4096);
+	qp->bf = qp->uar ? qp->uar + 0x800 : NULL;
+	return qp->dbrec && qp->bf ? 0 : ENOMEM;
+}
+
 /* The QP's memory as libmlx5 lays it out: one buffer with the RQ at offset 0 and the SQ after
  * it, the doorbell record, a UAR page, and the model's own per-WQE arrays. ENOMEM or 0. */
 static int qp_alloc_bufs(struct sim_qp *qp)
@@ -106,18 +126,14 @@ static int qp_alloc_bufs(struct sim_qp *qp)
 	sq_bytes = (size_t)qp->sq_wqe_cnt * 64;
 	qp->buf_size = ALIGN_UP(MAX(rq_bytes + sq_bytes, (size_t)64), 4096);
 	qp->buf = zalloc_aligned(4096, qp->buf_size);
-	qp->dbrec = zalloc_aligned(64, 64);      /* each QP's record in its own cache line */
-	/* a UAR page of its own; the bfreg sits at UAR + 0x800 as on hardware */
-	qp->uar = zalloc_aligned(4096, 4096);
-	qp->bf = qp->uar ? qp->uar + 0x800 : NULL;
+	if (qp_alloc_regs(qp))
+		return ENOMEM;
 	qp->sq_wrid = calloc(MAX(qp->sq_wqe_cnt, 1u), sizeof(uint64_t));
 	qp->sq_bbs = calloc(MAX(qp->sq_wqe_cnt, 1u), sizeof(uint16_t));
 	qp->rq_wrid = calloc(MAX(qp->rq_wqe_cnt, 1u), sizeof(uint64_t));
 	qp->out = calloc(SIM_MAX_OUTSTANDING, sizeof(struct sq_rec));
-	if (!qp->buf || !qp->dbrec || !qp->bf || !qp->sq_wrid || !qp->sq_bbs || !qp->rq_wrid ||
-	    !qp->out) {
+	if (!qp->buf || !qp->sq_wrid || !qp->sq_bbs || !qp->rq_wrid || !qp->out)
 		return ENOMEM;
-	}
 	qp->rq_buf = qp->buf;
 	qp->sq_buf = qp->buf + rq_bytes;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);

@@ -96,7 +96,7 @@ static void port_speed_load(void)
 	}
 }
 
-/* ---- RVXSIM_STATS_FILE: RDMA bytes per device ---- */
+/* ---- RVXSIM_STATS_FILE: RDMA bytes per device (and the MMIO counts, when counted) ---- */
 static _Atomic uint64_t stat_bytes[SIM_MAX_DEVICES][2];
 static _Atomic int stat_used[SIM_MAX_DEVICES];
 static char stats_path[320];
@@ -129,6 +129,14 @@ static void stats_write(void)
 			     (unsigned long long)atomic_load(&stat_bytes[d][1]));
 		if (n > 0 && write(fd, line, (size_t)n) != n)
 			break;
+	}
+	/* RVXSIM_COUNT_MMIO: the process's doorbell writes, for a tool that cannot call into it */
+	char keys[160], line[200];
+	if (sim_mmio_counters(keys, sizeof(keys)) > 0) {
+		int n = snprintf(line, sizeof(line), "rvxsim-mmio pid=%d%s\n", (int)getpid(), keys);
+		if (n > 0 && write(fd, line, (size_t)n) != n) {
+			/* nothing better to do at exit */
+		}
 	}
 	close(fd);
 }
@@ -179,6 +187,10 @@ SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
 			     (unsigned long long)atomic_load(&cnt_wqes),
 			     (unsigned long long)atomic_load(&cnt_wqe_bytes));
 	}
+	if (n >= 0) {
+		off += (size_t)n;
+		n = sim_mmio_counters(buf + MIN(off, len), len - MIN(off, len));
+	}
 	return n < 0 ? n : (int)(off + (size_t)n);
 }
 
@@ -205,6 +217,10 @@ static void env_load(void)
 	sim_env.db_grace_ms = env_long("RVXSIM_DB_GRACE_MS", 1000);
 	sim_env.spin_us = env_long("RVXSIM_SPIN_US", 20);
 	sim_env.strict = env_long("RVXSIM_STRICT", 0) != 0;
+	sim_env.count_mmio = env_long("RVXSIM_COUNT_MMIO", 0) != 0;
+	/* counted stores are slow and the writer may stop between two: ten times the grace */
+	if (sim_env.count_mmio && !getenv("RVXSIM_DB_GRACE_MS"))
+		sim_env.db_grace_ms *= 10;
 	s = getenv("RVXSIM_STATS_FILE");
 	if (s && *s) {
 		snprintf(stats_path, sizeof(stats_path), "%s", s);

@@ -202,7 +202,7 @@ static void check_commit(void)
         sq_reset(NBB_Q - 1 + 0x10000, 256);
         rvx__mlx5_bb_write8(&bb, (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | 0x123 << 8 | 3, sq.pi, &v,
                             0x1000, &rk, 0);
-        rvx__mlx5_post_bb(&sq, sq.pi, &bb);
+        rvx__mlx5_post_bb(&sq, sq.pi, &bb, 0);
         T_CHECK(sq.pi == NBB_Q + 0x10000, "post_bb: producer index %u", sq.pi);
         T_CHECK(dbrec[MLX5_SND_DBR] == htobe32(NBB_Q) && dbrec[MLX5_RCV_DBR] == 0,
                 "post_bb: doorbell record 0x%x (expected the 16-bit index %u, big-endian)",

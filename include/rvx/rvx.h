@@ -128,6 +128,13 @@
  *   rvx_status_t rvx_am_reply_long(rvx_am_token_t *t, ... as rvx_am_long after the ep)
  *       once, from a request handler only; never fails for lack of room
  *
+ * Batches (proto/batch.h): operations on one endpoint written back to back, one doorbell
+ *   void rvx_batch_begin(rvx_batch_t *b, rvx_ep_t *ep)
+ *   rvx_status_t rvx_batch_put(rvx_batch_t *b, ... as rvx_put after the ep)
+ *   rvx_status_t rvx_batch_am_short(rvx_batch_t *b, ... as rvx_am_short after the ep)
+ *   void rvx_batch_end(rvx_batch_t *b)
+ *       between begin and end only batch calls on that endpoint; the NIC is told at the end
+ *
  * Tag matching (proto/tag.h; RVX_TAG=1 builds)
  *   rvx_status_t rvx_tag_send(rvx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
  *                             rvx_request_t *req)
@@ -224,6 +231,7 @@
 #if RVX_AM
 #include "proto/am.h"
 #endif
+#include "proto/batch.h"
 #if RVX_TAG
 #include "proto/tag_match.h" /* operations and matching queues */
 #if RVX_RNDV == RVX_RNDV_GET

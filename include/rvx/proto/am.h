@@ -59,24 +59,33 @@ RVX_COLD rvx_status_t rvx__am_in_handler(void)
     return RVX_ERR_INVALID_PARAM;
 }
 
-/* A request found no room: RVX_ERR_NO_RESOURCE while the endpoint works, else why it failed. */
+/* A request found no room: RVX_ERR_NO_RESOURCE while the endpoint works, else why it failed.
+ * The NIC is told of any batch before it first: the room the caller will wait for comes back
+ * only when the peer has seen those frames. */
 RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
 {
-    rvx_status_t st = rvx__tl_ep_alive(&ep->tl[0]);
+    rvx_status_t st;
+    rvx__tl_ep_ring(&ep->tl[0]);
+    st = rvx__tl_ep_alive(&ep->tl[0]);
     return st == RVX_OK ? RVX_ERR_NO_RESOURCE : st;
 }
 
 /* The frame's length, and its body written and sent (the status is the tl's publish's, RVX_OK:
- * returned, its cold path is a jump). */
+ * returned, its cold path is a jump); with `more` (a constant), the tl may leave the doorbell
+ * to the batch's end (proto/batch.h). */
 #define RVX__AM_LEN(kind, nargs, plen) \
     (8 * (size_t)(nargs) + ((kind) == RVX__AM_LONG ? 16 : (kind) == RVX__AM_MEDIUM ? (plen) : 0))
 RVX_INLINE rvx_status_t rvx__am_fill(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
                                      unsigned kind, const uint64_t *args, unsigned nargs,
-                                     const void *payload, size_t plen, uint64_t raddr, uint8_t *body)
+                                     const void *payload, size_t plen, uint64_t raddr, uint8_t *body,
+                                     int more)
 {
-    size_t hlen = 8 * (size_t)nargs;
+    size_t hlen = 8 * (size_t)nargs, i;
     (void)path; /* a build of one transport has one path */
-    if (hlen) memcpy(body, args, hlen);
+    /* word by word: a count known only at run time (a handler's reply passing on the count it
+     * received) then costs a few moves, where memcpy became a string copy (rep movsb) whose
+     * start-up is tens of cycles before the reply is out; a constant count unrolls */
+    for (i = 0; i < nargs; i++) memcpy(body + 8 * i, args + i, 8);
     if (kind == RVX__AM_MEDIUM) {
         if (plen) memcpy(body + hlen, payload, plen);
     } else if (kind == RVX__AM_LONG) {
@@ -84,12 +93,16 @@ RVX_INLINE rvx_status_t rvx__am_fill(rvx_ep_t *ep, unsigned path, unsigned chan,
         memcpy(body + hlen, &raddr, 8);
         memcpy(body + hlen + 8, &l, 8);
     }
+    if (more)
+        return rvx__tl_am_publish_more_on(&ep->tl[0], path, chan, body,
+                                          RVX__AM_LEN(kind, nargs, plen), RVX__AM_INFO(id, kind, nargs));
     return rvx__tl_am_publish_on(&ep->tl[0], path, chan, body, RVX__AM_LEN(kind, nargs, plen),
                                  RVX__AM_INFO(id, kind, nargs));
 }
 
 /* The hot path's claim failed: claim again with whatever cold work the tl does for it (a credit
- * refresh), else no room (requests) or wait for it (replies). */
+ * refresh), else no room (requests) or wait for it (replies). It sends at once even for a "more"
+ * call: telling the NIC early is always allowed. */
 RVX_COLD rvx_status_t rvx__am_send_cold(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
                                         unsigned kind, const uint64_t *args, unsigned nargs,
                                         const void *payload, size_t plen, uint64_t raddr)
@@ -104,7 +117,7 @@ RVX_COLD rvx_status_t rvx__am_send_cold(rvx_ep_t *ep, unsigned path, unsigned ch
             return st == RVX_OK ? RVX_ERR_PEER_FAILED : st;
         }
     }
-    return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body);
+    return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body, 0);
 }
 
 /* A short message's cold path takes its (at most two) arguments by value: a pointer to the
@@ -124,7 +137,7 @@ RVX_COLD rvx_status_t rvx__am_short_cold(rvx_ep_t *ep, uint64_t a0, uint64_t a1,
  * (the cold ones are jumps), so it needs no stack frame. */
 RVX_INLINE rvx_status_t rvx__am_send_on(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
                                         unsigned kind, const uint64_t *args, unsigned nargs,
-                                        const void *payload, size_t plen, uint64_t raddr)
+                                        const void *payload, size_t plen, uint64_t raddr, int more)
 {
     uint8_t *body;
 
@@ -138,7 +151,7 @@ RVX_INLINE rvx_status_t rvx__am_send_on(rvx_ep_t *ep, unsigned path, unsigned ch
                                       path, chan, id, nargs);
         return rvx__am_send_cold(ep, path, chan, id, kind, args, nargs, payload, plen, raddr);
     }
-    return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body);
+    return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body, more);
 }
 
 /* All kinds, both channels: with constant arguments the checks and copies fold away; the
@@ -146,7 +159,7 @@ RVX_INLINE rvx_status_t rvx__am_send_on(rvx_ep_t *ep, unsigned path, unsigned ch
  * both paths with GCC 12, make icount's am_short8 rows.) */
 RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned kind,
                                      const uint64_t *args, unsigned nargs, const void *payload,
-                                     size_t plen, uint64_t raddr)
+                                     size_t plen, uint64_t raddr, int more)
 {
     if (RVX_UNLIKELY(id >= RVX_AM_NHANDLERS || nargs > RVX_AM_MAX_ARGS || (nargs && !args) ||
                      (plen && !payload)))
@@ -156,8 +169,8 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
     if (!ep) return RVX_ERR_INVALID_PARAM;
 #endif
     if (!RVX__TL_PATH(&ep->tl[0]))
-        return rvx__am_send_on(ep, 0, chan, id, kind, args, nargs, payload, plen, raddr);
-    return rvx__am_send_on(ep, 1, chan, id, kind, args, nargs, payload, plen, raddr);
+        return rvx__am_send_on(ep, 0, chan, id, kind, args, nargs, payload, plen, raddr, more);
+    return rvx__am_send_on(ep, 1, chan, id, kind, args, nargs, payload, plen, raddr, more);
 }
 
 /* Long: the payload goes first, as a put through rkey (bounds-checked); the header follows on
@@ -180,18 +193,18 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
         return rvx__am_no_room(ep); /* check room first: a failed send moves no payload */
     st = rvx_put(ep, payload, plen, raddr, rkey);
     if (st < 0) return st;
-    return rvx__am_send(ep, chan, id, RVX__AM_LONG, args, nargs, payload, plen, raddr);
+    return rvx__am_send(ep, chan, id, RVX__AM_LONG, args, nargs, payload, plen, raddr, 0);
 }
 
 RVX_INLINE rvx_status_t rvx_am_short(rvx_ep_t *ep, unsigned id, const uint64_t *args, unsigned nargs)
 {
-    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0);
+    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0, 0);
 }
 
 RVX_INLINE rvx_status_t rvx_am_medium(rvx_ep_t *ep, unsigned id, const uint64_t *args,
                                       unsigned nargs, const void *payload, size_t len)
 {
-    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_MEDIUM, args, nargs, payload, len, 0);
+    return rvx__am_send(ep, RVX__CHAN_REQUEST, id, RVX__AM_MEDIUM, args, nargs, payload, len, 0, 0);
 }
 
 RVX_INLINE rvx_status_t rvx_am_long(rvx_ep_t *ep, unsigned id, const uint64_t *args,
@@ -216,7 +229,7 @@ RVX_INLINE rvx_status_t rvx_am_reply_short(rvx_am_token_t *t, unsigned id, const
 {
     RVX__AM_REPLY_CHECK(t);
     t->replied = 1;
-    return rvx__am_send(t->ep, RVX__CHAN_REPLY, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0);
+    return rvx__am_send(t->ep, RVX__CHAN_REPLY, id, RVX__AM_SHORT, args, nargs, NULL, 0, 0, 0);
 }
 
 RVX_INLINE rvx_status_t rvx_am_reply_medium(rvx_am_token_t *t, unsigned id, const uint64_t *args,
@@ -224,7 +237,7 @@ RVX_INLINE rvx_status_t rvx_am_reply_medium(rvx_am_token_t *t, unsigned id, cons
 {
     RVX__AM_REPLY_CHECK(t);
     t->replied = 1;
-    return rvx__am_send(t->ep, RVX__CHAN_REPLY, id, RVX__AM_MEDIUM, args, nargs, payload, len, 0);
+    return rvx__am_send(t->ep, RVX__CHAN_REPLY, id, RVX__AM_MEDIUM, args, nargs, payload, len, 0, 0);
 }
 
 RVX_INLINE rvx_status_t rvx_am_reply_long(rvx_am_token_t *t, unsigned id, const uint64_t *args,

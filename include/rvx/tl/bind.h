@@ -32,6 +32,7 @@ typedef RVX__TL_DEV(rkey_t)  rvx_rkey_t;
 typedef RVX__TL_OWN(iface_t) rvx__tl_iface_t;
 typedef RVX__TL_OWN(ep_t)    rvx__tl_ep_t;
 typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
+typedef RVX__TL_OWN(batch_t) rvx__tl_batch_t;
 
 /* ---- set-up ---- */
 #define rvx__tl_ctx_init      RVX__TL_DEV(ctx_init)
@@ -62,6 +63,13 @@ typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
 #define rvx__tl_atomic64      RVX__TL_OWN(atomic64)
 #define rvx__tl_am_claim      RVX__TL_OWN(am_claim)
 #define rvx__tl_am_publish    RVX__TL_OWN(am_publish)
+#define rvx__tl_am_publish_more RVX__TL_OWN(am_publish_more)
+#define rvx__tl_ep_ring       RVX__TL_OWN(ep_ring)
+#define rvx__tl_batch_begin   RVX__TL_OWN(batch_begin)
+#define rvx__tl_batch_put_short RVX__TL_OWN(batch_put_short)
+#define rvx__tl_batch_sync    RVX__TL_OWN(batch_sync)
+#define rvx__tl_batch_reload  RVX__TL_OWN(batch_reload)
+#define rvx__tl_batch_end     RVX__TL_OWN(batch_end)
 #define rvx__tl_am_wait_room  RVX__TL_OWN(am_wait_room)
 #define rvx__tl_am_zcopy      RVX__TL_OWN(am_zcopy)
 #define rvx__tl_ep_flush      RVX__TL_OWN(ep_flush)

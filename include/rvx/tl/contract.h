@@ -78,6 +78,15 @@
  *       another error: the endpoint failed. RVX__TL_AM_ZCOPY is 1 where the body really goes
  *       without a copy (rc_mlx5: header inline, data segment on buf), 0 where it is copied
  *       (shm: no zero-copy between processes; lmem may then be NULL).
+ *   More coming (a batch, one doorbell): rvx__tl_am_publish_more (rvx__tl_am_publish_more_on on
+ *       a path) is am_publish that leaves the NIC untold; rvx__tl_ep_ring(ep) tells it of
+ *       everything so left. Any post that commits, a flush and every wait for room tell it too.
+ *       Where there is no doorbell (shm) the publish is the ordinary one and the ring does
+ *       nothing.
+ *   The batch scope (proto/batch.h): rvx__tl_batch_t, a copy of the endpoint's send-queue state
+ *       the compiler can keep in registers; rvx__tl_batch_begin(ep, b), _put_short(b, src, len,
+ *       raddr, rkey), _end(b) (sync and ring); around any other post in the scope,
+ *       rvx__tl_batch_sync(b) (the copy back) and rvx__tl_batch_reload(b).
  *   rvx__tl_ep_flush(ep, req) / rvx__tl_iface_flush(ifc, req)
  *   rvx__tl_progress(ifc) -> events handled; polls RX only in builds that can receive, TX only
  *                            while operations are outstanding, nothing without live endpoints

@@ -30,6 +30,7 @@
  *   dc/rma.h     put, get and the atomics (and the compare-and-swap loop the NIC lacks); its
  *                steps of the chunk loops of tl/mlx5/chunk.h and of the blocking fetches of
  *                tl/mlx5/fetch.h, which it includes
+ *   dc/batch.h   the batch scope: puts from the DCI's state in registers, one doorbell
  *   dc/credit.h  credits: a frame's claim, the send limit, claims on a peer's pool, give-back
  *   dc/am.h      messages out: publishing a frame (the SEND), zero-copy sends, a reply's wait
  *   dc/cq.h      the CQ and the DCT: retiring WQEs, error CQEs, frames received, progress
@@ -57,6 +58,7 @@
 #include "dc/decl.h"
 #include "dc/dci.h"
 #include "dc/rma.h"
+#include "dc/batch.h"
 #include "dc/credit.h"
 #include "dc/am.h"
 #include "dc/cq.h"

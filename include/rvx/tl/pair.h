@@ -169,6 +169,50 @@ RVX_INLINE rvx_status_t rvx__pair_put_short(rvx__pair_ep_t *ep, const void *src,
     return RVX__PAIR_NET(put_short)(&ep->net, src, len, raddr, &rkey->net);
 }
 
+/* The end of a batch: only the net path has a doorbell. */
+RVX_INLINE void rvx__pair_ep_ring(rvx__pair_ep_t *ep)
+{
+    if (!ep->intra) RVX__PAIR_NET(ep_ring)(&ep->net);
+}
+
+/* The batch scope (proto/batch.h): net's on the net path; ordinary puts on shm. The path is
+ * read once, at the beginning. */
+typedef struct rvx__pair_batch {
+    rvx__pair_ep_t        *ep;
+    int                    intra;
+    RVX__PAIR_NET(batch_t) net;
+} rvx__pair_batch_t;
+
+RVX_INLINE void rvx__pair_batch_begin(rvx__pair_ep_t *ep, rvx__pair_batch_t *b)
+{
+    b->ep = ep;
+    b->intra = ep->intra;
+    if (b->intra) memset(&b->net, 0, sizeof(b->net)); /* unused: defined for the compiler */
+    else RVX__PAIR_NET(batch_begin)(&ep->net, &b->net);
+}
+
+RVX_INLINE void rvx__pair_batch_sync(rvx__pair_batch_t *b)
+{
+    if (!b->intra) RVX__PAIR_NET(batch_sync)(&b->net);
+}
+
+RVX_INLINE void rvx__pair_batch_reload(rvx__pair_batch_t *b)
+{
+    if (!b->intra) RVX__PAIR_NET(batch_reload)(&b->net);
+}
+
+RVX_INLINE void rvx__pair_batch_end(rvx__pair_batch_t *b)
+{
+    if (!b->intra) RVX__PAIR_NET(batch_end)(&b->net);
+}
+
+RVX_INLINE rvx_status_t rvx__pair_batch_put_short(rvx__pair_batch_t *b, const void *src, size_t len,
+                                                  uint64_t raddr, const rvx__pair_rkey_t *rkey)
+{
+    if (b->intra) return rvx__shm_put_short(&b->ep->shm, src, len, raddr, &rkey->shm);
+    return RVX__PAIR_NET(batch_put_short)(&b->net, src, len, raddr, &rkey->net);
+}
+
 RVX_INLINE rvx_status_t rvx__pair_put_bcopy(rvx__pair_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__pair_rkey_t *rkey)
 {
@@ -248,6 +292,13 @@ RVX_INLINE rvx_status_t rvx__pair_am_publish(rvx__pair_ep_t *ep, unsigned chan, 
     return RVX__PAIR_NET(am_publish)(&ep->net, chan, body, len, info);
 }
 
+RVX_INLINE rvx_status_t rvx__pair_am_publish_more(rvx__pair_ep_t *ep, unsigned chan, void *body,
+                                                size_t len, unsigned info)
+{
+    if (ep->intra) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
+    return RVX__PAIR_NET(am_publish_more)(&ep->net, chan, body, len, info);
+}
+
 /* The protocols' hot sends (tl/path.h): path 1 is shm, 0 net, read once per send, so that the
  * claim, publish and handler test below each fold to one transport's. */
 #define RVX__PAIR_PATH(ep) ((unsigned)(ep)->intra)
@@ -263,6 +314,14 @@ RVX_INLINE rvx_status_t rvx__pair_am_publish_on(rvx__pair_ep_t *ep, unsigned pat
 {
     if (path) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
     return RVX__PAIR_NET(am_publish)(&ep->net, chan, body, len, info);
+}
+
+RVX_INLINE rvx_status_t rvx__pair_am_publish_more_on(rvx__pair_ep_t *ep, unsigned path,
+                                                   unsigned chan, void *body, size_t len,
+                                                   unsigned info)
+{
+    if (path) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
+    return RVX__PAIR_NET(am_publish_more)(&ep->net, chan, body, len, info);
 }
 
 /* net's in_rx on either path: net's own test where net sends (it loads the word's way anyway),

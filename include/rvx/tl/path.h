@@ -10,6 +10,7 @@
 #define RVX__TL_PATH(ep)                 RVX__PAIR_PATH(ep)
 #define rvx__tl_am_claim_on              rvx__pair_am_claim_on
 #define rvx__tl_am_publish_on            rvx__pair_am_publish_on
+#define rvx__tl_am_publish_more_on       rvx__pair_am_publish_more_on
 #define RVX__TL_IN_HANDLER_ON(ep, path)  RVX__PAIR_IN_HANDLER_ON(ep, path)
 #define RVX__TL_AM_ZCOPY_ON(ep)          RVX__PAIR_AM_ZCOPY_ON(ep)
 #else
@@ -21,6 +22,8 @@
 #endif
 #define rvx__tl_am_publish_on(ep, path, chan, body, len, info) \
     rvx__tl_am_publish(ep, chan, body, len, info)
+#define rvx__tl_am_publish_more_on(ep, path, chan, body, len, info) \
+    rvx__tl_am_publish_more(ep, chan, body, len, info)
 #ifdef RVX__TL_IN_HANDLER
 #define RVX__TL_IN_HANDLER_ON(ep, path) RVX__TL_IN_HANDLER(ep)
 #endif

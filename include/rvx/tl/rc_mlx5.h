@@ -21,6 +21,7 @@
  *   send.h       room on the send queue and the worker's send budget; signaled WQEs; waiting
  *   bounce.h     the bounce pool copies go through
  *   rma.h        puts (the 8-byte put, inline, copied, zero-copy) and gets
+ *   batch.h      the batch scope: puts from the queue's state in registers, one doorbell
  *   amo.h        atomics: one WQE, the operation mapping, the compare-and-swap loop
  *   am.h         messages, sending side: claim, publish, zero-copy, waiting for a credit
  *   rx.h         messages, receiving side: frames delivered or set aside, credits returned
@@ -53,6 +54,7 @@
 #include "rc/send.h"
 #include "rc/bounce.h"
 #include "rc/rma.h"
+#include "rc/batch.h"
 #include "rc/amo.h"
 #include "rc/am.h"
 #include "rc/rx.h"

@@ -8,7 +8,7 @@
 /* SEND with immediate (info | chan << 16) of the prefix and body: inline when small, else one
  * data segment on the bounce ring (given back when the WQE retires). */
 RVX_INLINE void rvx__dc_publish_gen(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
-                                    unsigned info)
+                                    unsigned info, int more)
 {
     rvx__dc_iface_t *ifc = ep->ifc;
     uint8_t *frame = (uint8_t *)body - RVX__DC_PREFIX, *wqe, *seg;
@@ -43,13 +43,13 @@ RVX_INLINE void rvx__dc_publish_gen(rvx__dc_ep_t *ep, unsigned chan, void *body,
     }
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
     ep->tx_left--;
-    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL, more);
 }
 
 /* Not the fast path of a short frame: no DCI held, a full queue, the 48-byte address form, or
  * the WQE that asks for a completion (built here from registers as well). */
 RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
-                                           unsigned info)
+                                           unsigned info, int more)
 {
 #if defined(__x86_64__)
     rvx__dc_dci_t *d = ep->dci;
@@ -63,17 +63,18 @@ RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__dc_ep_t *ep, unsigned chan, void
                              (unsigned)len + RVX__DC_PREFIX);
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
         ep->tx_left--;
-        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb, more);
         return RVX_OK;
     }
 #endif
-    rvx__dc_publish_gen(ep, chan, body, len, info);
+    rvx__dc_publish_gen(ep, chan, body, len, info, more);
     return RVX_OK;
 }
 
-/* RVX_OK always: callers return it as their own status, so the cold path is a jump. */
-RVX_INLINE rvx_status_t rvx__dc_am_publish(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
-                                   unsigned info)
+/* RVX_OK always: callers return it as their own status, so the cold path is a jump. With
+ * `more` (a constant), the doorbell waits for rvx__dc_ep_ring. */
+RVX_INLINE rvx_status_t rvx__dc_am_publish_m(rvx__dc_ep_t *ep, unsigned chan, void *body,
+                                             size_t len, unsigned info, int more)
 {
 #if defined(__x86_64__)
     if (__builtin_constant_p(len) && __builtin_constant_p(info) && __builtin_constant_p(chan) &&
@@ -88,17 +89,29 @@ RVX_INLINE rvx_status_t rvx__dc_am_publish(rvx__dc_ep_t *ep, unsigned chan, void
         pi = d->sq.pi;
         ctrl = d->ctrl_send;
         if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0))
-            return rvx__dc_publish_slow(ep, chan, body, len, info);
+            return rvx__dc_publish_slow(ep, chan, body, len, info, more);
         rvx__mlx5_bb_dc_send(&bb, ctrl, pi, 0, rvx_htobe32(info | chan << 16),
                              rvx_htobe64(RVX__DC_KEY), &ep->av_lo, (uint8_t *)body - RVX__DC_PREFIX,
                              (unsigned)len + RVX__DC_PREFIX);
         ep->tx_left--;
-        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb, more);
         return RVX_OK;
     }
 #endif
-    rvx__dc_publish_gen(ep, chan, body, len, info);
+    rvx__dc_publish_gen(ep, chan, body, len, info, more);
     return RVX_OK;
+}
+
+RVX_INLINE rvx_status_t rvx__dc_am_publish(rvx__dc_ep_t *ep, unsigned chan, void *body, size_t len,
+                                           unsigned info)
+{
+    return rvx__dc_am_publish_m(ep, chan, body, len, info, 0);
+}
+
+RVX_INLINE rvx_status_t rvx__dc_am_publish_more(rvx__dc_ep_t *ep, unsigned chan, void *body,
+                                                size_t len, unsigned info)
+{
+    return rvx__dc_am_publish_m(ep, chan, body, len, info, 1);
 }
 
 /* Zero-copy message, as the contract has it: header and body are copied into a frame (claim and

@@ -317,7 +317,7 @@ RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep)
     if (ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
     p->rx_reported = (uint32_t)v;
-    rvx__dc_put_inline(ep, &v, 8, k.base + 8 * (1 + (uint64_t)ep->ifc->rank), &k);
+    rvx__dc_put_inline(ep, &v, 8, k.base + 8 * (1 + (uint64_t)ep->ifc->rank), &k, 0);
 }
 
 /* Reports of frames taken here not told yet; then the credits of endpoints that sent nothing

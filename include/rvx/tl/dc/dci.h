@@ -87,9 +87,10 @@ RVX_INLINE void rvx__dc_fast_limit(rvx__dc_dci_t *d)
 }
 
 /* The one commit point of every dc WQE (ep's, of nbb WQEBBs at pi; bb: the one-WQEBB form built
- * in registers). Under the fixed policy the DCI is shared, so the slot remembers its endpoint. */
+ * in registers; more: leave the doorbell to the next ring). Under the fixed policy the DCI is
+ * shared, so the slot remembers its endpoint. */
 RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, uint32_t pi, uint32_t nbb,
-                               uint8_t *wqe, const rvx__mlx5_bb_t *bb)
+                               uint8_t *wqe, const rvx__mlx5_bb_t *bb, int more)
 {
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
     d->owner[pi & d->sq.mask] = (struct rvx__dc_ep *)(uintptr_t)ep;
@@ -98,13 +99,13 @@ RVX_INLINE void rvx__dc_commit(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, uint32_
 #endif
 #if defined(__x86_64__)
     if (bb) {
-        rvx__mlx5_post_bb(&d->sq, pi, bb);
+        rvx__mlx5_post_bb(&d->sq, pi, bb, more);
         return;
     }
 #else
     (void)bb;
 #endif
-    rvx__mlx5_commit(&d->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__mlx5_finish(&d->sq, pi, nbb, wqe, NULL, more);
 }
 
 /* ---- which DCI: acquisition and the bounce rings --------------------------------------------- */

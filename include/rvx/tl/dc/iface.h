@@ -372,7 +372,7 @@ RVX_COLD void rvx__dc_keepalive(rvx__dc_ep_t *ep)
     rvx__mlx5_write0(&d->sq, &d->tx, seg, av_ds, pi, a->ctrl_addr, &k);
     d->ka_ep = ep;
     d->ka_pi = pi + nbb;
-    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL, 0);
 }
 
 /* A peer that died is noticed when a WQE to it runs out of retries (the DCI's error CQE). Unless

@@ -20,7 +20,7 @@ RVX_INLINE int rvx__dc_poll_blocking(rvx__dc_iface_t *ifc)
 /* RDMA WRITE with the data inline: ctrl, address, raddr, inline segment, zeros to the end of the
  * last WQEBB. */
 RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__dc_ep_t *ep, const void *src, size_t len,
-                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey, int more)
 {
     unsigned ds = 2 + rvx__dc_av_ds(ep->ifc) + RVX__MLX5_INLINE_DS(len), units, flags;
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
@@ -37,7 +37,7 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__dc_ep_t *ep, const void *src, si
     used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
     rvx__mlx5_zero_pad(&d->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
     if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + nbb);
-    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL, more);
     return RVX_OK;
 }
 
@@ -46,7 +46,7 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__dc_ep_t *ep, const void *src, si
  * fm_ce_se in byte 11), or (the general inline path) no DCI held, a full queue, a failed DCI,
  * the 48-byte address form. */
 RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__dc_ep_t *ep, const void *src, uint64_t raddr,
-                                        const rvx__mlx5_rkey_t *rkey)
+                                        const rvx__mlx5_rkey_t *rkey, int more)
 {
     rvx__dc_dci_t *d = ep->dci;
     if (d->ctrl_w8 && !rvx__mlx5_sq_full(&d->sq, 1)) {
@@ -56,38 +56,58 @@ RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__dc_ep_t *ep, const void *src, uint6
         rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), &ep->av_lo, src, raddr, rkey);
         bb.q[0] = _mm_or_si128(bb.q[0], _mm_set_epi64x((long long)((uint64_t)flags << 24), 0));
         if (flags & RVX__MLX5_CE) rvx__mlx5_tx_mark_sig(&d->sq, &d->tx, pi, pi + 1);
-        rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
+        rvx__dc_commit(d, ep, pi, 1, NULL, &bb, more);
         return RVX_OK;
     }
-    return rvx__dc_put_inline(ep, src, 8, raddr, rkey);
+    return rvx__dc_put_inline(ep, src, 8, raddr, rkey, more);
 }
 
 /* An 8-byte put: one WQEBB (ctrl, address, raddr, inline 8) built in SSE registers, stored to the
- * DCI's queue and to its BlueFlame register (mlx5/wqe.h, rvx__mlx5_bb_dc_write8). */
+ * DCI's queue and to its BlueFlame register (mlx5/wqe.h, rvx__mlx5_bb_dc_write8); with `more`
+ * (a constant), to the queue only, for rvx__dc_ep_ring. */
 RVX_INLINE rvx_status_t rvx__dc_put8(rvx__dc_ep_t *ep, const void *src, uint64_t raddr,
-                                     const rvx__mlx5_rkey_t *rkey)
+                                     const rvx__mlx5_rkey_t *rkey, int more)
 {
     rvx__dc_dci_t *d = ep->dci;
     rvx__mlx5_bb_t bb;
     uint32_t pi;
     pi = d->sq.pi;
-    if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
-    if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey);
+    if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey, more);
+    if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey, more);
     rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), &ep->av_lo, src, raddr,
                            rkey);
-    rvx__dc_commit(d, ep, pi, 1, NULL, &bb);
+    rvx__dc_commit(d, ep, pi, 1, NULL, &bb, more);
     return RVX_OK;
 }
 #endif
 
 /* Put short: ctrl, address, raddr, inline data. */
+RVX_INLINE rvx_status_t rvx__dc_put_short_m(rvx__dc_ep_t *ep, const void *src, size_t len,
+                                            uint64_t raddr, const rvx__mlx5_rkey_t *rkey, int more)
+{
+#if defined(__x86_64__)
+    if (__builtin_constant_p(len) && len == 8) return rvx__dc_put8(ep, src, raddr, rkey, more);
+#endif
+    return rvx__dc_put_inline(ep, src, len, raddr, rkey, more);
+}
+
 RVX_INLINE rvx_status_t rvx__dc_put_short(rvx__dc_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
-#if defined(__x86_64__)
-    if (__builtin_constant_p(len) && len == 8) return rvx__dc_put8(ep, src, raddr, rkey);
-#endif
-    return rvx__dc_put_inline(ep, src, len, raddr, rkey);
+    return rvx__dc_put_short_m(ep, src, len, raddr, rkey, 0);
+}
+
+RVX_INLINE rvx_status_t rvx__dc_put_short_more(rvx__dc_ep_t *ep, const void *src, size_t len,
+                                               uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+{
+    return rvx__dc_put_short_m(ep, src, len, raddr, rkey, 1);
+}
+
+/* Tell the NIC of every WQE the endpoint's "more" calls left on the DCI it holds (its work
+ * keeps the DCI until it retires, so they are all there; tl/mlx5/wqe.h, rvx__mlx5_ring). */
+RVX_INLINE void rvx__dc_ep_ring(rvx__dc_ep_t *ep)
+{
+    if (ep->dci != &ep->ifc->no_dci) rvx__mlx5_ring(&ep->dci->sq); /* no_dci has no record */
 }
 
 /* One WQE with a raddr segment and a data segment (tl/mlx5/rdma.h): WRITE or READ (opcode)
@@ -101,7 +121,7 @@ RVX_INLINE void rvx__dc_post_rdma(rvx__dc_dci_t *d, rvx__dc_ep_t *ep, unsigned o
     uint32_t nbb = RVX__MLX5_NBB(ds), pi;
     uint8_t *wqe, *seg = rvx__dc_begin(d, ep, 0, opcode, ds, sig, 0, &pi, &flags, &wqe);
     rvx__mlx5_rdma(&d->sq, &d->tx, seg, av_ds, pi, flags, opcode, addr, len, lkey, raddr, rkey, o);
-    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL, 0);
 }
 
 #define RVX__DC_RDMA_NBB(ifc) RVX__MLX5_NBB(3 + rvx__dc_av_ds(ifc))
@@ -297,7 +317,7 @@ RVX_INLINE rvx_status_t rvx__dc_amo(rvx__dc_ep_t *ep, unsigned opcode, unsigned 
     o = rvx__mlx5_amo_op(size, fetch, req, slot, d->b_head);
     rvx__mlx5_amo(&d->sq, &d->tx, seg, av_ds, pi, flags, &m, size, raddr, rkey, slot,
                   ep->ifc->bounce_lkey, &o);
-    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL);
+    rvx__dc_commit(d, ep, pi, nbb, wqe, NULL, 0);
     if (wait) return rvx__mlx5_wait_req(ep->ifc, &own);
     return fetch ? RVX_INPROGRESS : RVX_OK;
 }

@@ -9,9 +9,11 @@
 #define RVX_TL_MLX5_FLUSH_H
 
 /* Ask q for a CQE that retires everything it holds: a failed queue returns every WQE with an
- * error CQE anyway; a live one gets a signaled NOP if its last WQE is unsignaled. */
+ * error CQE anyway; a live one gets a signaled NOP if its last WQE is unsignaled. Either way
+ * the NIC is first told of WQEs a batch left untold (a flush covers them). */
 RVX_INLINE void rvx__mlx5_flush_ask(RVX__MLX5_NET(q_t) *q)
 {
+    rvx__mlx5_ring(&q->sq);
     if (q->failed) RVX__MLX5_NET(hold)(q);
     else RVX__MLX5_NET(sig_tail)(q);
 }

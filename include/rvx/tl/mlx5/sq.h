@@ -19,7 +19,9 @@ typedef struct rvx__mlx5_bf {
 } rvx__mlx5_bf_t;
 
 /* A send queue: the geometry mlx5dv_init_obj reports, the producer and retired indexes, and the
- * completion moderation. 56 bytes: with one word of its owner's, the cache line a put reads. */
+ * completion moderation. 56 bytes: with one word of its owner's, the cache line a put reads.
+ * WQEs written with "more coming" (rvx__mlx5_more) sit between the doorbell record and pi until
+ * rvx__mlx5_ring; `last` is where the newest of them starts, which the doorbell names. */
 typedef struct rvx__mlx5_sq {
     uint8_t           *buf;
     uint32_t           mask;      /* wqe_cnt - 1 */
@@ -33,7 +35,10 @@ typedef struct rvx__mlx5_sq {
     uint32_t           ci;        /* first WQEBB not yet known complete */
     uint32_t           room;      /* WQEBBs usable: wqe_cnt - a reserve */
     uint32_t           qpn8;      /* QPN << 8, to OR with DS */
+    uint32_t           last;      /* the newest WQE's start (pi of it), for a deferred doorbell */
 } rvx__mlx5_sq_t;
+
+RVX_STATIC_ASSERT(sizeof(rvx__mlx5_sq_t) == 56, "a send queue is 56 bytes");
 
 /* ---- the queue ------------------------------------------------------------------------------ */
 

@@ -288,12 +288,15 @@ RVX_COLD void rvx__mlx5_tx_settle(rvx__mlx5_txops_t *tx)
 
 /* The WQE at idx failed (or was flushed after a failure; the caller has marked its owner): the
  * WQEs before it completed, it completes with st (signaled or not, its ctrl segment gives its
- * size). Returns the bounce position to give back. */
+ * size). Returns the bounce position to give back. WQEs a batch left untold are told now, so
+ * that the failed queue flushes them too and empties. */
 RVX_COLD uint64_t rvx__mlx5_tx_req_err(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx, uint16_t idx,
                                        rvx_status_t st, rvx_status_t flush_st)
 {
     uint32_t start = rvx__mlx5_wqe_start(sq, idx), end;
-    uint64_t b1 = rvx__mlx5_tx_retire(sq, tx, start, RVX_OK, flush_st), b2;
+    uint64_t b1, b2;
+    rvx__mlx5_ring(sq);
+    b1 = rvx__mlx5_tx_retire(sq, tx, start, RVX_OK, flush_st);
     if (rvx__mlx5_wqe_signaled(sq, start)) {
         tx->sig_out--;
         (*tx->outstanding)--;
@@ -312,12 +315,14 @@ RVX_INLINE int rvx__mlx5_cqe_stale(const rvx__mlx5_sq_t *sq, const struct mlx5_c
 }
 
 /* If the newest WQE is unsignaled, post a signaled NOP after it, so that a CQE will retire
- * everything posted so far. It uses the reserve that `room` keeps, so it never waits. */
+ * everything posted so far. It uses the reserve that `room` keeps, so it never waits. Every wait
+ * for this queue's completions comes here first, so it also rings what a batch left untold. */
 RVX_COLD void rvx__mlx5_tx_sig_tail(rvx__mlx5_sq_t *sq, rvx__mlx5_txops_t *tx)
 {
     uint32_t pi = sq->pi;
     uint8_t *wqe;
     rvx__mlx5_wqe_send_inl_t *w;
+    rvx__mlx5_ring(sq);
     if (tx->last_sig_pi == pi || pi == sq->ci || pi - sq->ci >= sq->mask + 1) return;
     wqe = rvx__mlx5_slot(sq, pi);
     w = (rvx__mlx5_wqe_send_inl_t *)(void *)wqe; /* the ctrl segment alone, then zeros */

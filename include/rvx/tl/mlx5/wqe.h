@@ -323,6 +323,10 @@ typedef struct rvx__mlx5_bb {
 
 /* ---- the commit point ----------------------------------------------------------------------- */
 
+/* A count of WQEBBs no BlueFlame half holds: rvx__mlx5_commit then writes the 8-byte doorbell
+ * (a constant: the test of the half's size folds away). */
+#define RVX__MLX5_DB_ONLY (1u << 20)
+
 /* The BlueFlame copy of nbb WQEBBs from the queue at wqe (wrapping at its end): whole 64-byte
  * chunks, in ascending order, never memcpy (write-combining rules). */
 RVX_INLINE void rvx__mlx5_bf_copy(const rvx__mlx5_sq_t *sq, uint8_t *reg, const uint8_t *wqe,
@@ -372,7 +376,7 @@ RVX_INLINE void rvx__mlx5_commit(rvx__mlx5_sq_t *sq, uint32_t pi_end, const uint
         for (i = 0; i < nbb; i++) rvx__mlx5_bb_store(reg + RVX__MLX5_BB * i, &bb[i]);
     } else
 #endif
-    if (nbb * RVX__MLX5_BB <= bf->size) {
+    if (!(__builtin_constant_p(nbb) && nbb == RVX__MLX5_DB_ONLY) && nbb * RVX__MLX5_BB <= bf->size) {
         rvx__mlx5_bf_copy(sq, reg, wqe, nbb);
     } else
 #endif
@@ -388,14 +392,63 @@ RVX_INLINE void rvx__mlx5_commit(rvx__mlx5_sq_t *sq, uint32_t pi_end, const uint
     bf->cur = (uint8_t *)((uintptr_t)reg ^ bf->flip);
 }
 
+/* ---- more coming: many WQEs, one doorbell ------------------------------------------------- */
+
+/* A WQE at pi..pi_end written but not told to the NIC: the producer index passes it and it
+ * becomes the newest, whose ctrl the doorbell of rvx__mlx5_ring will carry. */
+RVX_INLINE void rvx__mlx5_more(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t pi_end)
+{
+    sq->pi = pi_end;
+    sq->last = pi;
+}
+
+/* Tell the NIC every WQE written since the last doorbell: one doorbell record write, one 8-byte
+ * doorbell naming the newest WQE (as libmlx5 rings a list of work requests). The record holds
+ * the last index told, so a queue with nothing deferred is one compare. */
+RVX_INLINE void rvx__mlx5_ring(rvx__mlx5_sq_t *sq)
+{
+    if (*sq->dbrec == rvx_htobe32(sq->pi & RVX__MLX5_IDX_MASK)) return;
+    rvx__mlx5_commit(sq, sq->pi, rvx__mlx5_slot(sq, sq->last), RVX__MLX5_DB_ONLY, NULL);
+}
+
+/* The end of every post: with `more` (a constant), leave the WQE for the next ring; else commit
+ * it, which also tells the NIC of any WQE deferred before it (the record covers them all). */
+RVX_INLINE void rvx__mlx5_finish(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t nbb, const uint8_t *wqe,
+                                 const rvx__mlx5_bb_t *bb, int more)
+{
+    if (more) rvx__mlx5_more(sq, pi, pi + nbb);
+    else rvx__mlx5_commit(sq, pi + nbb, wqe, nbb, bb);
+}
+
+/* A batch scope's copy of a queue (tl/rc/batch.h, tl/dc/batch.h) keeps pi in a register and
+ * tests one limit per WQE: the fast one-WQEBB path goes while pi is before both the queue's limit
+ * and the WQE that must ask for a completion (sig_left counts down to it); past it, the queue's
+ * own path does that WQE. */
+RVX_INLINE uint32_t rvx__mlx5_batch_fast(const rvx__mlx5_sq_t *sq, uint32_t limit)
+{
+    uint32_t sig = sq->pi + sq->sig_left - 1; /* sig_left 1: the next WQE is signaled */
+    return (int32_t)(sig - limit) < 0 ? sig : limit;
+}
+
+/* The copy back into the queue: the one-WQEBB WQEs written since pi0 are "more coming" ones, and
+ * sig_left counted one down for each. */
+RVX_INLINE void rvx__mlx5_batch_sync(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t pi0, uint16_t sig0)
+{
+    if (pi != pi0) {
+        rvx__mlx5_more(sq, pi - 1, pi);
+        sq->sig_left = (uint16_t)(sig0 - (pi - pi0));
+    }
+}
+
 #if defined(__x86_64__)
 /* Post one WQEBB held in registers at pi: store it to the queue, then commit from the same
- * registers. */
-RVX_INLINE void rvx__mlx5_post_bb(rvx__mlx5_sq_t *sq, uint32_t pi, const rvx__mlx5_bb_t *bb)
+ * registers (or, with `more`, leave it for the next ring). */
+RVX_INLINE void rvx__mlx5_post_bb(rvx__mlx5_sq_t *sq, uint32_t pi, const rvx__mlx5_bb_t *bb,
+                                  int more)
 {
     uint8_t *wqe = rvx__mlx5_slot(sq, pi);
     rvx__mlx5_bb_store(wqe, bb);
-    rvx__mlx5_commit(sq, pi + 1, wqe, 1, bb);
+    rvx__mlx5_finish(sq, pi, 1, wqe, bb, more);
 }
 #endif
 

@@ -58,7 +58,7 @@ RVX_INLINE void *rvx__rc_am_claim(rvx__rc_ep_t *ep, unsigned chan, size_t len)
 /* SEND with immediate (info | chan << 16): inline when it fits one WQEBB with the ctrl segment,
  * otherwise a data segment on the bounce ring. */
 RVX_INLINE void rvx__rc_publish_gen(rvx__rc_conn_t *c, unsigned chan, void *body, size_t len,
-                                    unsigned info)
+                                    unsigned info, int more)
 {
     uint32_t pi, imm = rvx_htobe32(info | chan << 16);
     uint8_t *wqe;
@@ -82,13 +82,13 @@ RVX_INLINE void rvx__rc_publish_gen(rvx__rc_conn_t *c, unsigned chan, void *body
     }
     if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
     c->tx_sent++;
-    rvx__mlx5_commit(&c->sq, pi + 1, wqe, 1, NULL);
+    rvx__mlx5_finish(&c->sq, pi, 1, wqe, NULL, more);
 }
 
 RVX_COLD rvx_status_t rvx__rc_publish_slow(rvx__rc_conn_t *c, unsigned chan, void *body,
-                                             size_t len, unsigned info)
+                                             size_t len, unsigned info, int more)
 {
-    rvx__rc_publish_gen(c, chan, body, len, info);
+    rvx__rc_publish_gen(c, chan, body, len, info, more);
     return RVX_OK;
 }
 
@@ -121,9 +121,10 @@ RVX_INLINE void rvx__rc_bb_send_small(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, ui
 }
 #endif
 
-/* RVX_OK always: callers return it as their own status, so the cold path is a jump. */
-RVX_INLINE rvx_status_t rvx__rc_am_publish(rvx__rc_ep_t *ep, unsigned chan, void *body, size_t len,
-                                           unsigned info)
+/* RVX_OK always: callers return it as their own status, so the cold path is a jump. With
+ * `more` (a constant), the doorbell waits for rvx__rc_ep_ring. */
+RVX_INLINE rvx_status_t rvx__rc_am_publish_m(rvx__rc_ep_t *ep, unsigned chan, void *body,
+                                             size_t len, unsigned info, int more)
 {
     rvx__rc_conn_t *c;
 #if defined(__x86_64__)
@@ -139,21 +140,33 @@ RVX_INLINE rvx_status_t rvx__rc_am_publish(rvx__rc_ep_t *ep, unsigned chan, void
         pi = c->sq.pi;
         rvx__mlx5_bb_t bb;
         if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0 || --c->sq.sig_left == 0))
-            return rvx__rc_publish_slow(c, chan, body, len, info);
+            return rvx__rc_publish_slow(c, chan, body, len, info, more);
         if (len == 8)
             rvx__mlx5_bb_send8(&bb, c->ctrl_send2, pi, body, rvx_htobe32(info | chan << 16));
         else
             rvx__rc_bb_send_small(&bb, c->ctrl_send2 + (RVX__MLX5_INLINE_DS(len) - 1), pi,
                                     (const uint8_t *)body, (unsigned)len,
                                     rvx_htobe32(info | chan << 16));
-        rvx__mlx5_post_bb(&c->sq, pi, &bb);
+        rvx__mlx5_post_bb(&c->sq, pi, &bb, more);
         c->tx_sent++; /* after the WQE's stores: one add to memory, not a copy kept in a register */
         return RVX_OK;
     }
 #endif
     c = ep->c;
-    rvx__rc_publish_gen(c, chan, body, len, info);
+    rvx__rc_publish_gen(c, chan, body, len, info, more);
     return RVX_OK;
+}
+
+RVX_INLINE rvx_status_t rvx__rc_am_publish(rvx__rc_ep_t *ep, unsigned chan, void *body, size_t len,
+                                           unsigned info)
+{
+    return rvx__rc_am_publish_m(ep, chan, body, len, info, 0);
+}
+
+RVX_INLINE rvx_status_t rvx__rc_am_publish_more(rvx__rc_ep_t *ep, unsigned chan, void *body,
+                                                size_t len, unsigned info)
+{
+    return rvx__rc_am_publish_m(ep, chan, body, len, info, 1);
 }
 
 /* Nonzero while frames are delivered (progress sets in_rx around it, so whenever a handler

@@ -14,17 +14,19 @@
  * are precomputed. `hi` is bytes 8-15 of the ctrl segment (fm_ce_se in byte 11): 0 on the fast
  * path. */
 RVX_INLINE void rvx__rc_put8_post(rvx__rc_conn_t *c, uint32_t pi, const void *src,
-                                    uint64_t raddr, const rvx__mlx5_rkey_t *rkey, uint64_t hi)
+                                    uint64_t raddr, const rvx__mlx5_rkey_t *rkey, uint64_t hi,
+                                    int more)
 {
     rvx__mlx5_bb_t bb;
     rvx__mlx5_bb_write8(&bb, c->ctrl_w8, pi, src, raddr, rkey, hi);
-    rvx__mlx5_post_bb(&c->sq, pi, &bb);
+    rvx__mlx5_post_bb(&c->sq, pi, &bb, more);
 }
 
 /* Full queue, or the WQE that asks for a completion (sig_left reached 0) or carries a fence.
- * Arguments in the order put8 receives them, so that its tail call moves no register. */
+ * Arguments in the order put8 receives them, so that its tail call moves no register but
+ * `more`'s. */
 RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
-                                          const rvx__mlx5_rkey_t *rkey)
+                                          const rvx__mlx5_rkey_t *rkey, int more)
 {
     unsigned f;
     uint32_t pi;
@@ -32,19 +34,20 @@ RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint
     pi = c->sq.pi;
     f = rvx__mlx5_moderate(&c->sq, 0);
     if (f & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
-    rvx__rc_put8_post(c, pi, src, raddr, rkey, (uint64_t)f << 24);
+    rvx__rc_put8_post(c, pi, src, raddr, rkey, (uint64_t)f << 24, more);
     return RVX_OK;
 }
 
+/* `more` (a constant): write the WQE and leave the doorbell to rvx__rc_ep_ring. */
 RVX_INLINE rvx_status_t rvx__rc_put8(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
-                                       const rvx__mlx5_rkey_t *rkey)
+                                       const rvx__mlx5_rkey_t *rkey, int more)
 {
     uint32_t pi = c->sq.pi;
     /* a full queue, or the WQE that must ask for a completion (or carry a fence): out of line,
      * as a tail call so that this path needs no stack frame */
-    if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0)) return rvx__rc_put8_slow(c, src, raddr, rkey);
-    if (RVX_UNLIKELY(--c->sq.sig_left == 0)) return rvx__rc_put8_slow(c, src, raddr, rkey);
-    rvx__rc_put8_post(c, pi, src, raddr, rkey, 0);
+    if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0)) return rvx__rc_put8_slow(c, src, raddr, rkey, more);
+    if (RVX_UNLIKELY(--c->sq.sig_left == 0)) return rvx__rc_put8_slow(c, src, raddr, rkey, more);
+    rvx__rc_put8_post(c, pi, src, raddr, rkey, 0, more);
     return RVX_OK;
 }
 #endif
@@ -52,7 +55,8 @@ RVX_INLINE rvx_status_t rvx__rc_put8(rvx__rc_conn_t *c, const void *src, uint64_
 /* RDMA WRITE with the data inline: ctrl, raddr, inline segment, zeros to the end of the last
  * WQEBB; one or two WQEBBs. */
 RVX_INLINE rvx_status_t rvx__rc_put_short_gen(rvx__rc_conn_t *c, const void *src, size_t len,
-                                                uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+                                                uint64_t raddr, const rvx__mlx5_rkey_t *rkey,
+                                                int more)
 {
     uint32_t pi, nbb, ds = 2 + RVX__MLX5_INLINE_DS(len);
     uint8_t *wqe, *seg;
@@ -70,19 +74,38 @@ RVX_INLINE rvx_status_t rvx__rc_put_short_gen(rvx__rc_conn_t *c, const void *src
     used = sizeof(struct mlx5_wqe_inl_data_seg) + len;
     rvx__mlx5_zero_pad(&c->sq, seg + used, units * RVX__MLX5_SEG - used, nbb * 4 - ds);
     if (flags & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + nbb);
-    rvx__mlx5_commit(&c->sq, pi + nbb, wqe, nbb, NULL);
+    rvx__mlx5_finish(&c->sq, pi, nbb, wqe, NULL, more);
     return RVX_OK;
 }
 
-/* Put short: ctrl, raddr, inline data; one or two WQEBBs. */
-RVX_INLINE rvx_status_t rvx__rc_put_short(rvx__rc_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+/* Put short: ctrl, raddr, inline data; one or two WQEBBs. With `more`, the doorbell waits for
+ * rvx__rc_ep_ring (or any post that commits). */
+RVX_INLINE rvx_status_t rvx__rc_put_short_m(rvx__rc_ep_t *ep, const void *src, size_t len,
+                                            uint64_t raddr, const rvx__mlx5_rkey_t *rkey, int more)
 {
     if (len == 0) return RVX_OK;
 #if defined(__x86_64__)
-    if (__builtin_constant_p(len) && len == 8) return rvx__rc_put8(ep->c, src, raddr, rkey);
+    if (__builtin_constant_p(len) && len == 8) return rvx__rc_put8(ep->c, src, raddr, rkey, more);
 #endif
-    return rvx__rc_put_short_gen(ep->c, src, len, raddr, rkey);
+    return rvx__rc_put_short_gen(ep->c, src, len, raddr, rkey, more);
+}
+
+RVX_INLINE rvx_status_t rvx__rc_put_short(rvx__rc_ep_t *ep, const void *src, size_t len,
+                                          uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+{
+    return rvx__rc_put_short_m(ep, src, len, raddr, rkey, 0);
+}
+
+RVX_INLINE rvx_status_t rvx__rc_put_short_more(rvx__rc_ep_t *ep, const void *src, size_t len,
+                                               uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+{
+    return rvx__rc_put_short_m(ep, src, len, raddr, rkey, 1);
+}
+
+/* Tell the NIC of every WQE the endpoint's "more" calls left (tl/mlx5/wqe.h, rvx__mlx5_ring). */
+RVX_INLINE void rvx__rc_ep_ring(rvx__rc_ep_t *ep)
+{
+    rvx__mlx5_ring(&ep->c->sq);
 }
 
 /* One WQE with a raddr segment and a data segment (tl/mlx5/rdma.h): WRITE or READ (opcode),

@@ -71,6 +71,13 @@ RVX_INLINE rvx_status_t rvx__shm_am_publish(rvx__shm_ep_t *ep, unsigned chan, vo
     return RVX_OK;
 }
 
+/* "More coming" changes nothing here: the release store is all a frame needs (rvx__shm_ep_ring). */
+RVX_INLINE rvx_status_t rvx__shm_am_publish_more(rvx__shm_ep_t *ep, unsigned chan, void *body,
+                                                 size_t len, unsigned info)
+{
+    return rvx__shm_am_publish(ep, chan, body, len, info);
+}
+
 /* Zero-copy message, as the contract has it: between processes there is no zero-copy here, so
  * header and body are copied into the ring (the same as claim + publish) and the call completes
  * at once: RVX_OK, buf reusable; lmem and req are not used. RVX_ERR_NO_RESOURCE: ring full. */

@@ -57,6 +57,28 @@ RVX_INLINE rvx_status_t rvx__shm_put_short(rvx__shm_ep_t *ep, const void *src, s
     return rvx__shm_rma_slow(ep, (void *)(uintptr_t)src, len, raddr, rkey, 1);
 }
 
+/* Shared memory has no doorbell: nothing to ring. */
+RVX_INLINE void rvx__shm_ep_ring(rvx__shm_ep_t *ep)
+{
+    (void)ep;
+}
+
+/* The batch scope (proto/batch.h): the endpoint, and ordinary puts. */
+typedef struct rvx__shm_batch {
+    rvx__shm_ep_t *ep;
+} rvx__shm_batch_t;
+
+RVX_INLINE void rvx__shm_batch_begin(rvx__shm_ep_t *ep, rvx__shm_batch_t *b) { b->ep = ep; }
+RVX_INLINE void rvx__shm_batch_sync(rvx__shm_batch_t *b) { (void)b; }
+RVX_INLINE void rvx__shm_batch_reload(rvx__shm_batch_t *b) { (void)b; }
+RVX_INLINE void rvx__shm_batch_end(rvx__shm_batch_t *b) { (void)b; }
+
+RVX_INLINE rvx_status_t rvx__shm_batch_put_short(rvx__shm_batch_t *b, const void *src, size_t len,
+                                                 uint64_t raddr, const rvx__shm_rkey_t *rkey)
+{
+    return rvx__shm_put_short(b->ep, src, len, raddr, rkey);
+}
+
 RVX_INLINE rvx_status_t rvx__shm_put_bcopy(rvx__shm_ep_t *ep, const void *src, size_t len,
                                           uint64_t raddr, const rvx__shm_rkey_t *rkey)
 {
