@@ -39,7 +39,9 @@ static _Atomic uint64_t n_dbrec, n_open, n_bf;
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <signal.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #define EFLAGS_TF 0x100
 
@@ -50,8 +52,30 @@ static _Atomic uint32_t stores[MAX_SLOTS];     /* every store to the slot, for t
 static uint32_t free_slots[MAX_SLOTS], n_free, high;   /* under lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction old_segv, old_trap;
-/* the pages this thread opened for the store being stepped (two if one store spans both) */
-static __thread uint8_t *stepping[2] __attribute__((tls_model("initial-exec")));
+/* The pages each thread opened for the store being stepped (two if one store spans both), by
+ * thread id, held from the fault to the trap. A table, not thread-local storage: a library that
+ * is loaded by dlopen (as UCX loads this one) may find no room left in the static TLS block, and
+ * dynamic TLS may be allocated on first use, which a signal handler must not do. */
+#define STEP_THREADS 64u
+static struct step {
+	_Atomic pid_t tid;
+	uint8_t *page[2];
+} steps[STEP_THREADS];
+
+/* This thread's entry; with claim, a free one taken if it has none. NULL: none (or all taken). */
+static struct step *step_of(int claim)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	for (unsigned i = 0; i < STEP_THREADS; i++)
+		if (atomic_load_explicit(&steps[i].tid, memory_order_relaxed) == me)
+			return &steps[i];
+	for (unsigned i = 0; claim && i < STEP_THREADS; i++) {
+		pid_t none = 0;
+		if (atomic_compare_exchange_strong(&steps[i].tid, &none, me))
+			return &steps[i];
+	}
+	return NULL;
+}
 
 /* Not ours: what would have happened without the model. A fault returns to the store, which
  * faults again under the default action; a sent signal is sent again. */
@@ -101,13 +125,19 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 		goto not_ours;
 	slot = (uint32_t)((a - b) / SLOT_BYTES);
 	off = (uint32_t)((a - b) % SLOT_BYTES);
-	if (!atomic_load_explicit(&live[slot], memory_order_acquire) || stepping[1])
+	if (!atomic_load_explicit(&live[slot], memory_order_acquire))
 		goto not_ours;
-	count(slot, off);
+	struct step *st = step_of(1);
+	if (!st || st->page[1])
+		goto not_ours;
 	uint8_t *page = base + (size_t)slot * SLOT_BYTES + (off & ~4095u);
-	if (mprotect(page, 4096, PROT_READ | PROT_WRITE))
+	if (mprotect(page, 4096, PROT_READ | PROT_WRITE)) {
+		if (!st->page[0])
+			atomic_store(&st->tid, 0);
 		goto not_ours;
-	stepping[stepping[0] ? 1 : 0] = page;
+	}
+	count(slot, off);
+	st->page[st->page[0] ? 1 : 0] = page;
 	uc->uc_mcontext.gregs[REG_EFL] |= EFLAGS_TF;
 	errno = saved;
 	return;
@@ -121,14 +151,16 @@ static void on_trap(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	int saved = errno;
 
-	if (!stepping[0]) {
+	struct step *st = step_of(0);
+	if (!st || !st->page[0]) {
 		chain(&old_trap, sig, si, ucv);
 		return;
 	}
-	for (int i = 0; i < 2 && stepping[i]; i++) {
-		mprotect(stepping[i], 4096, PROT_READ);
-		stepping[i] = NULL;
+	for (int i = 0; i < 2 && st->page[i]; i++) {
+		mprotect(st->page[i], 4096, PROT_READ);
+		st->page[i] = NULL;
 	}
+	atomic_store(&st->tid, 0);
 	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)EFLAGS_TF;
 	errno = saved;
 }
