@@ -169,44 +169,14 @@ static void cqe_present(rvx_worker_t *w)
 static long loop_put8(icount_env_t *e, long n) { return icount_put8(e, n, 127); }
 static long loop_amo_add8(icount_env_t *e, long n) { return icount_amo_add8(e, n, 63); }
 
-/* The endpoint's QP, taken over by the hand-written post; CQEs consumed here. */
-static long loop_ref_put8(icount_env_t *e, long n)
+/* The endpoint's QP, taken over by a hand-written post (batch: 16 WQEs per call); CQEs consumed
+ * here. */
+static long ref_loop(icount_env_t *e, long n, int batch)
 {
     rvx__rc_conn_t *c = e->ep->tl[0].c;
     rvx__tl_iface_t *ifc = &e->w->iface[0];
     ref_qp_t q;
     /* the whole queue: the hand-written post is outside the worker's send budget */
-    uint32_t room = c->sq.mask + 1 - RVX__RC_SQ_RESERVE;
-    long i;
-    q.sq = c->sq.buf;
-    q.mask = c->sq.mask;
-    q.pi = c->sq.pi;
-    q.limit = c->sq.pi + room;
-    q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
-    q.sig_left = RVX_MLX5_SIG_EVERY;
-    q.last_sig = 0;
-    q.dbrec = c->sq.dbrec;
-    q.bf = c->sq.bf->cur;
-    q.flip = c->sq.bf->flip;
-    for (i = 0; i < n; i++) {
-        ref_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
-        if (q.sig_left == RVX_MLX5_SIG_EVERY) { /* just signaled: retire through its CQE */
-            cqe_present(e->w);
-            rvx__mlx5_cq_advance(&ifc->cq);
-            *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
-            q.limit = q.last_sig + 1 + room;
-        }
-    }
-    return 0;
-}
-
-/* The same queue taken over for the batch floor: n batches of 16; each signaled WQE retired by
- * its CQE after the batch. */
-static long loop_floor_put8_batch16(icount_env_t *e, long n)
-{
-    rvx__rc_conn_t *c = e->ep->tl[0].c;
-    rvx__tl_iface_t *ifc = &e->w->iface[0];
-    ref_qp_t q;
     uint32_t room = c->sq.mask + 1 - RVX__RC_SQ_RESERVE;
     uint64_t src[16];
     long i;
@@ -222,8 +192,9 @@ static long loop_floor_put8_batch16(icount_env_t *e, long n)
     q.bf = c->sq.bf->cur;
     q.flip = c->sq.bf->flip;
     for (i = 0; i < n; i++) {
-        unsigned sig = q.sig_left <= 16; /* one of this batch's WQEs will be signaled */
-        floor_put8_batch16(&q, src, e->base + 64, &e->rk.rkey_word);
+        int sig = batch ? q.sig_left <= 16 : q.sig_left == 1; /* a WQE of this call is signaled */
+        if (batch) floor_put8_batch16(&q, src, e->base + 64, &e->rk.rkey_word);
+        else ref_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
         if (sig) { /* retire it through its CQE */
             cqe_present(e->w);
             rvx__mlx5_cq_advance(&ifc->cq);
@@ -231,8 +202,11 @@ static long loop_floor_put8_batch16(icount_env_t *e, long n)
             q.limit = q.last_sig + 1 + room;
         }
     }
-    return *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + 8 * 15) != 42;
+    return batch && *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + 8 * 15) != 42;
 }
+
+static long loop_ref_put8(icount_env_t *e, long n) { return ref_loop(e, n, 0); }
+static long loop_floor_put8_batch16(icount_env_t *e, long n) { return ref_loop(e, n, 1); }
 
 /* The floors (floor_fetch.h) on the endpoint's QP and the worker's CQ, taken over after a put of
  * 42 was flushed and its CQE consumed. */
