@@ -225,11 +225,11 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -o $@ $<
 # ---- end of PMIx builds
 
-$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h bench/floor_fetch.h $(HEADERS)
+$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h bench/floor_fetch.h bench/icount_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h bench/floor_fetch.h $(HEADERS)
+$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h bench/floor_fetch.h bench/icount_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
@@ -241,7 +241,7 @@ $(B)/bench/icount_tag_dc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h bench/icount_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B -o $@ $< $(RC_LIBS)
 
