@@ -3,8 +3,9 @@
  * Every transport defines the contract under its own prefix, in its own folder:
  * rvx__shm_put_short (tl/shm/), rvx__rc_put_short (tl/rc/), rvx__dc_put_short (tl/dc/),
  * rvx__pair_put_short (tl/pair.h); tl/shm.h, tl/rc_mlx5.h and tl/dc_mlx5.h are their indexes.
- * What rc_mlx5 and dc_mlx5 share (the device context, memory regions, remote keys) is defined
- * once under the shared layer's prefix, rvx__mlx5_ (tl/mlx5/setup.h, rkey.h). The core and the
+ * What rc_mlx5 and dc_mlx5 share (the device context, memory regions, remote keys, the batch
+ * scope) is defined once under the shared layer's prefix, rvx__mlx5_ (tl/mlx5/setup.h, rkey.h,
+ * batch.h). The core and the
  * protocols are written against rvx__tl_*; this file, read after the transport's header, says
  * which of those names each rvx__tl_* is. So `rvx__tl_put_short` here, `rvx__rc_put_short` in a
  * debugger and in the transport's source are one function. */
@@ -13,7 +14,7 @@
 
 #if RVX_PAIR
 #define RVX__TL_OWN(x) rvx__pair_##x /* the transport's own names */
-#define RVX__TL_DEV(x) rvx__pair_##x /* device, memory and keys */
+#define RVX__TL_DEV(x) rvx__pair_##x /* device, memory, keys and the batch scope */
 #elif RVX_TL == RVX_TL_SHM
 #define RVX__TL_OWN(x) rvx__shm_##x
 #define RVX__TL_DEV(x) rvx__shm_##x
@@ -32,7 +33,7 @@ typedef RVX__TL_DEV(rkey_t)  rvx_rkey_t;
 typedef RVX__TL_OWN(iface_t) rvx__tl_iface_t;
 typedef RVX__TL_OWN(ep_t)    rvx__tl_ep_t;
 typedef RVX__TL_OWN(addr_t)  rvx__tl_addr_t;
-typedef RVX__TL_OWN(batch_t) rvx__tl_batch_t;
+typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 
 /* ---- set-up ---- */
 #define rvx__tl_ctx_init      RVX__TL_DEV(ctx_init)
@@ -65,11 +66,11 @@ typedef RVX__TL_OWN(batch_t) rvx__tl_batch_t;
 #define rvx__tl_am_publish    RVX__TL_OWN(am_publish)
 #define rvx__tl_am_publish_more RVX__TL_OWN(am_publish_more)
 #define rvx__tl_ep_ring       RVX__TL_OWN(ep_ring)
-#define rvx__tl_batch_begin   RVX__TL_OWN(batch_begin)
-#define rvx__tl_batch_put_short RVX__TL_OWN(batch_put_short)
-#define rvx__tl_batch_sync    RVX__TL_OWN(batch_sync)
-#define rvx__tl_batch_reload  RVX__TL_OWN(batch_reload)
-#define rvx__tl_batch_end     RVX__TL_OWN(batch_end)
+#define rvx__tl_batch_begin   RVX__TL_DEV(batch_begin)
+#define rvx__tl_batch_put_short RVX__TL_DEV(batch_put_short)
+#define rvx__tl_batch_sync    RVX__TL_DEV(batch_sync)
+#define rvx__tl_batch_reload  RVX__TL_DEV(batch_reload)
+#define rvx__tl_batch_end     RVX__TL_DEV(batch_end)
 #define rvx__tl_am_wait_room  RVX__TL_OWN(am_wait_room)
 #define rvx__tl_am_zcopy      RVX__TL_OWN(am_zcopy)
 #define rvx__tl_ep_flush      RVX__TL_OWN(ep_flush)

@@ -28,9 +28,9 @@
  *   dc/dci.h     the DCI pool and posting on a DCI: the address segment, the WQE prologue and
  *                commit, which DCI a WQE goes to, bounce rings, the DCI's states and recovery
  *   dc/rma.h     put, get and the atomics (and the compare-and-swap loop the NIC lacks); its
- *                steps of the chunk loops of tl/mlx5/chunk.h and of the blocking fetches of
- *                tl/mlx5/fetch.h, which it includes
- *   dc/batch.h   the batch scope: puts from the DCI's state in registers, one doorbell
+ *                steps of the chunk loops of tl/mlx5/chunk.h, of the batch scope of
+ *                tl/mlx5/batch.h and of the blocking fetches of tl/mlx5/fetch.h, which it
+ *                includes
  *   dc/credit.h  credits: a frame's claim, the send limit, claims on a peer's pool, give-back
  *   dc/am.h      messages out: publishing a frame (the SEND), zero-copy sends, a reply's wait
  *   dc/cq.h      the CQ and the DCT: retiring WQEs, error CQEs, frames received, progress
@@ -58,7 +58,6 @@
 #include "dc/decl.h"
 #include "dc/dci.h"
 #include "dc/rma.h"
-#include "dc/batch.h"
 #include "dc/credit.h"
 #include "dc/am.h"
 #include "dc/cq.h"

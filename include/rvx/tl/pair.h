@@ -178,9 +178,9 @@ RVX_INLINE void rvx__pair_ep_ring(rvx__pair_ep_t *ep)
 /* The batch scope (proto/batch.h): net's on the net path; ordinary puts on shm. The path is
  * read once, at the beginning. */
 typedef struct rvx__pair_batch {
-    rvx__pair_ep_t        *ep;
-    int                    intra;
-    RVX__PAIR_NET(batch_t) net;
+    rvx__pair_ep_t   *ep;
+    int               intra;
+    rvx__mlx5_batch_t net;
 } rvx__pair_batch_t;
 
 RVX_INLINE void rvx__pair_batch_begin(rvx__pair_ep_t *ep, rvx__pair_batch_t *b)
@@ -188,29 +188,29 @@ RVX_INLINE void rvx__pair_batch_begin(rvx__pair_ep_t *ep, rvx__pair_batch_t *b)
     b->ep = ep;
     b->intra = ep->intra;
     if (b->intra) memset(&b->net, 0, sizeof(b->net)); /* unused: defined for the compiler */
-    else RVX__PAIR_NET(batch_begin)(&ep->net, &b->net);
+    else rvx__mlx5_batch_begin(&ep->net, &b->net);
 }
 
 RVX_INLINE void rvx__pair_batch_sync(rvx__pair_batch_t *b)
 {
-    if (!b->intra) RVX__PAIR_NET(batch_sync)(&b->net);
+    if (!b->intra) rvx__mlx5_batch_sync(&b->net);
 }
 
 RVX_INLINE void rvx__pair_batch_reload(rvx__pair_batch_t *b)
 {
-    if (!b->intra) RVX__PAIR_NET(batch_reload)(&b->net);
+    if (!b->intra) rvx__mlx5_batch_reload(&b->net);
 }
 
 RVX_INLINE void rvx__pair_batch_end(rvx__pair_batch_t *b)
 {
-    if (!b->intra) RVX__PAIR_NET(batch_end)(&b->net);
+    if (!b->intra) rvx__mlx5_batch_end(&b->net);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_batch_put_short(rvx__pair_batch_t *b, const void *src, size_t len,
                                                   uint64_t raddr, const rvx__pair_rkey_t *rkey)
 {
     if (b->intra) return rvx__shm_put_short(&b->ep->shm, src, len, raddr, &rkey->shm);
-    return RVX__PAIR_NET(batch_put_short)(&b->net, src, len, raddr, &rkey->net);
+    return rvx__mlx5_batch_put_short(&b->net, src, len, raddr, &rkey->net);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_put_bcopy(rvx__pair_ep_t *ep, const void *src, size_t len,

@@ -5,8 +5,9 @@
  * the data path writes WQEs into the send queue, the doorbell record and the BlueFlame register
  * itself, and reads CQEs straight from the completion queue, as mlx5dv(7) allows. What every mlx5
  * transport shares is in tl/mlx5/: hardware values (hw.h), segment writers and the one commit
- * point (wqe.h), CQ polling (cq.h), the RDMA and atomic WQEs (rdma.h), the chunk loops and the
- * blocking fetches (chunk.h, fetch.h, included from rc/rma.h), device set-up (setup.h). Each worker has, per lane, one iface:
+ * point (wqe.h), CQ polling (cq.h), the RDMA and atomic WQEs (rdma.h), the chunk loops, the batch
+ * scope and the blocking fetches (chunk.h, batch.h, fetch.h, included from rc/rma.h), device
+ * set-up (setup.h). Each worker has, per lane, one iface:
  * one CQ, one shared receive queue, one RC QP per rank of the job (all taken to RTS when the
  * worker is created) and a UD QP for re-connection; an endpoint points to the conn of its peer.
  * An operation is one WQE, seldom signaled; a full queue or an exhausted send budget is waited out
@@ -20,8 +21,8 @@
  *   conn.h       the QPN -> rank table, the list of conns with work, QPs and conns, connecting
  *   send.h       room on the send queue and the worker's send budget; signaled WQEs; waiting
  *   bounce.h     the bounce pool copies go through
- *   rma.h        puts (the 8-byte put, inline, copied, zero-copy) and gets
- *   batch.h      the batch scope: puts from the queue's state in registers, one doorbell
+ *   rma.h        puts (the 8-byte put, inline, copied, zero-copy) and gets; the steps of
+ *                tl/mlx5/chunk.h, batch.h and fetch.h, which it includes
  *   amo.h        atomics: one WQE, the operation mapping, the compare-and-swap loop
  *   am.h         messages, sending side: claim, publish, zero-copy, waiting for a credit
  *   rx.h         messages, receiving side: frames delivered or set aside, credits returned
@@ -54,7 +55,6 @@
 #include "rc/send.h"
 #include "rc/bounce.h"
 #include "rc/rma.h"
-#include "rc/batch.h"
 #include "rc/amo.h"
 #include "rc/am.h"
 #include "rc/rx.h"

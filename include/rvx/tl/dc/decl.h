@@ -7,6 +7,8 @@
 
 /* This build's mlx5 transport, for the code tl/mlx5/ writes once for both (tl/mlx5/chunk.h). */
 #define RVX__MLX5_NET(x) rvx__dc_##x
+/* rvx__dc_bb_put8 in a batch: not on a shared DCI, whose slots record their endpoints */
+#define RVX__MLX5_NET_BB_PUT8 (RVX_DC_DCI_POLICY != RVX_DC_DCI_FIXED)
 
 #define RVX__DC_KEY        0x7276784443000001ull /* the DC access key of every rvx DCT */
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */

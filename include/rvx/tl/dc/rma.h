@@ -97,12 +97,6 @@ RVX_INLINE rvx_status_t rvx__dc_put_short(rvx__dc_ep_t *ep, const void *src, siz
     return rvx__dc_put_short_m(ep, src, len, raddr, rkey, 0);
 }
 
-RVX_INLINE rvx_status_t rvx__dc_put_short_more(rvx__dc_ep_t *ep, const void *src, size_t len,
-                                               uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
-{
-    return rvx__dc_put_short_m(ep, src, len, raddr, rkey, 1);
-}
-
 /* Tell the NIC of every WQE the endpoint's "more" calls left on the DCI it holds (its work
  * keeps the DCI until it retires, so they are all there; tl/mlx5/wqe.h, rvx__mlx5_ring). */
 RVX_INLINE void rvx__dc_ep_ring(rvx__dc_ep_t *ep)
@@ -191,12 +185,37 @@ RVX_INLINE rvx_status_t rvx__dc_chunk_wait(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, r
 
 #include "../mlx5/chunk.h"
 
-/* ---- the blocking fetches (tl/mlx5/fetch.h): dc_mlx5's steps -------------------------------- */
+/* ---- the batch scope (tl/mlx5/batch.h) and the blocking fetches (tl/mlx5/fetch.h): dc_mlx5's
+ * steps ---- */
 
-RVX_INLINE rvx__dc_dci_t *rvx__dc_fetch_q(rvx__dc_ep_t *ep)
+RVX_INLINE rvx__dc_dci_t *rvx__dc_ep_q(rvx__dc_ep_t *ep)
 {
     return ep->dci;
 }
+
+/* The one-WQEBB form's limit: pi itself for no DCI held, a failed DCI, the 48-byte address form. */
+RVX_INLINE uint32_t rvx__dc_q_fast(const rvx__dc_dci_t *d)
+{
+    return d->pi_fast;
+}
+
+#if defined(__x86_64__)
+/* The 16-byte address segment (the one-WQEBB forms' and the fetches'; q_fast and fetch_ok let no
+ * other through): the key, then av_lo. */
+RVX_INLINE unsigned rvx__dc_ep_av(rvx__dc_ep_t *ep, __m128i *av)
+{
+    *av = _mm_set_epi64x((long long)ep->av_lo, (long long)rvx_htobe64(RVX__DC_KEY));
+    return 1;
+}
+
+RVX_INLINE void rvx__dc_bb_put8(rvx__mlx5_bb_t *bb, uint64_t ctrl_w8, uint32_t pi, __m128i av,
+                                const void *src, uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+{
+    rvx__mlx5_bb_av_write8(bb, ctrl_w8, pi, av, src, raddr, rkey);
+}
+#endif
+
+#include "../mlx5/batch.h"
 
 /* The one-WQEBB form has room for nbb WQEBBs (pi_fast: no DCI held, a failed DCI, the 48-byte
  * address form all go the general way) and nothing of the bounce ring is in flight. */
@@ -219,15 +238,6 @@ RVX_COLD uint64_t rvx__dc_fetch_take(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
     (void)ep;
     return d->b_head += 64;
 }
-
-#if defined(__x86_64__)
-/* The 16-byte address segment (the only form fetch_q lets through): the key, then av_lo. */
-RVX_INLINE unsigned rvx__dc_fetch_av(rvx__dc_ep_t *ep, __m128i *av)
-{
-    *av = _mm_set_epi64x((long long)ep->av_lo, (long long)rvx_htobe64(RVX__DC_KEY));
-    return 1;
-}
-#endif
 
 RVX_INLINE void rvx__dc_fetch_commit(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t pi,
                                      uint32_t nbb, uint8_t *wqe, const rvx__mlx5_bb_t *bb)

@@ -14,12 +14,12 @@
  *
  * The transport's steps (RVX__MLX5_NET(x), bound in its decl.h; q its queue type, with the shared
  * sq and tx), defined in its rma.h, which includes this file after them:
- *   fetch_q(ep)             the queue the endpoint's next WQE goes to
+ *   ep_q(ep)                the queue the endpoint's next WQE goes to
  *   fetch_ok(ep, q, nbb)    room for nbb WQEBBs on its fast path, and a bounce ring with nothing
  *                           in flight (else the general path)
  *   fetch_slot(ep, q)       the slot at the head of that ring
  *   fetch_take(ep, q)       the slot becomes the ring's (general path): the op record's position
- *   fetch_av(ep, &seg)      1 with the address segment in seg; 0: none (rc_mlx5)
+ *   ep_av(ep, &seg)         1 with the address segment in seg; 0: none (rc_mlx5)
  *   fetch_commit(ep, q, pi, nbb, wqe, bb)   the transport's commit of the WQE
  *   fetch_quiet(ep)         no worker flush or re-connection waits on a CQE
  *   fetch_retired(ep, q)    after an inline retirement
@@ -200,8 +200,8 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_get(RVX__MLX5_FEP *ep, void *dst, uint32
 {
     rvx__mlx5_bb_t bb[2];
     __m128i av;
-    unsigned a = RVX__MLX5_NET(fetch_av)(ep, &av);
-    RVX__MLX5_FQ *q = RVX__MLX5_NET(fetch_q)(ep);
+    unsigned a = RVX__MLX5_NET(ep_av)(ep, &av);
+    RVX__MLX5_FQ *q = RVX__MLX5_NET(ep_q)(ep);
     uint32_t pi, nbb;
     uint8_t *slot;
     if (RVX_UNLIKELY(!rvx__mlx5_fetch_ok(ep, q, RVX__MLX5_NBB(RVX__MLX5_DS_RDMA + a))))
@@ -221,8 +221,8 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_amo8(RVX__MLX5_FEP *ep, unsigned opcode,
     rvx__mlx5_bb_t bb[2];
     uint64_t operands[2];
     __m128i av;
-    unsigned n_av = RVX__MLX5_NET(fetch_av)(ep, &av);
-    RVX__MLX5_FQ *q = RVX__MLX5_NET(fetch_q)(ep);
+    unsigned n_av = RVX__MLX5_NET(ep_av)(ep, &av);
+    RVX__MLX5_FQ *q = RVX__MLX5_NET(ep_q)(ep);
     uint32_t pi, nbb;
     uint8_t *slot;
     if (RVX_UNLIKELY(!rvx__mlx5_fetch_ok(ep, q, RVX__MLX5_NBB(RVX__MLX5_DS_ATOMIC + n_av))))

@@ -248,16 +248,15 @@ RVX_INLINE void rvx__mlx5_bb_send8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint3
                             _mm_set_epi64x((long long)((uint64_t)imm_be << 32), 0));
 }
 
-/* RDMA WRITE of 8 bytes, inline, through a DC initiator with the 16-byte (base) address segment,
- * in one WQEBB (ctrl 16 + address 16 + raddr 16 + inline 4 + 8, padded):
+/* RDMA WRITE of 8 bytes, inline, through a DC initiator with the 16-byte (base) address segment
+ * av, in one WQEBB (ctrl 16 + address 16 + raddr 16 + inline 4 + 8, padded):
  *   q[0] ctrl: opmod_idx_opcode, qpn_ds | signature, stream id, fm_ce_se, imm all 0
- *   q[1] address segment: dc_key (big-endian, a constant) | dqp_dct, stat_rate_sl, fl_mlid,
- *        rlid (*av_lo, already in the segment's byte order)
+ *   q[1] address segment: dc_key (big-endian) | dqp_dct, stat_rate_sl, fl_mlid, rlid
  *   q[2] raddr segment: raddr | rkey, reserved 0 (rkey_word)
  *   q[3] inline segment: byte_count (8 | MLX5_INLINE_SEG), the 8 payload bytes, 4 bytes of 0 */
-RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
-                                       uint64_t key_be, const uint64_t *av_lo, const void *src,
-                                       uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+RVX_INLINE void rvx__mlx5_bb_av_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
+                                       __m128i av, const void *src, uint64_t raddr,
+                                       const rvx__mlx5_rkey_t *rkey)
 {
     /* q[3], bytes 48-63: inline byte_count | the payload, shifted up 4 bytes | zeros */
     bb->q[3] = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)src), 4),
@@ -265,11 +264,21 @@ RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, u
     /* q[2], bytes 32-47: raddr (big-endian) | rkey + reserved */
     bb->q[2] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
                                              (const double *)(const void *)&rkey->rkey_word));
-    /* q[1], bytes 16-31: the address segment (the key, then av_lo as stored) */
-    bb->q[1] = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)key_be)),
-                                             (const double *)(const void *)av_lo));
+    /* q[1], bytes 16-31: the address segment */
+    bb->q[1] = av;
     /* q[0], bytes 0-15: opmod_idx_opcode, qpn_ds | zeros (unsignaled, no fence) */
     bb->q[0] = _mm_cvtsi64_si128((long long)rvx__mlx5_ctrl_lo(ctrl_word, pi));
+}
+
+/* The same with the address segment from the key (big-endian, a constant) and *av_lo (already
+ * in the segment's byte order). */
+RVX_INLINE void rvx__mlx5_bb_dc_write8(rvx__mlx5_bb_t *bb, uint64_t ctrl_word, uint32_t pi,
+                                       uint64_t key_be, const uint64_t *av_lo, const void *src,
+                                       uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+{
+    __m128i av = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)key_be)),
+                                               (const double *)(const void *)av_lo));
+    rvx__mlx5_bb_av_write8(bb, ctrl_word, pi, av, src, raddr, rkey);
 }
 
 /* SEND with immediate through a DC initiator with the 16-byte address segment, flen (12 to 28)
@@ -418,26 +427,6 @@ RVX_INLINE void rvx__mlx5_finish(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t nbb, 
 {
     if (more) rvx__mlx5_more(sq, pi, pi + nbb);
     else rvx__mlx5_commit(sq, pi + nbb, wqe, nbb, bb);
-}
-
-/* A batch scope's copy of a queue (tl/rc/batch.h, tl/dc/batch.h) keeps pi in a register and
- * tests one limit per WQE: the fast one-WQEBB path goes while pi is before both the queue's limit
- * and the WQE that must ask for a completion (sig_left counts down to it); past it, the queue's
- * own path does that WQE. */
-RVX_INLINE uint32_t rvx__mlx5_batch_fast(const rvx__mlx5_sq_t *sq, uint32_t limit)
-{
-    uint32_t sig = sq->pi + sq->sig_left - 1; /* sig_left 1: the next WQE is signaled */
-    return (int32_t)(sig - limit) < 0 ? sig : limit;
-}
-
-/* The copy back into the queue: the one-WQEBB WQEs written since pi0 are "more coming" ones, and
- * sig_left counted one down for each. */
-RVX_INLINE void rvx__mlx5_batch_sync(rvx__mlx5_sq_t *sq, uint32_t pi, uint32_t pi0, uint16_t sig0)
-{
-    if (pi != pi0) {
-        rvx__mlx5_more(sq, pi - 1, pi);
-        sq->sig_left = (uint16_t)(sig0 - (pi - pi0));
-    }
 }
 
 #if defined(__x86_64__)

@@ -26,6 +26,7 @@
 
 /* This build's mlx5 transport, for the code tl/mlx5/ writes once for both (tl/mlx5/chunk.h). */
 #define RVX__MLX5_NET(x) rvx__rc_##x
+#define RVX__MLX5_NET_BB_PUT8 1 /* rvx__rc_bb_put8: every conn has the one-WQEBB put */
 
 #define RVX__RC_QPT_EMPTY (-1)
 #define RVX__RC_QPT_GONE  (-2)              /* a QP that no longer completes anything */

@@ -96,12 +96,6 @@ RVX_INLINE rvx_status_t rvx__rc_put_short(rvx__rc_ep_t *ep, const void *src, siz
     return rvx__rc_put_short_m(ep, src, len, raddr, rkey, 0);
 }
 
-RVX_INLINE rvx_status_t rvx__rc_put_short_more(rvx__rc_ep_t *ep, const void *src, size_t len,
-                                               uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
-{
-    return rvx__rc_put_short_m(ep, src, len, raddr, rkey, 1);
-}
-
 /* Tell the NIC of every WQE the endpoint's "more" calls left (tl/mlx5/wqe.h, rvx__mlx5_ring). */
 RVX_INLINE void rvx__rc_ep_ring(rvx__rc_ep_t *ep)
 {
@@ -192,12 +186,38 @@ RVX_INLINE rvx_status_t rvx__rc_chunk_wait(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, 
 
 #include "../mlx5/chunk.h"
 
-/* ---- the blocking fetches (tl/mlx5/fetch.h): rc_mlx5's steps -------------------------------- */
+/* ---- the batch scope (tl/mlx5/batch.h) and the blocking fetches (tl/mlx5/fetch.h): rc_mlx5's
+ * steps ---- */
 
-RVX_INLINE rvx__rc_conn_t *rvx__rc_fetch_q(rvx__rc_ep_t *ep)
+RVX_INLINE rvx__rc_conn_t *rvx__rc_ep_q(rvx__rc_ep_t *ep)
 {
     return ep->c;
 }
+
+/* The one-WQEBB put's limit: ci + room (the send budget, tl/rc/send.h); pi while the conn is out
+ * of the flush list, so that its first post puts it back. */
+RVX_INLINE uint32_t rvx__rc_q_fast(const rvx__rc_conn_t *c)
+{
+    return c->sq.pi_limit;
+}
+
+#if defined(__x86_64__)
+RVX_INLINE unsigned rvx__rc_ep_av(rvx__rc_ep_t *ep, __m128i *av)
+{
+    (void)ep;
+    *av = _mm_setzero_si128();
+    return 0; /* no address segment */
+}
+
+RVX_INLINE void rvx__rc_bb_put8(rvx__mlx5_bb_t *bb, uint64_t ctrl_w8, uint32_t pi, __m128i av,
+                                const void *src, uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+{
+    (void)av;
+    rvx__mlx5_bb_write8(bb, ctrl_w8, pi, src, raddr, rkey, 0);
+}
+#endif
+
+#include "../mlx5/batch.h"
 
 /* Room for nbb WQEBBs, not failed, and nothing of the conn's bounce segment in flight (a conn
  * without a segment has lim == head: not this way). */
@@ -221,15 +241,6 @@ RVX_COLD uint64_t rvx__rc_fetch_take(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
     (void)ep;
     return c->bs->head += 64;
 }
-
-#if defined(__x86_64__)
-RVX_INLINE unsigned rvx__rc_fetch_av(rvx__rc_ep_t *ep, __m128i *av)
-{
-    (void)ep;
-    *av = _mm_setzero_si128();
-    return 0; /* no address segment */
-}
-#endif
 
 RVX_INLINE void rvx__rc_fetch_commit(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t pi,
                                      uint32_t nbb, uint8_t *wqe, const rvx__mlx5_bb_t *bb)
