@@ -61,12 +61,18 @@ RVX_NOINLINE rvx_status_t rvx_explain_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t
     return rvx_get(ep, dst, 8, raddr, rk, NULL);
 }
 
-/* A blocking fetching add of 1, the old value to *old: the same path with an atomic segment (as
- * bench_amo_fadd8 in bench/icount_fetch.h). */
+/* A blocking fetching add of 1, the old value to *old: the same path with an atomic segment.
+ * The old value lands in a local, as an application writes it (&v), so that the compiler knows
+ * the fetch pointer is not NULL and inlines the fetch path; bench_amo_fadd8 (bench/icount_fetch.h)
+ * passes its pointer on, and its build keeps the general atomic (for a NULL pointer) inline and
+ * the fetch path out of line. */
 RVX_NOINLINE rvx_status_t rvx_explain_amo_fadd8(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_t *rk,
                                                 uint64_t *old)
 {
-    return rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, raddr, rk, old, NULL);
+    uint64_t v;
+    rvx_status_t st = rvx_atomic64(ep, RVX_AMO_ADD, 1, 0, raddr, rk, &v, NULL);
+    *old = v;
+    return st;
 }
 
 static int fail(const char *what, unsigned long long i, rvx_status_t st)
