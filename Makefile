@@ -9,7 +9,8 @@
 #   make compare-mlx5  instructions per call beside UCX's own rc_mlx5 and dc_mlx5, all on rvxsim
 #   make curves    tag latency and bandwidth against size beside ucx_perftest: bench/tag_*.png
 #   make thresh    eager/rendezvous threshold of every fabric header: table and bench/thresh_*.png
-#   make explain   rc_mlx5's put, flush and progress machine code, annotated and grouped by purpose
+#   make explain   machine code of rc_mlx5's and dc_mlx5's put, batch, flush, progress, get and
+#                  fetching add, annotated and grouped by purpose
 #   make scale     per-process cost against the job's size, rc_mlx5 and dc_mlx5 on rvxsim: fit, projection
 #                  to 16,384 ranks, bench/RESULTS.md table and bench/scale.png (SCALE_N, SCALE_TL)
 #   make install PREFIX=/usr/local   headers (<rvx/rvx.h>, <shmem.h>), rvx.pc, rvxrun and rvxshcc
@@ -341,16 +342,22 @@ scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc
 	  SCALE_RESULTS=$(if $(SCALE_N)$(SCALE_TL),0,1) bench/scale.sh
 # ---- end of make scale
 
-# ---- make explain: the disassembly of rc_mlx5's put, flush and progress wrappers, each
-# instruction annotated with its source line and grouped by purpose (tools/explain.sh). Always
-# -O2 -g: the annotation reads the line tables of the optimised code.
-all: $(B)/bench/explain_rc
-$(B)/bench/explain_rc: bench/explain_rc.c $(HEADERS)
+# ---- make explain: the disassembly of the put, batch, flush, progress, get and fetching-add
+# wrappers of rc_mlx5 and dc_mlx5 (one source, bench/explain.c, built for each), each instruction
+# annotated with its source line and grouped by purpose (tools/explain.sh). Always -O2 -g: the
+# annotation reads the line tables of the optimised code.
+all: $(B)/bench/explain_rc $(B)/bench/explain_dc
+$(B)/bench/explain_rc: bench/explain.c $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O2 -g $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
-explain: $(B)/bench/explain_rc
-	@tools/explain.sh $<
+$(B)/bench/explain_dc: bench/explain.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
+
+explain: $(B)/bench/explain_rc $(B)/bench/explain_dc
+	@tools/explain.sh $(B)/bench/explain_rc
+	@tools/explain.sh $(B)/bench/explain_dc
 # ---- end of make explain
 
 examples: $(RVXRUN) $(EXAMPLE_BINS)
