@@ -35,8 +35,9 @@
 
 /* Until the CQE at the consumer index is there (1), or (0) the spin of a waiting call and its
  * first 256 short sleeps have passed (under a millisecond asked): a longer wait goes the general
- * way, which does all a wait does. Out of line: the time a call waits, not its work. */
-RVX_COLD int rvx__mlx5_cq_await(const rvx__mlx5_cq_t *cq)
+ * way, which does all a wait does. Out of line: the time a call waits, not its work. Not cold:
+ * every blocking fetch calls it, and GCC moves a caller of a cold function to .text.unlikely. */
+static RVX_NOINLINE RVX_UNUSED int rvx__mlx5_cq_await(const rvx__mlx5_cq_t *cq)
 {
     unsigned spins = 0;
     for (;;) {
