@@ -226,71 +226,71 @@ $(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -o $@ $<
 # ---- end of PMIx builds
 
-$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h bench/floor_fetch.h bench/icount_fetch.h $(HEADERS)
+$(B)/bench/icount_rc: bench/icount_rc.c bench/bench_common.h bench/batch16.h bench/floor_fetch.h bench/icount_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h bench/floor_fetch.h bench/icount_fetch.h $(HEADERS)
+$(B)/bench/icount_dc: bench/icount_dc.c bench/bench_common.h bench/batch16.h bench/floor_fetch.h bench/icount_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_tag_rc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_tag_rc: bench/icount_tag.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_tag_dc: bench/icount_tag.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_tag_dc: bench/icount_tag.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h bench/icount_fetch.h $(HEADERS)
+$(B)/bench/icount_rc_db: bench/icount_rc.c bench/bench_common.h bench/batch16.h bench/icount_fetch.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_MLX5_DOORBELL=RVX_MLX5_DB_8B -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_pair: bench/icount_pair.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_pair: bench/icount_pair.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/icount_tag_pair: bench/icount_pair.c bench/bench_common.h $(HEADERS)
+$(B)/bench/icount_tag_pair: bench/icount_pair.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -DRVX_TAG=1 -o $@ $< $(RC_LIBS)
 
-$(B)/bench/wait_lat_rc: bench/wait_lat.c bench/bench_common.h $(HEADERS)
+$(B)/bench/wait_lat_rc: bench/wait_lat.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
 # rvx_lat as a pair build: its two ranks share a node, so the AM ping-pong takes the shm path
-$(B)/bench/rvx_lat_pair: bench/rvx_lat.c bench/bench_common.h $(HEADERS)
+$(B)/bench/rvx_lat_pair: bench/rvx_lat.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_BENCH_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/%: bench/%.c bench/bench_common.h $(HEADERS)
+$(B)/bench/%: bench/%.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
 # the PIPELINE-vs-GET comparison: the same source with RVX_RNDV_GET
-$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+$(B)/bench/rndv_pipeline_get: bench/rndv_pipeline.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_GET -o $@ $<
 
 # ... and both over rc_mlx5, for rvxsim with a registration cost (bench/rndv_sim.sh), with PUT (one
 # RDMA WRITE after the CTS) as the one-transfer reference
-$(B)/bench/rndv_pipeline_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+$(B)/bench/rndv_pipeline_rc: bench/rndv_pipeline.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
-$(B)/bench/rndv_pipeline_get_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+$(B)/bench/rndv_pipeline_get_rc: bench/rndv_pipeline.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_GET -o $@ $< $(RC_LIBS)
-$(B)/bench/rndv_pipeline_put_rc: bench/rndv_pipeline.c bench/bench_common.h $(HEADERS)
+$(B)/bench/rndv_pipeline_put_rc: bench/rndv_pipeline.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_RNDV=RVX_RNDV_PUT -o $@ $< $(RC_LIBS)
 
 # make fit-shm: the measurements include/rvx/fabric/shm_local.h is fitted to: tag_lat with the
 # switch pinned above 4 MiB (all eager) and at 1 byte (all rendezvous GET), and the constants the
 # fit gives (bench/fit_shm.sh)
-$(B)/bench/tag_lat_eager: bench/tag_lat.c bench/bench_common.h $(HEADERS)
+$(B)/bench/tag_lat_eager: bench/tag_lat.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV_THRESH=1099511627776 -o $@ $<
-$(B)/bench/tag_lat_rndv: bench/tag_lat.c bench/bench_common.h $(HEADERS)
+$(B)/bench/tag_lat_rndv: bench/tag_lat.c bench/bench_common.h bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV_THRESH=1 -o $@ $<
 .PHONY: fit-shm
@@ -347,11 +347,11 @@ scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc
 # annotated with its source line and grouped by purpose (tools/explain.sh). Always -O2 -g: the
 # annotation reads the line tables of the optimised code.
 all: $(B)/bench/explain_rc $(B)/bench/explain_dc
-$(B)/bench/explain_rc: bench/explain.c $(HEADERS)
+$(B)/bench/explain_rc: bench/explain.c bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/bench/explain_dc: bench/explain.c $(HEADERS)
+$(B)/bench/explain_dc: bench/explain.c bench/batch16.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
 

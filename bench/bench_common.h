@@ -15,6 +15,7 @@
 #define RVX_AM_HANDLERS(X) X(SINK, on_sink)
 #endif
 #include <rvx/rvx.h>
+#include "batch16.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -112,23 +113,11 @@ RVX_NOINLINE rvx_status_t bench_put8(rvx_ep_t *ep, const uint64_t *src, uint64_t
     return rvx_put(ep, src, 8, raddr, rk);
 }
 
-/* A batch of 16 8-byte puts to consecutive words at raddr, one doorbell (docs/api.md, "Batches"):
- * the loop an application streaming puts would write. */
+/* A batch of 16 8-byte puts (batch16.h). */
 RVX_NOINLINE rvx_status_t bench_put8_batch16(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr,
                                              const rvx_rkey_t *rk)
 {
-    rvx_batch_t b;
-    int i;
-    rvx_batch_begin(&b, ep);
-    for (i = 0; i < 16; i++) {
-        rvx_status_t st = rvx_batch_put(&b, &src[i], 8, raddr + 8 * (uint64_t)i, rk);
-        if (RVX_UNLIKELY(st != RVX_OK)) {
-            rvx_batch_end(&b);
-            return st;
-        }
-    }
-    rvx_batch_end(&b);
-    return RVX_OK;
+    return bench_batch16(ep, src, raddr, rk);
 }
 
 RVX_NOINLINE int bench_progress_idle(rvx_worker_t *w) { return rvx_progress(w); }

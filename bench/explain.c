@@ -6,6 +6,7 @@
  * doorbells. Run (on rvxsim: LD_LIBRARY_PATH=build/sim, or on an adapter), it calls each wrapper
  * on an endpoint to itself and checks the data, so the code explained is code that works. */
 #include <rvx/rvx.h>
+#include "batch16.h"
 
 #include <stdio.h>
 
@@ -22,22 +23,11 @@ RVX_NOINLINE rvx_status_t rvx_explain_put8(rvx_ep_t *ep, const uint64_t *v, uint
 }
 
 /* 16 puts of 8 bytes in a batch: the queue's state copied into registers, 16 WQEs stored to the
- * queue, the state copied back, one doorbell (as bench_put8_batch16 in bench/bench_common.h). */
+ * queue, the state copied back, one doorbell (bench/batch16.h, as make icount's put8_batch16). */
 RVX_NOINLINE rvx_status_t rvx_explain_batch16(rvx_ep_t *ep, const uint64_t *src, uint64_t raddr,
                                               const rvx_rkey_t *rk)
 {
-    rvx_batch_t b;
-    int i;
-    rvx_batch_begin(&b, ep);
-    for (i = 0; i < 16; i++) {
-        rvx_status_t st = rvx_batch_put(&b, &src[i], 8, raddr + 8 * (uint64_t)i, rk);
-        if (RVX_UNLIKELY(st != RVX_OK)) {
-            rvx_batch_end(&b);
-            return st;
-        }
-    }
-    rvx_batch_end(&b);
-    return RVX_OK;
+    return bench_batch16(ep, src, raddr, rk);
 }
 
 /* Flush of an endpoint: at once when nothing is outstanding or the last signaled WQE's CQE is the

@@ -184,7 +184,7 @@ explain_fn() {
           purpose = p; text = t; where = base(F[i]) ":" L[i]
         }
       if (purpose == "" && weak != "") { purpose = weak; text = wt; where = ww }
-      if (purpose == "" && nf > 0 && F[0] ~ /bench\/explain\.c$/) {  # lines of the wrapper itself
+      if (purpose == "" && nf > 0 && F[0] ~ /bench\/(explain\.c|batch16\.h)$/) {  # lines of the wrapper itself
         where = base(F[0]) ":" L[0]; text = trim(srcline(F[0], L[0]))
         purpose = text ~ /^\*old = / ? "answer copy" : text ~ /^for |rvx_batch_put|st != RVX_OK/ ? "loop of the wrapper" : "call and return"
       }
