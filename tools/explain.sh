@@ -48,8 +48,8 @@ memcpy\(dst, slot	answer copy
 fetch_slot|bs->buf|bs->head|b_head|RVX__RC_BOUNCE_SEG|RVX_DC_BOUNCE_BYTES|chunk_lkey|\(uintptr_t\)slot	bounce slot
 atomic\[|operands\[	atomic segment
 ep->c~|->ifc~|ep->dci~|&w->iface|~rvx__tl_progress~|~rvx__tl_ep_flush~|~rvx_progress~|~rvx_ep_flush_nb~	connection lookup
-b->(ep|c|d|q|buf|mask|pi0|sig0|fast|ctrl_w8) = |b->pi = [a-z]+->sq\.pi|rvx__mlx5_batch_fast|~sig = sq->pi|sig - limit|_batch_reload|_batch_begin|\(ep_q\)|(~|_)q_fast	batch state load
-rvx__mlx5_batch_sync|pi != pi0|sig0 - \(pi - pi0\)|_batch_sync|batch_written|sig_left - n\)|b->pi - b->q->sq\.pi|_batch_end\(	batch state sync
+b->(ep|q|buf|mask|fast|ctrl_w8) = |b->pi = [a-z]+->sq\.pi|rvx__mlx5_batch_fast|~sig = sq->pi|sig - limit|_batch_reload|_batch_begin|\(ep_q\)|(~|_)q_fast	batch state load
+rvx__mlx5_batch_sync|_batch_sync|batch_written|sig_left - n\)|b->pi - b->q->sq\.pi|_batch_end\(	batch state sync
 pi_limit|->room~|RVX__RC_NEED|wait_room|pi_fast|pi - b->fast	queue-full check
 sig_left|RVX__MLX5_CE|mark_sig|rvx__mlx5_moderate\(|set_fence|->fence	moderation
 _barrier\(|rvx_wc_start|rvx_wc_flush	barrier
@@ -60,7 +60,7 @@ cq->dbrec|cq->ci|cq\.ci|cq_update_ci	consumer index
 dbrec	doorbell record
 ~reg~|bf->|->bf~|~bf~|flip	BlueFlame copy
 rvx__mlx5_post_bb|bb_store\(	WQE store
-av_lo|key_be|RVX__DC_KEY|fetch_av|~av~|dqp_dct|av_ds	address vector
+av_lo|key_be|RVX__DC_KEY|ep_av|~av~|dqp_dct|av_ds	address vector
 ctrl_w8|ctrl_word|ctrl_lo|rvx__mlx5_set_ctrl\(|q\[0\] =|opmod|MLX5_OPCODE|qpn8|~ds = RVX__MLX5_DS|~nbb = RVX__MLX5_NBB	ctrl segment
 raddr|rkey|q\[1\] =|wqe \+ 16	raddr segment
 INLINE_SEG|q\[[23]\] =|_mm_setzero_si128|wqe \+ (32|48)|rvx__mlx5_set_inline|~src~	inline data
