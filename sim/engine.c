@@ -518,6 +518,20 @@ static bool qp_waits(const struct sim_qp *qp)
 	       (qp->dc_type == SIM_DCT && dc_waits(qp));
 }
 
+/* A state change gives the engine work only when it has WQEs to flush (ERR, SQE) or starts a send
+ * queue with WQEs already posted or in flight (RTS, SQD); the other changes (RESET, INIT, RTR, and
+ * RTS with an empty queue, as in every DCI recovery) wait for a packet or a doorbell anyway, and a
+ * futex wake for each of them costs the application a system call. Called under sc->lock. */
+bool engine_state_gives_work(const struct sim_qp *qp, int next)
+{
+	if (next == IBV_QPS_ERR || next == IBV_QPS_SQE)
+		return true;
+	if (next != IBV_QPS_RTS && next != IBV_QPS_SQD)
+		return false;
+	return qp_waits(qp) ||
+	       (qp->sq_wqe_cnt && ((be32toh(qp->dbrec[MLX5_SND_DBR]) - qp->sq_pc) & 0xffff));
+}
+
 /* One pass over the device under its lock: the inbox, every QP and CQ. *waits: some QP has a
  * timer to serve. Nonzero when something was done. */
 static int engine_pass(struct sim_ctx *sc, uint64_t now, bool *waits)

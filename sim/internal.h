@@ -372,6 +372,7 @@ static inline struct sim_srq *to_ssrq(struct ibv_srq *s) { return (struct sim_sr
 int engine_start(struct sim_ctx *sc);
 void engine_stop(struct sim_ctx *sc);
 void engine_kick(struct sim_ctx *sc);
+bool engine_state_gives_work(const struct sim_qp *qp, int next);
 void engine_progress(struct sim_ctx *sc);
 void engine_qp_reset(struct sim_qp *qp);
 void engine_qp_to_err(struct sim_qp *qp);

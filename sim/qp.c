@@ -478,6 +478,7 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	struct sim_qp *qp = to_sqp(ibqp);
 	struct sim_ctx *sc = qp->sc;
 	int cur, next, err;
+	bool kick;
 	char why[160] = "";
 
 	sim_count_verb();
@@ -493,6 +494,7 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 	}
 	modify_attrs(qp, a, mask);
 	modify_state(qp, cur, next);
+	kick = engine_state_gives_work(qp, next);
 	pthread_mutex_unlock(&sc->lock);
 	if (next == IBV_QPS_RESET) {
 		cq_clean(to_scq(ibqp->recv_cq), qp);
@@ -500,7 +502,8 @@ SIM_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mas
 			cq_clean(to_scq(ibqp->send_cq), qp);
 	}
 	TRACE("qp 0x%x: modify %d -> %d (mask 0x%x)", qp->qpn, cur, next, mask);
-	engine_kick(sc);
+	if (kick)
+		engine_kick(sc);
 	return 0;
 }
 
