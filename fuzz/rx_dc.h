@@ -155,7 +155,7 @@ static void nic_setup(void)
 
 /* ---- CQEs ----------------------------------------------------------------------------------- */
 
-static int cqe_write(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, uint32_t imm_be,
+static NIC_MODEL int cqe_write(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, uint32_t imm_be,
                      uint32_t qpn, unsigned syndrome)
 {
     struct mlx5_cqe64 *cqe;
@@ -181,7 +181,7 @@ static void cqe_put(unsigned opcode, uint16_t wqe_counter, uint32_t byte_cnt, ui
     rvx_progress(w);
 }
 
-static int srq_take(void)
+static NIC_MODEL int srq_take(void)
 {
     rvx__mlx5_srq_t *s = &NIFC->srq;
     uint16_t idx = nic_srq_next;
@@ -223,15 +223,17 @@ static void nic_deliver(unsigned chan, unsigned info, uint8_t *body, size_t len)
 
 /* ---- executing WQEs ------------------------------------------------------------------------- */
 
-static void sq_read(const rvx__dc_dci_t *d, uint32_t idx, size_t off, void *out, size_t n)
+static NIC_MODEL void sq_read(const rvx__dc_dci_t *d, uint32_t idx, size_t off, void *out, size_t n)
 {
-    size_t qbytes = (size_t)(d->sq.mask + 1) * RVX__MLX5_BB, at = ((size_t)(idx & d->sq.mask) * RVX__MLX5_BB + off) % qbytes, i;
-    for (i = 0; i < n; i++) ((uint8_t *)out)[i] = d->sq.buf[(at + i) % qbytes];
+    size_t qbytes = (size_t)(d->sq.mask + 1) * RVX__MLX5_BB, at = ((size_t)(idx & d->sq.mask) * RVX__MLX5_BB + off) % qbytes;
+    size_t first = n < qbytes - at ? n : qbytes - at; /* the ring wraps at most once per read */
+    memcpy(out, d->sq.buf + at, first);
+    memcpy((uint8_t *)out + first, d->sq.buf, n - first);
 }
 
 /* [a, a + n) inside one region the harness knows (remote: what a key can name here; local: what a
  * data segment can point to) */
-static int in_region(uint64_t a, uint64_t n, int local)
+static NIC_MODEL int in_region(uint64_t a, uint64_t n, int local)
 {
     struct { uint64_t base, len; } r[8];
     unsigned k = 0, i;
@@ -247,7 +249,7 @@ static int in_region(uint64_t a, uint64_t n, int local)
 
 typedef struct { uint32_t bc, lkey; uint64_t addr; } dseg_t;
 
-static void read_dseg(const rvx__dc_dci_t *d, uint32_t idx, size_t off, dseg_t *s)
+static NIC_MODEL void read_dseg(const rvx__dc_dci_t *d, uint32_t idx, size_t off, dseg_t *s)
 {
     uint8_t b[16];
     sq_read(d, idx, off, b, 16);
@@ -259,7 +261,7 @@ static void read_dseg(const rvx__dc_dci_t *d, uint32_t idx, size_t off, dseg_t *
 }
 
 /* Executes one WQE: 0, or the syndrome it fails with. */
-static unsigned nic_exec(unsigned i, uint32_t idx, unsigned opcode, unsigned ds)
+static NIC_MODEL unsigned nic_exec(unsigned i, uint32_t idx, unsigned opcode, unsigned ds)
 {
     const rvx__dc_dci_t *d = &NIFC->dci[i];
     size_t off = 16 + NIFC->av_bytes, end = (size_t)ds * 16;
@@ -351,7 +353,7 @@ static unsigned nic_exec(unsigned i, uint32_t idx, unsigned opcode, unsigned ds)
 
 /* Each DCI's WQEs posted since the adapter last looked, in order, as far as the CQ has room. It
  * never calls into rvx, so rvx's waiting loops can run it (RVX_FUZZ_BACKOFF_HOOK). */
-static void nic_step(void)
+static NIC_MODEL void nic_step(void)
 {
     unsigned i;
     for (i = 0; i < NDCI; i++) {
@@ -385,7 +387,7 @@ void fuzz_nic_hook(void)
     if (w && ifc_snap.dct) nic_step();
 }
 
-static int dcis_idle(void)
+static NIC_MODEL int dcis_idle(void)
 {
     unsigned i;
     for (i = 0; i < NDCI; i++)
@@ -394,7 +396,7 @@ static int dcis_idle(void)
 }
 
 /* Nothing of the adapter's path outstanding. */
-static int nic_idle(void)
+static NIC_MODEL int nic_idle(void)
 {
     unsigned i;
     for (i = 0; i < NDCI; i++)
@@ -515,7 +517,7 @@ static void nic_check_retired(void)
 /* What a peer's words must never do to our credits, checked after every operation: an endpoint
  * never has more credits to spend than it holds at the peer, holds at most a batch, and (unless the
  * input wrote the pool itself) the pool and the credits held never exceed the receive buffers. */
-static void dc_invariants(void)
+static NIC_MODEL void dc_invariants(void)
 {
     const net_ep_t *e = &NET_EP;
     uint32_t held = NIFC->peers[0].claimed;
