@@ -81,6 +81,11 @@ bool sim_mmio_owns(const void *p);
 void sim_mmio_free(struct sim_qp *qp);
 void sim_mmio_model_writes(struct sim_qp *qp, bool open);
 int sim_mmio_counters(char *buf, size_t len);
+/* rvxsim_counters' memory figures (verbs.c): the bytes of this process's work and completion
+ * queues (QP, CQ and SRQ buffers: host memory that a provider allocates in the process on hardware
+ * too), and how much of them and of the registered memory is resident now (mincore). */
+struct sim_resident { uint64_t queue_bytes, queue_rss, mr_rss; };
+void sim_resident(struct sim_resident *r);
 /* Stores the application has made to the QP's counted pages so far (0 if they are not counted). */
 uint32_t sim_mmio_stores(const struct sim_qp *qp);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

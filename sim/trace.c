@@ -191,6 +191,16 @@ SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
 		off += (size_t)n;
 		n = sim_mmio_counters(buf + MIN(off, len), len - MIN(off, len));
 	}
+	if (n >= 0) {
+		struct sim_resident r;
+
+		sim_resident(&r);
+		off += (size_t)n;
+		n = snprintf(buf + MIN(off, len), len - MIN(off, len),
+			     " queue_bytes=%llu queue_rss=%llu mr_rss=%llu",
+			     (unsigned long long)r.queue_bytes, (unsigned long long)r.queue_rss,
+			     (unsigned long long)r.mr_rss);
+	}
 	return n < 0 ? n : (int)(off + (size_t)n);
 }
 

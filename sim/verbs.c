@@ -291,6 +291,55 @@ static void adapter_fini(struct sim_ctx *sc)
 	free(sc);
 }
 
+/* Bytes of [p, p + len) in RAM now, whole pages (what the pages add to RSS). */
+static uint64_t resident_bytes(const void *p, size_t len)
+{
+	static unsigned char vec[4096];
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p & ~(pg - 1);
+	uintptr_t end = ((uintptr_t)p + len + pg - 1) & ~(pg - 1);
+	uint64_t n = 0;
+
+	while (p && a < end) {
+		size_t pages = MIN((end - a) / pg, sizeof(vec));
+
+		if (mincore((void *)a, pages * pg, vec))
+			return n;
+		for (size_t i = 0; i < pages; i++)
+			n += (vec[i] & 1) * pg;
+		a += pages * pg;
+	}
+	return n;
+}
+
+void sim_resident(struct sim_resident *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_lock(&adapter_lock);
+	for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+		struct sim_ctx *sc = adapters[d];
+
+		if (!sc)
+			continue;
+		pthread_mutex_lock(&sc->lock);
+		for (struct sim_mr *m = sc->mrs; m; m = m->next)
+			r->mr_rss += resident_bytes((const void *)m->addr, m->length);
+		for (struct sim_qp *q = sc->qps; q; q = q->next) {
+			r->queue_bytes += q->buf_size;
+			r->queue_rss += resident_bytes(q->buf, q->buf_size);
+		}
+		for (struct sim_cq *c = sc->cqs; c; c = c->next) {
+			r->queue_bytes += (uint64_t)c->cqe_cnt * c->cqe_size;
+			r->queue_rss += resident_bytes(c->buf, (size_t)c->cqe_cnt * c->cqe_size);
+		}
+		for (struct sim_srq *s = sc->srqs; s; s = s->next) {
+			r->queue_bytes += (uint64_t)s->wqe_cnt * s->stride;
+			r->queue_rss += resident_bytes(s->buf, (size_t)s->wqe_cnt * s->stride);
+		}
+		pthread_mutex_unlock(&sc->lock);
+	}
+	pthread_mutex_unlock(&adapter_lock);
+}
+
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx)
 {
 	return ctx && ctx->ops.post_send == post_send_op;

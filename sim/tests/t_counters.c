@@ -2,12 +2,15 @@
  * t_counters: rvxsim_counters(), the model's per-process accounting that make scale reads. Every
  * control verb adds one to verbs=; QPs, registered bytes, CQ entries (as allocated: a power of
  * two) and SRQ WQEs follow creation and destruction, their peaks stay; the model's own heap
- * (model_bytes) grows with a QP and is given back with it.
+ * (model_bytes) grows with a QP and is given back with it. queue_bytes is the queues' part of it;
+ * mr_rss and queue_rss say how much of the registered memory and of the queues is resident.
  */
 #include "simtest.h"
 #include <dlfcn.h>
+#include <sys/mman.h>
 
-struct counts { long long verbs, qps, qps_peak, mr, mr_peak, cqes, cqes_peak, srq, srq_peak, model; };
+struct counts { long long verbs, qps, qps_peak, mr, mr_peak, cqes, cqes_peak, srq, srq_peak, model,
+		 queue, queue_rss, mr_rss; };
 
 /* name=value in the line; every name follows a space but the first */
 static long long field(const char *line, const char *name)
@@ -45,6 +48,9 @@ static struct counts get(void)
 	c.srq = field(line, "srq_wqes");
 	c.srq_peak = field(line, "srq_wqes_peak");
 	c.model = field(line, "model_bytes");
+	c.queue = field(line, "queue_bytes");
+	c.queue_rss = field(line, "queue_rss");
+	c.mr_rss = field(line, "mr_rss");
 	return c;
 }
 
@@ -96,18 +102,51 @@ int main(void)
 	CHECK_EQ(c2.srq - c1.srq, 64);     /* 40 + 1 rounded up */
 	CHECKF(c2.model - c1.model > 128 * 64, "model_bytes grew by %lld only", c2.model - c1.model);
 	CHECK(c2.qps_peak >= c2.qps && c2.mr_peak >= c2.mr && c2.cqes_peak >= c2.cqes);
+	/* the queues: the CQ's 128 entries of 64 bytes and the SRQ's 64 WQEs at least, within the
+	 * model's heap; resident no more than their pages */
+	CHECKF(c2.queue - c1.queue >= 128 * 64 + 64 * 16 && c2.queue - c1.queue <= c2.model - c1.model,
+	       "queue_bytes grew by %lld (model_bytes by %lld)", c2.queue - c1.queue, c2.model - c1.model);
+	CHECKF(c2.queue_rss > 0 && c2.queue_rss <= c2.queue + 3 * 4096, "queue_rss %lld of %lld bytes",
+	       c2.queue_rss, c2.queue);
+
+	/* registered pages count as resident once touched, not before */
+	{
+		long pg = sysconf(_SC_PAGESIZE);
+		uint8_t *m = mmap(NULL, 4 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				  -1, 0);
+		struct ibv_mr *mr2;
+		struct counts r0, r1;
+
+		REQUIRE(m != MAP_FAILED);
+		r0 = get();
+		mr2 = ibv_reg_mr(pd, m, 4 * (size_t)pg, IBV_ACCESS_LOCAL_WRITE);
+		REQUIRE(mr2 != NULL);
+		r1 = get();
+		CHECKF(r1.mr_rss == r0.mr_rss, "an untouched region added %lld resident bytes",
+		       r1.mr_rss - r0.mr_rss);
+		m[0] = 1;
+		m[2 * pg + 5] = 1;
+		r1 = get();
+		CHECKF(r1.mr_rss - r0.mr_rss == 2 * pg, "two pages touched, %lld resident bytes",
+		       r1.mr_rss - r0.mr_rss);
+		CHECK_EQ(ibv_dereg_mr(mr2), 0);
+		r1 = get();
+		CHECK_EQ(r1.mr_rss, r0.mr_rss);
+		munmap(m, 4 * (size_t)pg);
+	}
 
 	CHECK_EQ(ibv_destroy_qp(qp), 0);
 	CHECK_EQ(ibv_destroy_srq(srq), 0);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	CHECK_EQ(ibv_destroy_cq(cq), 0);
 	c1 = get();
-	CHECK_EQ(c1.verbs - c2.verbs, 4);
+	CHECK_EQ(c1.verbs - c2.verbs, 4 + 2); /* and the region's register and deregister */
 	CHECK_EQ(c1.qps, c0.qps);
 	CHECK_EQ(c1.mr, c0.mr);
 	CHECK_EQ(c1.cqes, c0.cqes);
 	CHECK_EQ(c1.srq, c0.srq);
 	CHECK_EQ(c1.model, c0.model);
+	CHECK_EQ(c1.queue, c0.queue);
 	/* the peaks remember */
 	CHECK_EQ(c1.qps_peak, c2.qps_peak);
 	CHECK_EQ(c1.mr_peak, c2.mr_peak);
