@@ -31,9 +31,32 @@
  *                   allocations
  *   rss_mib         peak resident set size of the process (getrusage)
  *   exchange_s      the exchange with every peer, wall-clock seconds
+ *   op_pool_kib     of heap_kib, the tag layer's pool of operation records (slabs of 64): it grows
+ *                   with the operations outstanding at once, here the N-1 receives posted before
+ *                   the sends, so with N in this exchange, but with what the application keeps
+ *                   in flight in general, not with the job's size
+ *
+ * Where the process's resident memory is after the exchange (KiB; rss_kib = rvx_kib + model_kib +
+ * rest_kib):
+ *   rss_kib         the Rss of every mapping (/proc/self/smaps)
+ *   rvx_kib         rvx's share: heap_kib, reg_rss_kib, queue_kib and shm_kib
+ *   reg_rss_kib       registered by rvx since before worker creation, resident (rvxsim's mr_rss)
+ *   queue_kib         the QP, CQ and SRQ buffers, resident (rvxsim's queue_rss): host memory on
+ *                     an adapter too, sized by rvx
+ *   shm_kib           rvx's shared-memory mappings (memfds named rvx-*), resident
+ *   model_kib       rvxsim's share, which an adapter would not put in the process: fabric_kib and
+ *                   the model's heap besides the queues (model_bytes - queue_bytes)
+ *   fabric_kib        the fabric inboxes mapped (this process's and each peer's it sent to)
+ *   rest_kib        the rest: code and data of the executable and libraries, stacks (rvxsim's
+ *                   engine thread's too), libc and the allocator's slack, the launcher's, and what
+ *                   rvx allocated before the worker (context, bootstrap)
  *
  * The adapter-side figures come from rvxsim_counters(), rvxsim's own accounting; on a real adapter
  * they are not printed. bench/scale.sh runs this at growing N and fits the cost per rank.
+ *
+ * SCALE_WHO=1: the rank with the largest heap_kib also lists its blocks by the address that
+ * allocated them, on stderr (`scale-who rank R +OFFSET K blocks B bytes`; addr2line -e the binary
+ * OFFSET names the line).
  *
  *   rvxrun -n N build/bench/scale_rc       (LD_LIBRARY_PATH=build/sim for rvxsim) */
 #ifndef SCALE_MSG
@@ -58,14 +81,16 @@
 
 #define TAG_HELLO 0x5ca1e000ull
 
-enum { F_CREATE, F_CPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_N };
+enum { F_CREATE, F_CPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_OPS,
+       F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_N };
 static const char *const field_name[F_N] = {
     "create_s", "create_cpu_s", "qps", "registered_mib", "cq_entries", "srq_entries", "verbs", "heap_kib",
-    "heap_proc_kib", "rss_mib", "exchange_s",
+    "heap_proc_kib", "rss_mib", "exchange_s", "op_pool_kib", "rss_kib", "rvx_kib", "reg_rss_kib", "queue_kib",
+    "shm_kib", "model_kib", "fabric_kib", "rest_kib",
 };
 /* fields only rvxsim can give (heap_kib takes the registered bytes off; on rdma-core it is the
  * executable's heap including registered memory, so it is not printed either) */
-static const int field_sim[F_N] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+static const int field_sim[F_N] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1};
 
 /* ---- the executable's heap: malloc and its relatives, interposed ------------------------------
  * Each block allocated while `own_on` by a caller inside this executable's text is remembered
@@ -80,7 +105,7 @@ extern void __libc_free(void *);
 
 #define OWN_SLOTS (1u << 18)
 #define OWN_GONE ((void *)1)
-static struct { void *p; size_t n; } own[OWN_SLOTS];
+static struct { void *p; size_t n; const void *ra; } own[OWN_SLOTS];
 static size_t own_live, own_used;
 static int own_on, own_full, own_lock;
 
@@ -94,7 +119,7 @@ static unsigned own_hash(const void *p)
     return (unsigned)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 46) & (OWN_SLOTS - 1);
 }
 
-static void own_add(void *p)
+static void own_add(void *p, const void *ra)
 {
     unsigned i = own_hash(p);
     while (__atomic_exchange_n(&own_lock, 1, __ATOMIC_ACQUIRE)) {}
@@ -104,6 +129,7 @@ static void own_add(void *p)
         while (own[i].p && own[i].p != OWN_GONE) i = (i + 1) & (OWN_SLOTS - 1);
         own[i].p = p;
         own[i].n = malloc_usable_size(p);
+        own[i].ra = ra;
         own_live += own[i].n;
         own_used++;
     }
@@ -131,14 +157,14 @@ static int own_del(void *p)
 void *malloc(size_t n)
 {
     void *p = __libc_malloc(n);
-    if (p && own_caller(__builtin_return_address(0))) own_add(p);
+    if (p && own_caller(__builtin_return_address(0))) own_add(p, __builtin_return_address(0));
     return p;
 }
 
 void *calloc(size_t k, size_t n)
 {
     void *p = __libc_calloc(k, n);
-    if (p && own_caller(__builtin_return_address(0))) own_add(p);
+    if (p && own_caller(__builtin_return_address(0))) own_add(p, __builtin_return_address(0));
     return p;
 }
 
@@ -146,8 +172,8 @@ void *realloc(void *o, size_t n)
 {
     int was = o && own_del(o);
     void *p = __libc_realloc(o, n);
-    if (p && (was || own_caller(__builtin_return_address(0)))) own_add(p);
-    else if (!p && n && was) own_add(o); /* failed: o stays */
+    if (p && (was || own_caller(__builtin_return_address(0)))) own_add(p, __builtin_return_address(0));
+    else if (!p && n && was) own_add(o, NULL); /* failed: o stays */
     return p;
 }
 
@@ -160,14 +186,14 @@ void free(void *p)
 void *memalign(size_t al, size_t n)
 {
     void *p = __libc_memalign(al, n);
-    if (p && own_caller(__builtin_return_address(0))) own_add(p);
+    if (p && own_caller(__builtin_return_address(0))) own_add(p, __builtin_return_address(0));
     return p;
 }
 
 void *aligned_alloc(size_t al, size_t n)
 {
     void *p = __libc_memalign(al, n);
-    if (p && own_caller(__builtin_return_address(0))) own_add(p);
+    if (p && own_caller(__builtin_return_address(0))) own_add(p, __builtin_return_address(0));
     return p;
 }
 
@@ -175,7 +201,7 @@ int posix_memalign(void **pp, size_t al, size_t n)
 {
     void *p = __libc_memalign(al, n);
     if (!p) return ENOMEM;
-    if (own_caller(__builtin_return_address(0))) own_add(p);
+    if (own_caller(__builtin_return_address(0))) own_add(p, __builtin_return_address(0));
     *pp = p;
     return 0;
 }
@@ -209,7 +235,9 @@ static double clock_s(clockid_t id)
 #define cpu_s() clock_s(CLOCK_THREAD_CPUTIME_ID)
 
 /* rvxsim's counters of this process (verbs, qps_peak, mr_bytes_peak, ...); 0 on rdma-core. */
-typedef struct { double verbs, qps, mr_bytes, cqes, srq_wqes, model_bytes, mr_now; } sim_counts_t;
+typedef struct {
+    double verbs, qps, mr_bytes, cqes, srq_wqes, model_bytes, mr_now, queue_bytes, queue_rss, mr_rss;
+} sim_counts_t;
 
 static int sim_counts(sim_counts_t *c)
 {
@@ -226,7 +254,40 @@ static int sim_counts(sim_counts_t *c)
      * the heap the process holds */
     if ((s = strstr(line, " model_bytes="))) c->model_bytes = strtod(s + 13, NULL);
     if ((s = strstr(line, " mr_bytes="))) c->mr_now = strtod(s + 10, NULL);
+    if ((s = strstr(line, " queue_bytes="))) c->queue_bytes = strtod(s + 13, NULL);
+    if ((s = strstr(line, " queue_rss="))) c->queue_rss = strtod(s + 11, NULL);
+    if ((s = strstr(line, " mr_rss="))) c->mr_rss = strtod(s + 8, NULL);
     return 1;
+}
+
+/* The Rss of every mapping (KiB), and of those in two classes: the fabric's inboxes (files under
+ * RVXSIM_FABRIC_DIR) and rvx's shared memory (memfds it names rvx-*). */
+typedef struct { double total, fabric, shm; } maps_rss_t;
+
+static maps_rss_t maps_rss(void)
+{
+    const char *dir = getenv("RVXSIM_FABRIC_DIR");
+    char pre[256], line[1024];
+    maps_rss_t m = {0, 0, 0};
+    int cls = 0;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    snprintf(pre, sizeof(pre), "%s", dir && *dir ? dir : "/dev/shm/rvxsim-");
+    if (!f) return m;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) == 2 && at > 0) {
+            const char *path = line + at;
+            cls = !strncmp(path, pre, strlen(pre)) ? 1 : strstr(path, "/memfd:rvx-") ? 2 : 0;
+        } else if (!strncmp(line, "Rss:", 4)) {
+            double kib = strtod(line + 4, NULL);
+            m.total += kib;
+            if (cls == 1) m.fabric += kib;
+            if (cls == 2) m.shm += kib;
+        }
+    }
+    fclose(f);
+    return m;
 }
 
 static double heap_bytes(void)
@@ -355,8 +416,42 @@ int main(void)
     v[F_HEAPP] = (h1 - h0 - (c2.model_bytes - c0.model_bytes) - (c2.mr_now - c0.mr_now)) / 1024.0;
     v[F_RSS] = (double)ru.ru_maxrss / 1024.0;
     v[F_EXCH] = t2 - t1;
+    v[F_OPS] = 0;
+#if SCALE_MSG
+    for (f = 0; f < (int)rvx__tag_of(w)->nslabs; f++)
+        v[F_OPS] += (double)malloc_usable_size(rvx__tag_of(w)->slabs[f]) / 1024.0;
+#endif
+    {
+        maps_rss_t m = maps_rss();
+        v[F_RSSNOW] = m.total;
+        v[F_REGRSS] = (c2.mr_rss - c0.mr_rss) / 1024.0;
+        v[F_QUEUE] = c2.queue_rss / 1024.0;
+        v[F_SHM] = m.shm;
+        v[F_RVX] = v[F_HEAP] + v[F_REGRSS] + v[F_QUEUE] + v[F_SHM];
+        v[F_FABRIC] = m.fabric;
+        v[F_MODEL] = m.fabric + (c2.model_bytes - c2.queue_bytes) / 1024.0;
+        v[F_REST] = v[F_RSSNOW] - v[F_RVX] - v[F_MODEL];
+    }
     CHECK(rvx_allgather(ctx, v, sizeof(v), all));
     if (bad) fprintf(stderr, "scale: rank %d: %d peers' data wrong after the exchange\n", me, bad);
+    if (getenv("SCALE_WHO")) {
+        double worst = 0;
+        for (r = 0; r < n; r++) if (all[(size_t)r * F_N + F_HEAP] > worst) worst = all[(size_t)r * F_N + F_HEAP];
+        if (v[F_HEAP] == worst) {
+            unsigned i, j;
+            static struct { const void *ra; size_t b, k; } who[256];
+            unsigned nw = 0;
+            for (i = 0; i < OWN_SLOTS; i++) {
+                if (!own[i].p || own[i].p == OWN_GONE) continue;
+                for (j = 0; j < nw && who[j].ra != own[i].ra; j++) {}
+                if (j == nw && nw < 256) { who[nw].ra = own[i].ra; nw++; }
+                if (j < nw) { who[j].b += own[i].n; who[j].k++; }
+            }
+            for (j = 0; j < nw; j++)
+                fprintf(stderr, "scale-who rank %d +0x%lx %zu blocks %zu bytes\n", me,
+                        (unsigned long)((const char *)who[j].ra - __executable_start), who[j].k, who[j].b);
+        }
+    }
 
     if (me == 0) {
         printf("scale-build %s %d %s\n", RVX_TL_NAME, n, SCALE_MSG ? "am+tag" : "rma");

@@ -13,7 +13,9 @@
 #   scale-retry <tl> <N> <reason>           a job that failed and was run once more
 # Fields: qps registered_mib rss_mib cq_entries create_s (the figures the goals name), and
 # create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s (bench/scale.c says what each
-# one is; heap_kib is rvx's own heap, heap_proc_kib the process's less rvxsim's model).
+# one is; heap_kib is rvx's own heap, heap_proc_kib the process's less rvxsim's model); and where
+# the resident memory is after the exchange: rss_kib = rvx_kib (heap_kib, reg_rss_kib, queue_kib,
+# shm_kib) + model_kib (fabric_kib and the model's heap) + rest_kib.
 #
 # Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N
 # ("2 4 8 16 32 64 128"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (420: wall-clock seconds
@@ -97,7 +99,8 @@ awk '
   $1 == "scale" { k = $2 SUBSEP $4; n[k]++; sx[k] += $3; sy[k] += $5; sxx[k] += $3 * $3; sxy[k] += $3 * $5
                   if (!($2 in tl)) { tl[$2] = 1; tls[++ntl] = $2 } }
   END {
-    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s", order, " ")
+    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s op_pool_kib " \
+          "rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib", order, " ")
     for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
       t = tls[j]; f = order[i]; k = t SUBSEP f
       if (n[k] < 2) continue         # a line needs two points
@@ -114,10 +117,21 @@ awk '
     goal("dc_mlx5", "registered_mib", 16384, 1, 32)
     goal("dc_mlx5", "heap_kib", 0, 1024, 256, "heap_bytes_per_peer")
     goal("dc_mlx5", "verbs", 0, 1, 0, "verbs_per_peer")
+    goal("dc_mlx5", "rvx_kib", 0, 1024, 4096, "rvx_rss_bytes_per_peer")
+    beside("dc_mlx5", "heap_kib", "op_pool_kib", 256, "heap_bytes_per_peer_beside_op_pool")
     goal("rc_mlx5", "registered_mib", 128, 1, 16)
     goal("rc_mlx5", "qps", 0, 1, 1, "qps_per_peer")
     goal("rc_mlx5", "heap_kib", 0, 1024, 256, "heap_bytes_per_peer")
     goal("rc_mlx5", "cq_entries", 0, 1, 0, "cq_entries_per_peer")
+    beside("rc_mlx5", "heap_kib", "op_pool_kib", 256, "heap_bytes_per_peer_beside_op_pool")
+    # on rc_mlx5 rvx may grow by one QP per peer; what grows besides is held to the dc_mlx5 goal
+    beside("rc_mlx5", "rvx_kib", "queue_kib", 4096, "rvx_rss_bytes_per_peer_beside_qp")
+  }
+  # The slope of f less that of its part g, in bytes per added rank, against its limit.
+  function beside(t, f, g, lim, name,   val) {
+    if (!((t, f) in B) || !((t, g) in B)) return
+    val = (B[t, f] - B[t, g]) * 1024
+    printf "scale-goal %s %s %.4g %s %s\n", t, name, val, lim, val <= lim + 1e-6 ? "met" : "not met"
   }
   # A fitted figure against its limit; a slope within rounding of the limit meets it (fits of
   # integer counts leave residues of 1e-15).

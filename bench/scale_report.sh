@@ -42,6 +42,28 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
     }
     function fmt(x) { return x == int(x) ? sprintf("%d", x) : sprintf("%.3g", x) }' "$in"
   echo
+  echo "Where each process's resident memory is after the exchange, KiB (worst rank per column; rss ="
+  echo "rvx + model + rest). rvx: its heap (heap KiB above), the resident part of what it registered"
+  echo "and of its queues' buffers (rvxsim's \`mr_rss\`, \`queue_rss\`: mincore) and its shared-memory"
+  echo "mappings. model: rvxsim's fabric inboxes (this process's and each peer's it sent to: the wire"
+  echo "on an adapter) and its heap besides the queues (DC and QP state an adapter keeps on the card)."
+  echo "rest: code and data of the executable and libraries, stacks, libc and allocator slack, the"
+  echo "launcher's, and what rvx allocated before the worker (bench/scale.c)."
+  echo
+  echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib" '
+    $1 == "scale" { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+    END {
+      nf = split(fields, f, " ")
+      for (i = 1; i <= nr; i++) {
+        split(row[i], k, SUBSEP); line = "| " k[1] " | " k[2]
+        if (!((k[1], k[2], "rss_kib") in v)) continue
+        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? sprintf("%.1f", v[k[1], k[2], f[j]]) : "-")
+        print line " |"
+      }
+    }' "$in"
+  echo
   echo "Least squares y = a + b·N over the measured points (b: the cost of one more rank), and the"
   echo "line at N = 1,024 and 16,384:"
   echo

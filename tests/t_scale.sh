@@ -3,7 +3,8 @@
 # bench/scale.sh on points whose answer is known; (2) a real run of build/bench/scale_dc at
 # N = 2 and 4 on rvxsim: every figure measured at both N, a fit and projections at 1,024 and
 # 16,384 for each, the projections on the fitted line, figures that make sense (a QP at least,
-# registered memory, a creation time above zero). bench/RESULTS.md is not touched.
+# registered memory, a creation time above zero), and the resident memory's parts (rvx's, the
+# model's, the rest) each measured and consistent. bench/RESULTS.md is not touched.
 set -u
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -72,6 +73,22 @@ awk '$1 == "scale" && $4 == "qps" && $5 < 1 { bad = 1 }
      $1 == "scale" && $4 == "rss_mib" && $5 <= 0 { bad = 1 }
      END { exit bad }' "$f" || fail "a figure that cannot be: $(grep '^scale ' "$f" | tr '\n' ';')"
 grep -q "^scale-goal dc_mlx5 qps@16384 " "$f" || fail "no verdict on dc_mlx5's QPs at 16,384"
+# where the resident memory is: every part measured; what is resident of the registered memory
+# no more than was registered; the queues and the fabric inboxes resident; the rest (code and
+# data of the executable and libraries at least) above zero
+for field in rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib op_pool_kib; do
+  for n in 2 4; do
+    grep -Eq "^scale dc_mlx5 $n $field -?[0-9.e+-]+$" "$f" || fail "no figure '$field' at N = $n"
+  done
+done
+awk '$1 == "scale" { v[$3, $4] = $5 }
+     END { for (n = 2; n <= 4; n += 2) {
+             if (v[n, "reg_rss_kib"] > v[n, "registered_mib"] * 1024 + 4) bad = bad " registered" n
+             if (v[n, "queue_kib"] <= 0 || v[n, "fabric_kib"] <= 0 || v[n, "rest_kib"] <= 0) bad = bad " zero" n
+             if (v[n, "rvx_kib"] < v[n, "reg_rss_kib"] + v[n, "queue_kib"]) bad = bad " parts" n
+             if (v[n, "op_pool_kib"] <= 0 || v[n, "op_pool_kib"] > v[n, "heap_kib"]) bad = bad " pool" n }
+           if (bad != "") { print bad; exit 1 } }' "$f" ||
+  fail "the resident memory's parts do not add up: $(grep -E '^scale dc_mlx5 [0-9]+ (registered_mib|heap_kib|op_pool_kib|rss_kib|rvx_kib|reg_rss_kib|queue_kib|fabric_kib|rest_kib) ' "$f" | tr '\n' ';')"
 
 [ $fails -eq 0 ] || { echo "--- output"; cat "$tmp/run.out"; exit 1; }
 echo "t_scale: fit, projections and verdicts on known points; dc_mlx5 at N = 2, 4:"
