@@ -45,7 +45,7 @@
  *                     an adapter too, sized by rvx
  *   shm_kib           rvx's shared-memory mappings (memfds named rvx-*), resident
  *   model_kib       rvxsim's share, which an adapter would not put in the process: fabric_kib and
- *                   the model's heap besides the queues (model_bytes - queue_bytes)
+ *                   the model's resident heap besides the queues (rvxsim's model_rss)
  *   fabric_kib        the fabric inboxes mapped (this process's and each peer's it sent to)
  *   rest_kib        the rest: code and data of the executable and libraries, stacks (rvxsim's
  *                   engine thread's too), libc and the allocator's slack, the launcher's, and what
@@ -236,7 +236,8 @@ static double clock_s(clockid_t id)
 
 /* rvxsim's counters of this process (verbs, qps_peak, mr_bytes_peak, ...); 0 on rdma-core. */
 typedef struct {
-    double verbs, qps, mr_bytes, cqes, srq_wqes, model_bytes, mr_now, queue_bytes, queue_rss, mr_rss;
+    double verbs, qps, mr_bytes, cqes, srq_wqes, model_bytes, mr_now, queue_bytes, queue_rss, mr_rss,
+        model_rss;
 } sim_counts_t;
 
 static int sim_counts(sim_counts_t *c)
@@ -257,6 +258,7 @@ static int sim_counts(sim_counts_t *c)
     if ((s = strstr(line, " queue_bytes="))) c->queue_bytes = strtod(s + 13, NULL);
     if ((s = strstr(line, " queue_rss="))) c->queue_rss = strtod(s + 11, NULL);
     if ((s = strstr(line, " mr_rss="))) c->mr_rss = strtod(s + 8, NULL);
+    if ((s = strstr(line, " model_rss="))) c->model_rss = strtod(s + 11, NULL);
     return 1;
 }
 
@@ -429,7 +431,7 @@ int main(void)
         v[F_SHM] = m.shm;
         v[F_RVX] = v[F_HEAP] + v[F_REGRSS] + v[F_QUEUE] + v[F_SHM];
         v[F_FABRIC] = m.fabric;
-        v[F_MODEL] = m.fabric + (c2.model_bytes - c2.queue_bytes) / 1024.0;
+        v[F_MODEL] = m.fabric + c2.model_rss / 1024.0;
         v[F_REST] = v[F_RSSNOW] - v[F_RVX] - v[F_MODEL];
     }
     CHECK(rvx_allgather(ctx, v, sizeof(v), all));

@@ -83,8 +83,10 @@ void sim_mmio_model_writes(struct sim_qp *qp, bool open);
 int sim_mmio_counters(char *buf, size_t len);
 /* rvxsim_counters' memory figures (verbs.c): the bytes of this process's work and completion
  * queues (QP, CQ and SRQ buffers: host memory that a provider allocates in the process on hardware
- * too), and how much of them and of the registered memory is resident now (mincore). */
-struct sim_resident { uint64_t queue_bytes, queue_rss, mr_rss; };
+ * too), how much of them and of the registered memory is resident now (mincore), and how much
+ * of the model's large per-QP arrays (records of messages in flight, work request ids, the UAR
+ * page) is not. */
+struct sim_resident { uint64_t queue_bytes, queue_rss, mr_rss, model_idle; };
 void sim_resident(struct sim_resident *r);
 /* Stores the application has made to the QP's counted pages so far (0 if they are not counted). */
 uint32_t sim_mmio_stores(const struct sim_qp *qp);

@@ -193,13 +193,18 @@ SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
 	}
 	if (n >= 0) {
 		struct sim_resident r;
+		int64_t model;
 
+		/* the model's heap less the queues and less its arrays' pages never touched */
 		sim_resident(&r);
+		model = atomic_load(&cnt_obj[SIM_OBJ_MODEL_BYTES]) - (int64_t)r.queue_bytes -
+			(int64_t)r.model_idle;
+
 		off += (size_t)n;
 		n = snprintf(buf + MIN(off, len), len - MIN(off, len),
-			     " queue_bytes=%llu queue_rss=%llu mr_rss=%llu",
+			     " queue_bytes=%llu queue_rss=%llu mr_rss=%llu model_rss=%lld",
 			     (unsigned long long)r.queue_bytes, (unsigned long long)r.queue_rss,
-			     (unsigned long long)r.mr_rss);
+			     (unsigned long long)r.mr_rss, (long long)MAX(model, 0));
 	}
 	return n < 0 ? n : (int)(off + (size_t)n);
 }

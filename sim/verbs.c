@@ -324,8 +324,16 @@ void sim_resident(struct sim_resident *r)
 		for (struct sim_mr *m = sc->mrs; m; m = m->next)
 			r->mr_rss += resident_bytes((const void *)m->addr, m->length);
 		for (struct sim_qp *q = sc->qps; q; q = q->next) {
+			const void *arr[5] = { q->out, q->sq_wrid, q->sq_bbs, q->rq_wrid, q->uar };
+			size_t len[5] = { SIM_MAX_OUTSTANDING * sizeof(struct sq_rec),
+					  MAX(q->sq_wqe_cnt, 1u) * sizeof(uint64_t),
+					  MAX(q->sq_wqe_cnt, 1u) * sizeof(uint16_t),
+					  MAX(q->rq_wqe_cnt, 1u) * sizeof(uint64_t), 4096 };
+
 			r->queue_bytes += q->buf_size;
 			r->queue_rss += resident_bytes(q->buf, q->buf_size);
+			for (int i = 0; i < 5; i++)
+				r->model_idle += len[i] - MIN(resident_bytes(arr[i], len[i]), len[i]);
 		}
 		for (struct sim_cq *c = sc->cqs; c; c = c->next) {
 			r->queue_bytes += (uint64_t)c->cqe_cnt * c->cqe_size;

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 
 struct counts { long long verbs, qps, qps_peak, mr, mr_peak, cqes, cqes_peak, srq, srq_peak, model,
-		 queue, queue_rss, mr_rss; };
+		 queue, queue_rss, mr_rss, model_rss; };
 
 /* name=value in the line; every name follows a space but the first */
 static long long field(const char *line, const char *name)
@@ -51,6 +51,7 @@ static struct counts get(void)
 	c.queue = field(line, "queue_bytes");
 	c.queue_rss = field(line, "queue_rss");
 	c.mr_rss = field(line, "mr_rss");
+	c.model_rss = field(line, "model_rss");
 	return c;
 }
 
@@ -108,6 +109,10 @@ int main(void)
 	       "queue_bytes grew by %lld (model_bytes by %lld)", c2.queue - c1.queue, c2.model - c1.model);
 	CHECKF(c2.queue_rss > 0 && c2.queue_rss <= c2.queue + 3 * 4096, "queue_rss %lld of %lld bytes",
 	       c2.queue_rss, c2.queue);
+	/* the model's own heap: some of it resident, never more than it holds besides the queues,
+	 * and the QP's record ring (untouched yet) not all of it */
+	CHECKF(c2.model_rss > 0 && c2.model_rss < c2.model - c2.queue, "model_rss %lld of %lld bytes",
+	       c2.model_rss, c2.model - c2.queue);
 
 	/* registered pages count as resident once touched, not before */
 	{
