@@ -337,9 +337,17 @@ $(B)/bench/scale_rc $(B)/bench/scale_dc: $(B)/bench/scale_%: bench/scale.c $(HEA
 	  echo "$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=$$msg -o $@ $< $(RC_LIBS)"; \
 	  $(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=$$msg -o $@ $< $(RC_LIBS)
 
-scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc
+# the same program with the PMIx bootstrap, for the wire-up's CPU under mpirun and srun
+$(B)/bench/scale_rc-pmix $(B)/bench/scale_dc-pmix: $(B)/bench/scale_%-pmix: bench/scale.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(PMIX_CHECK)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=1 \
+	  -DRVX_BOOT=RVX_BOOT_PMIX -o $@ $< $(RC_LIBS) $(PMIX_FLAGS)
+
+scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc $(B)/bench/scale_dc-pmix
 	@$(if $(SCALE_N),SCALE_N="$(SCALE_N)") $(if $(SCALE_TL),SCALE_TL="$(SCALE_TL)") \
-	  SCALE_RESULTS=$(if $(SCALE_N)$(SCALE_TL),0,1) bench/scale.sh
+	  $(if $(SCALE_LAUNCH),SCALE_LAUNCH="$(SCALE_LAUNCH)") SCALE_MPIRUN="$(MPIRUN_LOCAL)" \
+	  SCALE_RESULTS=$(if $(SCALE_N)$(SCALE_TL)$(SCALE_LAUNCH),0,1) bench/scale.sh
 # ---- end of make scale
 
 # ---- make explain: the disassembly of the put, batch, flush, progress, get and fetching-add

@@ -8,6 +8,9 @@
  *                   (waits for the slowest rank included: the wire-up is collective)
  *   create_cpu_s    the same, CPU seconds of the calling thread (rvx and the verbs it calls; on
  *                   an oversubscribed machine the figure that does not depend on the others)
+ *   wireup_cpu_s    the same span, CPU seconds of the whole process less rvxsim's engine
+ *                   threads (rvxsim's engine_cpu_ns): the calling thread and any the bootstrap
+ *                   runs (PMIx's progress thread under mpirun and srun)
  *   qps             QPs this process holds after the exchange (rvxsim's count, DCT included)
  *   registered_mib  bytes registered by rvx (peak after the exchange, less the bench's own region)
  *   cq_entries      CQ entries allocated (as the adapter sizes them: a power of two)
@@ -50,6 +53,8 @@
  *   rest_kib        the rest: code and data of the executable and libraries, stacks (rvxsim's
  *                   engine thread's too), libc and the allocator's slack, the launcher's, and what
  *                   rvx allocated before the worker (context, bootstrap)
+ *   file_kib          of rest_kib, the mappings of files (the executable, libraries): the rest
+ *                     less this is anonymous memory nobody above accounts for
  *
  * The adapter-side figures come from rvxsim_counters(), rvxsim's own accounting; on a real adapter
  * they are not printed. bench/scale.sh runs this at growing N and fits the cost per rank.
@@ -81,16 +86,16 @@
 
 #define TAG_HELLO 0x5ca1e000ull
 
-enum { F_CREATE, F_CPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_OPS,
-       F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_N };
+enum { F_CREATE, F_CPU, F_WCPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_OPS,
+       F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_FILE, F_N };
 static const char *const field_name[F_N] = {
-    "create_s", "create_cpu_s", "qps", "registered_mib", "cq_entries", "srq_entries", "verbs", "heap_kib",
+    "create_s", "create_cpu_s", "wireup_cpu_s", "qps", "registered_mib", "cq_entries", "srq_entries", "verbs", "heap_kib",
     "heap_proc_kib", "rss_mib", "exchange_s", "op_pool_kib", "rss_kib", "rvx_kib", "reg_rss_kib", "queue_kib",
-    "shm_kib", "model_kib", "fabric_kib", "rest_kib",
+    "shm_kib", "model_kib", "fabric_kib", "rest_kib", "file_kib",
 };
 /* fields only rvxsim can give (heap_kib takes the registered bytes off; on rdma-core it is the
  * executable's heap including registered memory, so it is not printed either) */
-static const int field_sim[F_N] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1};
+static const int field_sim[F_N] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0};
 
 /* ---- the executable's heap: malloc and its relatives, interposed ------------------------------
  * Each block allocated while `own_on` by a caller inside this executable's text is remembered
@@ -233,11 +238,12 @@ static double clock_s(clockid_t id)
 }
 #define now_s() clock_s(CLOCK_MONOTONIC)
 #define cpu_s() clock_s(CLOCK_THREAD_CPUTIME_ID)
+#define proc_cpu_s() clock_s(CLOCK_PROCESS_CPUTIME_ID)
 
 /* rvxsim's counters of this process (verbs, qps_peak, mr_bytes_peak, ...); 0 on rdma-core. */
 typedef struct {
     double verbs, qps, mr_bytes, cqes, srq_wqes, model_bytes, mr_now, queue_bytes, queue_rss, mr_rss,
-        model_rss;
+        model_rss, engine_cpu_s;
 } sim_counts_t;
 
 static int sim_counts(sim_counts_t *c)
@@ -259,18 +265,20 @@ static int sim_counts(sim_counts_t *c)
     if ((s = strstr(line, " queue_rss="))) c->queue_rss = strtod(s + 11, NULL);
     if ((s = strstr(line, " mr_rss="))) c->mr_rss = strtod(s + 8, NULL);
     if ((s = strstr(line, " model_rss="))) c->model_rss = strtod(s + 11, NULL);
+    if ((s = strstr(line, " engine_cpu_ns="))) c->engine_cpu_s = 1e-9 * strtod(s + 15, NULL);
     return 1;
 }
 
-/* The Rss of every mapping (KiB), and of those in two classes: the fabric's inboxes (files under
- * RVXSIM_FABRIC_DIR) and rvx's shared memory (memfds it names rvx-*). */
-typedef struct { double total, fabric, shm; } maps_rss_t;
+/* The Rss of every mapping (KiB), and of those in three classes: the fabric's inboxes (files under
+ * RVXSIM_FABRIC_DIR), rvx's shared memory (memfds it names rvx-*) and other files (the executable
+ * and the libraries). */
+typedef struct { double total, fabric, shm, file; } maps_rss_t;
 
 static maps_rss_t maps_rss(void)
 {
     const char *dir = getenv("RVXSIM_FABRIC_DIR");
     char pre[256], line[1024];
-    maps_rss_t m = {0, 0, 0};
+    maps_rss_t m = {0, 0, 0, 0};
     int cls = 0;
     FILE *f = fopen("/proc/self/smaps", "r");
     snprintf(pre, sizeof(pre), "%s", dir && *dir ? dir : "/dev/shm/rvxsim-");
@@ -280,12 +288,14 @@ static maps_rss_t maps_rss(void)
         int at = 0;
         if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) == 2 && at > 0) {
             const char *path = line + at;
-            cls = !strncmp(path, pre, strlen(pre)) ? 1 : strstr(path, "/memfd:rvx-") ? 2 : 0;
+            cls = !strncmp(path, pre, strlen(pre)) ? 1 : strstr(path, "/memfd:rvx-") ? 2 :
+                  path[0] == '/' && strncmp(path, "/memfd:", 7) ? 3 : 0;
         } else if (!strncmp(line, "Rss:", 4)) {
             double kib = strtod(line + 4, NULL);
             m.total += kib;
             if (cls == 1) m.fabric += kib;
             if (cls == 2) m.shm += kib;
+            if (cls == 3) m.file += kib;
         }
     }
     fclose(f);
@@ -370,7 +380,7 @@ int main(void)
     rvx_mem_t *mem;
     rvx_ep_t **eps;
     sim_counts_t c0, c1, c2;
-    double t0, t1, t2, u0, u1, h0, h1, o0, o1, v[F_N], *all;
+    double t0, t1, t2, u0, u1, p0, p1, h0, h1, o0, o1, v[F_N], *all;
     struct rusage ru;
     int n, r, f, sim, bad;
 
@@ -390,10 +400,12 @@ int main(void)
     o0 = (double)own_live;
     t0 = now_s();
     u0 = cpu_s();
+    p0 = proc_cpu_s();
     CHECK(rvx_worker_create(ctx, &w));
     for (r = 0; r < n; r++)
         if (r != me) CHECK(rvx_ep_create(w, r, &eps[r]));
     u1 = cpu_s();
+    p1 = proc_cpu_s();
     t1 = now_s();
     sim_counts(&c1);
     CHECK(rvx_barrier(ctx));
@@ -409,6 +421,7 @@ int main(void)
 
     v[F_CREATE] = t1 - t0;
     v[F_CPU] = u1 - u0;
+    v[F_WCPU] = p1 - p0 - (c1.engine_cpu_s - c0.engine_cpu_s);
     v[F_QPS] = c2.qps - c0.qps;
     v[F_REG] = (c2.mr_bytes - c0.mr_bytes) / 1048576.0;
     v[F_CQE] = c2.cqes - c0.cqes;
@@ -433,6 +446,7 @@ int main(void)
         v[F_FABRIC] = m.fabric;
         v[F_MODEL] = m.fabric + c2.model_rss / 1024.0;
         v[F_REST] = v[F_RSSNOW] - v[F_RVX] - v[F_MODEL];
+        v[F_FILE] = m.file;
     }
     CHECK(rvx_allgather(ctx, v, sizeof(v), all));
     if (bad) fprintf(stderr, "scale: rank %d: %d peers' data wrong after the exchange\n", me, bad);
@@ -472,5 +486,10 @@ int main(void)
      * transport's retries. */
     CHECK(rvx_barrier(ctx));
     fflush(stdout);
+#if RVX_BOOT == RVX_BOOT_PMIX
+    /* mpirun and srun count a process that leaves without PMIx_Finalize as failed: the bootstrap
+     * alone is closed, the rest left to the exit as under rvxrun */
+    rvx__boot_fini(&ctx->boot);
+#endif
     _exit(bad != 0);
 }

@@ -17,6 +17,13 @@
 # the resident memory is after the exchange: rss_kib = rvx_kib (heap_kib, reg_rss_kib, queue_kib,
 # shm_kib) + model_kib (fabric_kib and the model's heap) + rest_kib.
 #
+# Launchers: every transport runs under rvxrun (the local bootstrap); SCALE_LAUNCH_TL (dc_mlx5)
+# also under the launchers of SCALE_LAUNCH ("mpirun srun": build/bench/scale_dc-pmix, the PMIx
+# bootstrap) at N = SCALE_LAUNCH_N ("2 4 8 16 32 64"), labelled <tl>@<launcher>, for the
+# wire-up's CPU under each (wireup_cpu_s). mpirun is SCALE_MPIRUN (the Makefile's MPIRUN_LOCAL);
+# srun runs on a one-machine Slurm that tools/slurm_local.sh starts for it (root, slurm-wlm,
+# munge). A launcher that cannot run here gets a scale-cap line that says why.
+#
 # Environment: SCALE_OUT (build/scale), SCALE_INPUT (fit these lines, run nothing), SCALE_N
 # ("2 4 8 16 32 64 128"), SCALE_TL ("dc_mlx5 rc_mlx5"), SCALE_BUDGET_S (420: wall-clock seconds
 # per transport; a next N whose predicted run does not fit, in time or in half of the memory
@@ -36,14 +43,66 @@ mkdir -p "$out"
 say() { echo "$*" | tee -a "$out/scale.txt"; }
 fabric=${RVXSIM_FABRIC_DIR:-/dev/shm/rvxsim-$(id -u)}
 fail=0
+slurm_dir=
+trap '[ -n "$slurm_dir" ] && tools/slurm_local.sh stop "$slurm_dir" >/dev/null 2>&1' EXIT
+
+# One run: label bin launcher N-list. The label is the transport, or <transport>@<launcher>.
+runs=()
+for tl in $tls; do runs+=("$tl build/bench/scale_${tl%_mlx5} rvxrun $ns"); done
+if [ -z "${SCALE_INPUT:-}" ]; then
+  for launch in ${SCALE_LAUNCH-mpirun srun}; do
+    for tl in ${SCALE_LAUNCH_TL:-dc_mlx5}; do
+      case " $tls " in *" $tl "*) ;; *) continue ;; esac
+      runs+=("$tl@$launch build/bench/scale_${tl%_mlx5}-pmix $launch ${SCALE_LAUNCH_N:-2 4 8 16 32 64}")
+    done
+  done
+fi
+
+# A launcher set up to run (in this shell: srun's Slurm stays up for the later runs); else 1
+# with the reason in $why.
+launch_ready() { # launcher
+  why=
+  case $1 in
+    rvxrun) [ -x build/bin/rvxrun ] || why="build/bin/rvxrun is missing" ;;
+    mpirun) [ -n "${SCALE_MPIRUN:-}" ] && command -v "${SCALE_MPIRUN%% *}" >/dev/null ||
+              why="no mpirun (SCALE_MPIRUN; Debian's openmpi-bin)" ;;
+    srun)
+      [ -n "$slurm_dir" ] && return 0
+      if [ "$(id -u)" != 0 ]; then why="tools/slurm_local.sh needs root"
+      elif ! command -v srun >/dev/null || ! command -v munged >/dev/null; then
+        why="no srun or munged (slurm-wlm, munge)"
+      else
+        slurm_dir=$(mktemp -d /tmp/rvx-scale-slurm.XXXXXX)
+        if tools/slurm_local.sh start "$slurm_dir" >"$out/slurm.log" 2>&1; then
+          export SLURM_CONF=$slurm_dir/slurm.conf
+        else
+          slurm_dir=
+          why="the one-machine Slurm did not start ($out/slurm.log)"
+        fi
+      fi ;;
+  esac
+  [ -z "$why" ]
+}
+launch_run() { # launcher n bin (environment exported)
+  case $1 in
+    rvxrun) build/bin/rvxrun -n "$2" -t "$tmo" -g 5 "$3" ;;
+    mpirun) timeout "$tmo" $SCALE_MPIRUN -np "$2" -x LD_LIBRARY_PATH -x RVXSIM_FABRIC_DIR \
+              -x RVXSIM_RETRY_TIMEOUT_MS "$3" ;;
+    srun) timeout "$tmo" srun --mpi=pmix -O -n "$2" --kill-on-bad-exit=1 "$3" ;;
+  esac
+}
 
 # SCALE_INPUT=file: no runs, the fit of the `scale` lines in that file (tests/t_scale.sh)
-[ -n "${SCALE_INPUT:-}" ] && { grep "^scale " "$SCALE_INPUT" >"$out/scale.txt"; tls=; }
-for tl in $tls; do
-  bin=build/bench/scale_${tl%_mlx5}
+[ -n "${SCALE_INPUT:-}" ] && { grep "^scale " "$SCALE_INPUT" >"$out/scale.txt"; runs=(); }
+for run in "${runs[@]}"; do
+  read -r tl bin launch rns <<<"$run"
   [ -x "$bin" ] || { echo "scale: $bin is missing (make $bin)"; exit 1; }
+  if ! launch_ready "$launch"; then
+    say "scale-cap $tl 0 not run: $why"
+    continue
+  fi
   start=$SECONDS last_n=0 last_s=0 last_rss=0
-  for n in $ns; do
+  for n in $rns; do
     used=$((SECONDS - start))
     # the next job's wall time, if it grows with N^2 as a full wire-up does (at least 1 s more)
     if [ "$last_n" -gt 0 ]; then
@@ -62,16 +121,18 @@ for tl in $tls; do
       fi
     fi
     for try in 1 2; do
-      log=$out/${tl}_$n.log
-      [ "$try" = 2 ] && log=$out/${tl}_$n.again.log
+      log=$out/${tl/@/-}_$n.log
+      [ "$try" = 2 ] && log=$out/${tl/@/-}_$n.again.log
       t0=$SECONDS
       # A fresh fabric directory per job: inboxes of an earlier job are never in the way. The
       # transport timer follows the QPs' own timeout (about 1 s, 7 retries) rather than rvxsim's
       # 2 s cap on all retries: with 64 processes on 2 cores (and other load), a responder's
       # engine can wait seconds for the CPU, which a NIC never does.
-      RVXSIM_FABRIC_DIR=$fabric-scale-$n RVXSIM_RETRY_TIMEOUT_MS=${RVXSIM_RETRY_TIMEOUT_MS:-30000} \
-        LD_LIBRARY_PATH=build/sim build/bin/rvxrun -n "$n" -t "$tmo" -g 5 "$bin" >"$log.out" 2>"$log"
-      rc=$?
+      # The program prints its transport; a run under another launcher gets its label.
+      (export RVXSIM_FABRIC_DIR=$fabric-scale-$n RVXSIM_RETRY_TIMEOUT_MS=${RVXSIM_RETRY_TIMEOUT_MS:-30000} \
+         LD_LIBRARY_PATH=build/sim
+       launch_run "$launch" "$n" "$bin") 2>"$log" | sed "s/^scale ${tl%@*} /scale $tl /" >"$log.out"
+      rc=${PIPESTATUS[0]}
       rm -rf "$fabric-scale-$n"
       last_n=$n last_s=$((SECONDS - t0))
       [ $rc -eq 0 ] && grep -q "^scale $tl $n create_s" "$log.out" && break
@@ -100,7 +161,7 @@ awk '
                   if (!($2 in tl)) { tl[$2] = 1; tls[++ntl] = $2 } }
   END {
     split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s op_pool_kib " \
-          "rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib", order, " ")
+          "rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib wireup_cpu_s", order, " ")
     for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
       t = tls[j]; f = order[i]; k = t SUBSEP f
       if (n[k] < 2) continue         # a line needs two points

@@ -31,7 +31,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "$heads"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -v fields="$fields" '
-    $1 == "scale" { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+    $1 == "scale" && $2 !~ /@/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
     END {
       nf = split(fields, f, " ")
       for (i = 1; i <= nr; i++) {
@@ -50,10 +50,10 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "rest: code and data of the executable and libraries, stacks, libc and allocator slack, the"
   echo "launcher's, and what rvx allocated before the worker (bench/scale.c)."
   echo
-  echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
-  awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib" '
-    $1 == "scale" { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+  echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest | of it files |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib" '
+    $1 == "scale" && $2 !~ /@/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
     END {
       nf = split(fields, f, " ")
       for (i = 1; i <= nr; i++) {
@@ -64,12 +64,21 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
       }
     }' "$in"
   echo
+  echo "The wire-up's CPU per process (\`wireup_cpu_s\`: worker and endpoint creation, CPU seconds of the"
+  echo "whole process less rvxsim's engine threads, so the bootstrap's own threads count), under each"
+  echo "launcher: rvxrun (the local bootstrap), and the PMIx build under mpirun and under srun on a"
+  echo "one-machine Slurm (worst rank):"
+  echo
+  echo "| launch | N | wire-up CPU s |"
+  echo "|---|---|---|"
+  awk '$1 == "scale" && $4 == "wireup_cpu_s" && $2 ~ /^dc_mlx5/ { printf "| %s | %s | %.4g |\n", $2 ~ /@/ ? $2 : $2 "@rvxrun", $3, $5 }' "$in"
+  echo
   echo "Least squares y = a + b·N over the measured points (b: the cost of one more rank), and the"
   echo "line at N = 1,024 and 16,384:"
   echo
   echo "| transport | field | a | b per rank | N = 1,024 | N = 16,384 |"
   echo "|---|---|---|---|---|---|"
-  awk '$1 == "scale-fit" { a[$2, $3] = $4; b[$2, $3] = $5; if (!(($2, $3) in s)) { s[$2, $3] = 1; o[++n] = $2 SUBSEP $3 } }
+  awk '$1 == "scale-fit" && ($2 !~ /@/ || $3 == "wireup_cpu_s") { a[$2, $3] = $4; b[$2, $3] = $5; if (!(($2, $3) in s)) { s[$2, $3] = 1; o[++n] = $2 SUBSEP $3 } }
        $1 == "scale-proj" { p[$2, $4, $3] = $5 }
        END { for (i = 1; i <= n; i++) { split(o[i], k, SUBSEP)
                printf "| %s | %s | %.4g | %.4g | %.4g | %.4g |\n", k[1], k[2], a[k[1], k[2]], b[k[1], k[2]],
@@ -102,13 +111,13 @@ echo "scale: section written to $res"
 
 # The plot: one panel per figure, measured points and the fitted line out to 16,384 ranks.
 command -v gnuplot >/dev/null || { echo "scale: gnuplot missing (make deps); no plot"; exit 1; }
-for tl in $(awk '$1 == "scale" { print $2 }' "$in" | sort -u); do
+for tl in $(awk '$1 == "scale" && $2 !~ /@/ { print $2 }' "$in" | sort -u); do
   for f in $fields; do
     awk -v t="$tl" -v f="$f" '$1 == "scale" && $2 == t && $4 == f { print $3, $5 }' "$in" >"$tmp/$tl.$f.dat"
     awk -v t="$tl" -v f="$f" '$1 == "scale-fit" && $2 == t && $3 == f { print $4, $5 }' "$in" >"$tmp/$tl.$f.fit"
   done
 done
-tls=$(awk '$1 == "scale" { print $2 }' "$in" | sort -u)
+tls=$(awk '$1 == "scale" && $2 !~ /@/ { print $2 }' "$in" | sort -u)
 {
   echo "set terminal pngcairo size 1600,800 font ',9' noenhanced"
   echo "set output '$png'"

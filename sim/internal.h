@@ -88,6 +88,9 @@ int sim_mmio_counters(char *buf, size_t len);
  * page) is not. */
 struct sim_resident { uint64_t queue_bytes, queue_rss, mr_rss, model_idle; };
 void sim_resident(struct sim_resident *r);
+/* CPU time of this process's engine threads so far: the model's, which a tool takes off the
+ * process's when it measures what the application spent (rvxsim_counters' engine_cpu_ns). */
+uint64_t sim_engine_cpu_ns(void);
 /* Stores the application has made to the QP's counted pages so far (0 if they are not counted). */
 uint32_t sim_mmio_stores(const struct sim_qp *qp);
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

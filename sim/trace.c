@@ -202,9 +202,10 @@ SIM_EXPORT int rvxsim_counters(char *buf, size_t len)
 
 		off += (size_t)n;
 		n = snprintf(buf + MIN(off, len), len - MIN(off, len),
-			     " queue_bytes=%llu queue_rss=%llu mr_rss=%llu model_rss=%lld",
+			     " queue_bytes=%llu queue_rss=%llu mr_rss=%llu model_rss=%lld engine_cpu_ns=%llu",
 			     (unsigned long long)r.queue_bytes, (unsigned long long)r.queue_rss,
-			     (unsigned long long)r.mr_rss, (long long)MAX(model, 0));
+			     (unsigned long long)r.mr_rss, (long long)MAX(model, 0),
+			     (unsigned long long)sim_engine_cpu_ns());
 	}
 	return n < 0 ? n : (int)(off + (size_t)n);
 }

@@ -348,6 +348,23 @@ void sim_resident(struct sim_resident *r)
 	pthread_mutex_unlock(&adapter_lock);
 }
 
+uint64_t sim_engine_cpu_ns(void)
+{
+	uint64_t ns = 0;
+
+	pthread_mutex_lock(&adapter_lock);
+	for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+		clockid_t cid;
+		struct timespec ts;
+
+		if (adapters[d] && !pthread_getcpuclockid(adapters[d]->thread, &cid) &&
+		    !clock_gettime(cid, &ts))
+			ns += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	pthread_mutex_unlock(&adapter_lock);
+	return ns;
+}
+
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx)
 {
 	return ctx && ctx->ops.post_send == post_send_op;

@@ -3,14 +3,15 @@
  * control verb adds one to verbs=; QPs, registered bytes, CQ entries (as allocated: a power of
  * two) and SRQ WQEs follow creation and destruction, their peaks stay; the model's own heap
  * (model_bytes) grows with a QP and is given back with it. queue_bytes is the queues' part of it;
- * mr_rss and queue_rss say how much of the registered memory and of the queues is resident.
+ * mr_rss and queue_rss say how much of the registered memory and of the queues is resident,
+ * model_rss how much of the model's own heap is, engine_cpu_ns what its engine thread has used.
  */
 #include "simtest.h"
 #include <dlfcn.h>
 #include <sys/mman.h>
 
 struct counts { long long verbs, qps, qps_peak, mr, mr_peak, cqes, cqes_peak, srq, srq_peak, model,
-		 queue, queue_rss, mr_rss, model_rss; };
+		 queue, queue_rss, mr_rss, model_rss, engine_cpu; };
 
 /* name=value in the line; every name follows a space but the first */
 static long long field(const char *line, const char *name)
@@ -52,6 +53,7 @@ static struct counts get(void)
 	c.queue_rss = field(line, "queue_rss");
 	c.mr_rss = field(line, "mr_rss");
 	c.model_rss = field(line, "model_rss");
+	c.engine_cpu = field(line, "engine_cpu_ns");
 	return c;
 }
 
@@ -109,6 +111,8 @@ int main(void)
 	       "queue_bytes grew by %lld (model_bytes by %lld)", c2.queue - c1.queue, c2.model - c1.model);
 	CHECKF(c2.queue_rss > 0 && c2.queue_rss <= c2.queue + 3 * 4096, "queue_rss %lld of %lld bytes",
 	       c2.queue_rss, c2.queue);
+	/* the engine thread has run (it spins before it first sleeps) */
+	CHECKF(c2.engine_cpu > 0, "engine_cpu_ns %lld with the device open", c2.engine_cpu);
 	/* the model's own heap: some of it resident, never more than it holds besides the queues,
 	 * and the QP's record ring (untouched yet) not all of it */
 	CHECKF(c2.model_rss > 0 && c2.model_rss < c2.model - c2.queue, "model_rss %lld of %lld bytes",
