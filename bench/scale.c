@@ -34,13 +34,14 @@
  *                   allocations
  *   rss_mib         peak resident set size of the process (getrusage)
  *   exchange_s      the exchange with every peer, wall-clock seconds
- *   op_pool_kib     of heap_kib, the tag layer's pool of operation records (slabs of 64): it grows
- *                   with the operations outstanding at once, here the N-1 receives posted before
- *                   the sends, so with N in this exchange, but with what the application keeps
- *                   in flight in general, not with the job's size
+ *   op_pool_kib     of heap_kib, the pools of operation records: the tag layer's (slabs of 64)
+ *                   and the mlx5 transport's (doubled from 64 when empty). They grow with the
+ *                   operations outstanding at once (here the N-1 receives posted before the sends,
+ *                   and as many sends in flight as the timing allows), so with N in this exchange,
+ *                   but with what the application keeps in flight in general, not with the job
  *
  * Where the process's resident memory is after the exchange (KiB; rss_kib = rvx_kib + model_kib +
- * rest_kib):
+ * rest_kib + tool_kib):
  *   rss_kib         the Rss of every mapping (/proc/self/smaps)
  *   rvx_kib         rvx's share: heap_kib, reg_rss_kib, queue_kib and shm_kib
  *   reg_rss_kib       registered by rvx since before worker creation, resident (rvxsim's mr_rss)
@@ -55,6 +56,8 @@
  *                   rvx allocated before the worker (context, bootstrap)
  *   file_kib          of rest_kib, the mappings of files (the executable, libraries): the rest
  *                     less this is anonymous memory nobody above accounts for
+ *   tool_kib        this program's own table of heap blocks (below), resident: its pages are
+ *                   touched as rvx allocates, so it grows with N; not in rest_kib
  *
  * The adapter-side figures come from rvxsim_counters(), rvxsim's own accounting; on a real adapter
  * they are not printed. bench/scale.sh runs this at growing N and fits the cost per rank.
@@ -80,6 +83,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,15 +91,15 @@
 #define TAG_HELLO 0x5ca1e000ull
 
 enum { F_CREATE, F_CPU, F_WCPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_OPS,
-       F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_FILE, F_N };
+       F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_FILE, F_TOOL, F_N };
 static const char *const field_name[F_N] = {
     "create_s", "create_cpu_s", "wireup_cpu_s", "qps", "registered_mib", "cq_entries", "srq_entries", "verbs", "heap_kib",
     "heap_proc_kib", "rss_mib", "exchange_s", "op_pool_kib", "rss_kib", "rvx_kib", "reg_rss_kib", "queue_kib",
-    "shm_kib", "model_kib", "fabric_kib", "rest_kib", "file_kib",
+    "shm_kib", "model_kib", "fabric_kib", "rest_kib", "file_kib", "tool_kib",
 };
 /* fields only rvxsim can give (heap_kib takes the registered bytes off; on rdma-core it is the
  * executable's heap including registered memory, so it is not printed either) */
-static const int field_sim[F_N] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0};
+static const int field_sim[F_N] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0};
 
 /* ---- the executable's heap: malloc and its relatives, interposed ------------------------------
  * Each block allocated while `own_on` by a caller inside this executable's text is remembered
@@ -157,6 +161,18 @@ static int own_del(void *p)
         }
     __atomic_store_n(&own_lock, 0, __ATOMIC_RELEASE);
     return found;
+}
+
+/* The table's pages in RAM (KiB): measuring costs memory too, and it is no one else's. */
+static double own_resident_kib(void)
+{
+    static unsigned char vec[sizeof(own) / 4096 + 2];
+    uintptr_t pg = 4096, a = (uintptr_t)own & ~(pg - 1), end = ((uintptr_t)own + sizeof(own) + pg - 1) & ~(pg - 1);
+    double kib = 0;
+    size_t i;
+    if (mincore((void *)a, end - a, vec)) return 0;
+    for (i = 0; i < (end - a) / pg; i++) kib += (vec[i] & 1) * 4.0;
+    return kib;
 }
 
 void *malloc(size_t n)
@@ -436,6 +452,9 @@ int main(void)
     for (f = 0; f < (int)rvx__tag_of(w)->nslabs; f++)
         v[F_OPS] += (double)malloc_usable_size(rvx__tag_of(w)->slabs[f]) / 1024.0;
 #endif
+#if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
+    if (w->iface[0].txrecs.r) v[F_OPS] += (double)malloc_usable_size(w->iface[0].txrecs.r) / 1024.0;
+#endif
     {
         maps_rss_t m = maps_rss();
         v[F_RSSNOW] = m.total;
@@ -445,7 +464,8 @@ int main(void)
         v[F_RVX] = v[F_HEAP] + v[F_REGRSS] + v[F_QUEUE] + v[F_SHM];
         v[F_FABRIC] = m.fabric;
         v[F_MODEL] = m.fabric + c2.model_rss / 1024.0;
-        v[F_REST] = v[F_RSSNOW] - v[F_RVX] - v[F_MODEL];
+        v[F_TOOL] = own_resident_kib();
+        v[F_REST] = v[F_RSSNOW] - v[F_RVX] - v[F_MODEL] - v[F_TOOL];
         v[F_FILE] = m.file;
     }
     CHECK(rvx_allgather(ctx, v, sizeof(v), all));

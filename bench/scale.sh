@@ -161,7 +161,7 @@ awk '
                   if (!($2 in tl)) { tl[$2] = 1; tls[++ntl] = $2 } }
   END {
     split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s op_pool_kib " \
-          "rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib wireup_cpu_s", order, " ")
+          "rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib tool_kib wireup_cpu_s", order, " ")
     for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
       t = tls[j]; f = order[i]; k = t SUBSEP f
       if (n[k] < 2) continue         # a line needs two points

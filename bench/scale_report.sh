@@ -24,8 +24,8 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "verbs calls are rvxsim's counters (\`rvxsim_counters\`); creation time and peak RSS are the"
   echo "process's own (clock, getrusage). Heap: rvx's own, the blocks the program's code allocated from"
   echo "before creation to after the exchange and still holds (malloc interposed), less the registered"
-  echo "bytes among them; of it, the tag layer's pool of operation records (\`op_pool_kib\` below) grows"
-  echo "with the receives posted at once (N-1 here), not with the job. Peak RSS includes the model's"
+  echo "bytes among them; of it, the pools of operation records (tag layer and transport, \`op_pool_kib\`)"
+  echo "grow with the operations in flight (N-1 receives here), not with the job. Peak RSS includes the model's"
   echo "objects and the pages of the fabric inboxes the process touched (the next table says how much)."
   echo "Verbs calls: control verbs of worker and endpoint creation (a kernel command each on hardware)."
   echo
@@ -44,16 +44,16 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
     function fmt(x) { return x == int(x) ? sprintf("%d", x) : sprintf("%.3g", x) }' "$in"
   echo
   echo "Where each process's resident memory is after the exchange, KiB (worst rank per column; rss ="
-  echo "rvx + model + rest). rvx: its heap (heap KiB above), the resident part of what it registered"
+  echo "rvx + model + rest + bench, the last the measuring program's own table of heap blocks). rvx: its heap (heap KiB above), the resident part of what it registered"
   echo "and of its queues' buffers (rvxsim's \`mr_rss\`, \`queue_rss\`: mincore) and its shared-memory"
   echo "mappings. model: rvxsim's fabric inboxes (this process's and each peer's it sent to: the wire"
   echo "on an adapter) and its heap besides the queues (DC and QP state an adapter keeps on the card)."
   echo "rest: code and data of the executable and libraries, stacks, libc and allocator slack, the"
   echo "launcher's, and what rvx allocated before the worker (bench/scale.c)."
   echo
-  echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest | of it files |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib" '
+  echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest | of it files | bench |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib tool_kib" '
     $1 == "scale" && $2 !~ /@/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
     END {
       nf = split(fields, f, " ")
