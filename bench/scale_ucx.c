@@ -25,7 +25,8 @@
  *                     UCX's
  *
  * A `scale-lanes <label> <N> ...` line shows the transports of rank 0's endpoint to rank 1.
- * Exits non-zero if a slot was not written. No teardown: every rank leaves after a last barrier.
+ * Exits non-zero if a slot was not written, or if a label ucx_<tl> names a transport that no
+ * lane uses (UCX falls back to another one when UCX_TLS's is not there). No teardown: every rank leaves after a last barrier.
  *
  *   UCX_TLS=dc_mlx5,ud_mlx5,self rvxrun -n N build/bench/scale_ucx   (on rvxsim: bench/scale_ucx.sh) */
 #define _GNU_SOURCE
@@ -196,27 +197,37 @@ static const char *label(void)
     return "ucx";
 }
 
-/* the transports of an endpoint's lanes, from ucp_ep_print_info, on one line */
-static void print_lanes(ucp_ep_h ep, int n)
+/* the transports of an endpoint's lanes, from ucp_ep_print_info, on one line (malloc'd) */
+static char *lanes(ucp_ep_h ep)
 {
-    char *buf = NULL, *s, *e;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return;
+    char *buf = NULL, *line = NULL, *s, *e;
+    size_t len = 0, llen = 0;
+    FILE *f = open_memstream(&buf, &len), *g = open_memstream(&line, &llen);
+    if (!f || !g) DIE("open_memstream failed");
     ucp_ep_print_info(ep, f);
     fclose(f);
-    printf("scale-lanes %s %d", label(), n);
     for (s = buf; s && *s; s = e ? e + 1 : NULL) {
         e = strchr(s, '\n');
         if (e) *e = 0;
         if (strstr(s, "lane[")) {
             while (*s == ' ' || *s == '#') s++;
-            printf(" | %s", s);
+            fprintf(g, " | %s", s);
         }
         if (!e) break;
     }
-    printf("\n");
+    fclose(g);
     free(buf);
+    return line;
+}
+
+/* UCX falls back to what it has when a transport of UCX_TLS is missing: a label ucx_<tl> holds
+ * only if <tl> carries a lane of the endpoint */
+static int lanes_match(const char *text)
+{
+    char want[64];
+    if (strncmp(label(), "ucx_", 4)) return 1;
+    snprintf(want, sizeof(want), "%s/", label() + 4);
+    return strstr(text, want) != NULL;
 }
 
 int main(void)
@@ -231,12 +242,12 @@ int main(void)
     ucp_address_t *waddr;
     size_t wlen, klen, stride, kstride;
     void *kbuf;
-    char *addrs, *keys;
+    char *addrs, *keys, *lane_text;
     uint64_t *slots, *bases, base, one;
     sim_t c0, c1, ci, m0, m1;
     double v[F_N], *all, init_cpu;
     struct rusage ru;
-    int n, r, f, sim, bad = 0;
+    int n, r, f, sim, bad = 0, bad_lane = 0;
 
     RVX(rvx_init(&ctx));
     me = rvx_rank(ctx);
@@ -310,6 +321,11 @@ int main(void)
         if (r != me) wait_req(w, reqs[r], "ucp_put_nbx");
     span_off();
     bar_wait(w, n);
+    lane_text = n > 1 ? lanes(eps[me ? 0 : 1]) : "";
+    if (n > 1 && !lanes_match(lane_text)) {
+        fprintf(stderr, "scale_ucx: rank %d: no %s lane:%s\n", me, label() + 4, lane_text);
+        bad_lane = 1;
+    }
     sim = sim_read(&c1);
     for (r = 0; r < n; r++)
         if (r != me && __atomic_load_n(&slots[r], __ATOMIC_ACQUIRE) != (uint64_t)r + 1) bad++;
@@ -328,7 +344,7 @@ int main(void)
     if (bad) fprintf(stderr, "scale_ucx: rank %d: %d peers' slots not written after the exchange\n", me, bad);
 
     if (me == 0) {
-        if (n > 1) print_lanes(eps[1], n);
+        if (n > 1) printf("scale-lanes %s %d%s\n", label(), n, lane_text);
         for (f = 0; f < F_N; f++) {
             double worst = all[f];
             if (field_sim[f] && !sim) continue;
@@ -341,5 +357,5 @@ int main(void)
     /* no teardown, as bench/scale.c: everyone leaves together after the exchange */
     RVX(rvx_barrier(ctx));
     fflush(stdout);
-    _exit(bad != 0);
+    _exit(bad != 0 || bad_lane);
 }

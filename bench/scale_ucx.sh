@@ -29,7 +29,7 @@ for tl in $tls; do
     rm -rf "$dir"
     # the transport timer as in bench/scale.sh: many ranks on few cores wait for the CPU
     env LD_LIBRARY_PATH="$PWD/build/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      LD_PRELOAD="$PWD/build/sim/librvxsim_preload.so" UCX_TLS="$tl,ud_mlx5,self" \
+      LD_PRELOAD="$PWD/build/sim/librvxsim_preload.so" UCX_TLS="$tl,ud_mlx5,self" SCALE_UCX_LABEL="ucx_$tl" \
       UCX_NET_DEVICES=mlx5_0:1 RVXSIM_FABRIC_DIR="$dir" \
       RVXSIM_RETRY_TIMEOUT_MS="${RVXSIM_RETRY_TIMEOUT_MS:-30000}" \
       build/bin/rvxrun -n "$n" -t "$tmo" -g 5 $bin >"$log.out" 2>"$log"
