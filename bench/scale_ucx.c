@@ -24,6 +24,11 @@
  *   fabric_kib        of it, rvxsim's inboxes (mappings under RVXSIM_FABRIC_DIR): the model's, not
  *                     UCX's
  *
+ *   model_kib         of rss_kib, rvxsim's share, which an adapter would not put in the process:
+ *                     fabric_kib and the model's resident heap besides the queues (model_rss)
+ *   queue_kib         of rss_kib, the QP, CQ and SRQ buffers UCX had the provider allocate,
+ *                     resident (rvxsim's queue_rss): host memory on an adapter too
+ *
  * A `scale-lanes <label> <N> ...` line shows the transports of rank 0's endpoint to rank 1.
  * Exits non-zero if a slot was not written, or if a label ucx_<tl> names a transport that no
  * lane uses (UCX falls back to another one when UCX_TLS's is not there). No teardown: every rank leaves after a last barrier.
@@ -52,15 +57,15 @@ static int me;
 #define OK(x) do { ucs_status_t s_ = (x); if (s_ != UCS_OK) DIE("%s: %s", #x, ucs_status_string(s_)); } while (0)
 #define RVX(x) do { rvx_status_t s_ = (x); if (s_ < 0) DIE("%s: %s", #x, rvx_status_str(s_)); } while (0)
 
-enum { F_QPS, F_REG, F_VERBS, F_CQE, F_RSS, F_RSSNOW, F_FABRIC, F_WCPU, F_INITCPU, F_INITVERBS, F_N };
+enum { F_QPS, F_REG, F_VERBS, F_CQE, F_RSS, F_RSSNOW, F_FABRIC, F_WCPU, F_INITCPU, F_INITVERBS, F_MODEL, F_QUEUE, F_N };
 static const char *const field_name[F_N] = {
     "qps", "registered_mib", "verbs", "cq_entries", "rss_mib", "rss_kib", "fabric_kib", "wireup_cpu_s",
-    "init_cpu_s", "init_verbs",
+    "init_cpu_s", "init_verbs", "model_kib", "queue_kib",
 };
-static const int field_sim[F_N] = {1, 1, 1, 1, 0, 0, 0, 0, 0, 1}; /* only rvxsim gives these */
+static const int field_sim[F_N] = {1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1}; /* only rvxsim gives these */
 
 /* rvxsim's counters of this process (sim/README.md "Counters"); 0 if not on the model */
-typedef struct { double verbs, qps, mr, cqes, engine_s; } sim_t;
+typedef struct { double verbs, qps, mr, cqes, engine_s, model_rss, queue_rss; } sim_t;
 
 static double key(const char *line, const char *k)
 {
@@ -83,6 +88,8 @@ static int sim_read(sim_t *c)
     c->mr = key(line, "mr_bytes_peak=");
     c->cqes = key(line, "cqes_peak=");
     c->engine_s = 1e-9 * key(line, " engine_cpu_ns=");
+    c->model_rss = key(line, " model_rss=");
+    c->queue_rss = key(line, " queue_rss=");
     return 1;
 }
 
@@ -340,6 +347,8 @@ int main(void)
     v[F_WCPU] = wcpu;
     v[F_INITCPU] = init_cpu;
     v[F_INITVERBS] = ci.verbs - c0.verbs;
+    v[F_MODEL] = v[F_FABRIC] + c1.model_rss / 1024.0;
+    v[F_QUEUE] = c1.queue_rss / 1024.0;
     RVX(rvx_allgather(ctx, v, sizeof(v), all));
     if (bad) fprintf(stderr, "scale_ucx: rank %d: %d peers' slots not written after the exchange\n", me, bad);
 
