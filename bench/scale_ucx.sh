@@ -5,13 +5,16 @@
 #   scale ucx_<tl> <N> <field> <value>        (the worst rank; bench/scale_ucx.c says what each is)
 #   scale-lanes ucx_<tl> <N> ...              (the transports UCX chose for rank 0's endpoint)
 # and writes them to $SCALE_OUT/scale_ucx.txt (build/scale). Exits 1 if a job failed.
-# Environment: SCALE_N ("2 4 8 16 32"), SCALE_UCX_TL ("dc_mlx5 rc_mlx5": UCX_TLS is <tl>,ud_mlx5,self;
-# UCX connects over ud_mlx5 on the model), SCALE_TIMEOUT_S (300, per job), SCALE_OUT (build/scale).
+# Environment: SCALE_N ("2 4 8 16 32"), SCALE_UCX_TL ("dc_mlx5 rc_mlx5"), SCALE_UCX_AUX (ud_mlx5):
+# UCX_TLS is <tl>,<aux>,self; rc_mlx5 needs ud_mlx5 to connect (UCX refuses it alone), dc_mlx5 does
+# not, but with ud_mlx5 listed UCX opens a UD interface too (SCALE_UCX_AUX= leaves it out),
+# SCALE_TIMEOUT_S (300, per job), SCALE_OUT (build/scale).
 set -u
 cd "$(dirname "$0")/.."
 ns=${SCALE_N:-"2 4 8 16 32"}
 tls=${SCALE_UCX_TL:-"dc_mlx5 rc_mlx5"}
 tmo=${SCALE_TIMEOUT_S:-300}
+aux=${SCALE_UCX_AUX-ud_mlx5}
 out=${SCALE_OUT:-build/scale}
 bin=build/bench/scale_ucx
 for f in $bin build/bin/rvxrun build/sim/librvxsim_preload.so; do
@@ -29,7 +32,7 @@ for tl in $tls; do
     rm -rf "$dir"
     # the transport timer as in bench/scale.sh: many ranks on few cores wait for the CPU
     env LD_LIBRARY_PATH="$PWD/build/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      LD_PRELOAD="$PWD/build/sim/librvxsim_preload.so" UCX_TLS="$tl,ud_mlx5,self" SCALE_UCX_LABEL="ucx_$tl" \
+      LD_PRELOAD="$PWD/build/sim/librvxsim_preload.so" UCX_TLS="$tl${aux:+,$aux},self" SCALE_UCX_LABEL="ucx_$tl" \
       UCX_NET_DEVICES=mlx5_0:1 RVXSIM_FABRIC_DIR="$dir" \
       RVXSIM_RETRY_TIMEOUT_MS="${RVXSIM_RETRY_TIMEOUT_MS:-30000}" \
       build/bin/rvxrun -n "$n" -t "$tmo" -g 5 $bin >"$log.out" 2>"$log"
