@@ -5,8 +5,8 @@
  * every other rank, maps a small region, gathers the packed rkeys, puts 8 bytes into its slot of
  * every peer's region, flushes the worker, and waits in a barrier that keeps progressing UCX (a
  * peer's wire-up may still need this worker's replies). Rank 0 prints, for the worst rank,
- * `scale <label> <N> <field> <value>`; the label is SCALE_UCX_LABEL, else ucx_dc_mlx5 or
- * ucx_rc_mlx5 from UCX_TLS. Fields:
+ * `scale <label> <N> <field> <value>`; the label is SCALE_UCX_LABEL (ucx_<tl> or ucx_<tl>-<variant>),
+ * else ucx_dc_mlx5 or ucx_rc_mlx5 from UCX_TLS. Fields:
  *
  *   qps, cq_entries   peak QPs (DCIs and DCTs included) and CQ entries, rvxsim's count, from before
  *                     ucp_init to after the exchange
@@ -233,7 +233,8 @@ static int lanes_match(const char *text)
 {
     char want[64];
     if (strncmp(label(), "ucx_", 4)) return 1;
-    snprintf(want, sizeof(want), "%s/", label() + 4);
+    /* ucx_<tl>, or ucx_<tl>-<variant> */
+    snprintf(want, sizeof(want), "%.*s/", (int)strcspn(label() + 4, "-"), label() + 4);
     return strstr(text, want) != NULL;
 }
 
@@ -330,7 +331,7 @@ int main(void)
     bar_wait(w, n);
     lane_text = n > 1 ? lanes(eps[me ? 0 : 1]) : "";
     if (n > 1 && !lanes_match(lane_text)) {
-        fprintf(stderr, "scale_ucx: rank %d: no %s lane:%s\n", me, label() + 4, lane_text);
+        fprintf(stderr, "scale_ucx: rank %d: %s: no lane of its transport:%s\n", me, label(), lane_text);
         bad_lane = 1;
     }
     sim = sim_read(&c1);
