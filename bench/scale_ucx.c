@@ -5,8 +5,8 @@
  * every other rank, maps a small region, gathers the packed rkeys, puts 8 bytes into its slot of
  * every peer's region, flushes the worker, and waits in a barrier that keeps progressing UCX (a
  * peer's wire-up may still need this worker's replies). Rank 0 prints, for the worst rank,
- * `scale <label> <N> <field> <value>`; the label is SCALE_UCX_LABEL (ucx_<tl> or ucx_<tl>-<variant>),
- * else ucx_dc_mlx5 or ucx_rc_mlx5 from UCX_TLS. Fields:
+ * `scale <label> <N> <field> <value>`; the label is SCALE_UCX_LABEL (ucx_<tl> or
+ * ucx_<tl>-<variant>), else ucx_dc_mlx5 or ucx_rc_mlx5 from UCX_TLS. Fields:
  *
  *   qps, cq_entries   peak QPs (DCIs and DCTs included) and CQ entries, rvxsim's count, from before
  *                     ucp_init to after the exchange
@@ -23,7 +23,6 @@
  *   rss_kib           the Rss of every mapping after the exchange (/proc/self/smaps)
  *   fabric_kib        of it, rvxsim's inboxes (mappings under RVXSIM_FABRIC_DIR): the model's, not
  *                     UCX's
- *
  *   model_kib         of rss_kib, rvxsim's share, which an adapter would not put in the process:
  *                     fabric_kib and the model's resident heap besides the queues (model_rss)
  *   queue_kib         of rss_kib, the QP, CQ and SRQ buffers UCX had the provider allocate,
@@ -31,7 +30,8 @@
  *
  * A `scale-lanes <label> <N> ...` line shows the transports of rank 0's endpoint to rank 1.
  * Exits non-zero if a slot was not written, or if a label ucx_<tl> names a transport that no
- * lane uses (UCX falls back to another one when UCX_TLS's is not there). No teardown: every rank leaves after a last barrier.
+ * lane uses (UCX falls back to another one when UCX_TLS's is not there). No teardown: every rank
+ * leaves after a last barrier.
  *
  *   UCX_TLS=dc_mlx5,ud_mlx5,self rvxrun -n N build/bench/scale_ucx   (on rvxsim: bench/scale_ucx.sh) */
 #define _GNU_SOURCE
@@ -57,7 +57,8 @@ static int me;
 #define OK(x) do { ucs_status_t s_ = (x); if (s_ != UCS_OK) DIE("%s: %s", #x, ucs_status_string(s_)); } while (0)
 #define RVX(x) do { rvx_status_t s_ = (x); if (s_ < 0) DIE("%s: %s", #x, rvx_status_str(s_)); } while (0)
 
-enum { F_QPS, F_REG, F_VERBS, F_CQE, F_RSS, F_RSSNOW, F_FABRIC, F_WCPU, F_INITCPU, F_INITVERBS, F_MODEL, F_QUEUE, F_N };
+enum { F_QPS, F_REG, F_VERBS, F_CQE, F_RSS, F_RSSNOW, F_FABRIC, F_WCPU, F_INITCPU, F_INITVERBS,
+       F_MODEL, F_QUEUE, F_N };
 static const char *const field_name[F_N] = {
     "qps", "registered_mib", "verbs", "cq_entries", "rss_mib", "rss_kib", "fabric_kib", "wireup_cpu_s",
     "init_cpu_s", "init_verbs", "model_kib", "queue_kib",
