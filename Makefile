@@ -344,6 +344,12 @@ $(B)/bench/scale_rc-pmix $(B)/bench/scale_dc-pmix: $(B)/bench/scale_%-pmix: benc
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=1 \
 	  -DRVX_BOOT=RVX_BOOT_PMIX -o $@ $< $(RC_LIBS) $(PMIX_FLAGS)
 
+# UCX's own figures on the same model (bench/scale_ucx.sh): the system's UCX, with rvx's shm
+# build as the out-of-band bootstrap only
+$(B)/bench/scale_ucx: bench/scale_ucx.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=RVX_TL_SHM -o $@ $< -lucp -luct -lucs -ldl
+
 scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc $(B)/bench/scale_dc-pmix
 	@$(if $(SCALE_N),SCALE_N="$(SCALE_N)") $(if $(SCALE_TL),SCALE_TL="$(SCALE_TL)") \
 	  $(if $(SCALE_LAUNCH),SCALE_LAUNCH="$(SCALE_LAUNCH)") SCALE_MPIRUN="$(MPIRUN_LOCAL)" \
