@@ -350,7 +350,7 @@ $(B)/bench/scale_ucx: bench/scale_ucx.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=RVX_TL_SHM -o $@ $< -lucp -luct -lucs -ldl
 
-scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc $(B)/bench/scale_dc-pmix
+scale: deps sim $(RVXRUN) $(B)/bench/scale_rc $(B)/bench/scale_dc $(B)/bench/scale_dc-pmix $(B)/bench/scale_ucx
 	@$(if $(SCALE_N),SCALE_N="$(SCALE_N)") $(if $(SCALE_TL),SCALE_TL="$(SCALE_TL)") \
 	  $(if $(SCALE_LAUNCH),SCALE_LAUNCH="$(SCALE_LAUNCH)") SCALE_MPIRUN="$(MPIRUN_LOCAL)" \
 	  SCALE_RESULTS=$(if $(SCALE_N)$(SCALE_TL)$(SCALE_LAUNCH),0,1) bench/scale.sh

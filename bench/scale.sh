@@ -155,6 +155,19 @@ for run in "${runs[@]}"; do
   done
 done
 
+# UCX's own figures on the same model beside rvx's (bench/scale_ucx.sh), in a run that writes
+# bench/RESULTS.md (or with SCALE_UCX=1): their lines join the fit, labelled ucx_<tl>. A UCX that
+# cannot run here is said so; rvx's figures stand without it.
+if [ -z "${SCALE_INPUT:-}" ] && [ "${SCALE_UCX:-${SCALE_RESULTS:-0}}" = 1 ]; then
+  if [ ! -x build/bench/scale_ucx ]; then
+    say "scale-cap ucx 0 not run: build/bench/scale_ucx is missing (make build/bench/scale_ucx; libucx-dev)"
+  elif SCALE_OUT=$out SCALE_N="${SCALE_UCX_N:-2 4 8 16 32}" bench/scale_ucx.sh >"$out/ucx.log" 2>&1; then
+    grep "^scale ucx_" "$out/scale_ucx.txt" | tee -a "$out/scale.txt"
+  else
+    say "scale-cap ucx 0 UCX's run failed ($out/ucx.log): its lines are left out"
+  fi
+fi
+
 # Least squares per transport and field over the measured points; projections; goals.
 awk '
   $1 == "scale" { k = $2 SUBSEP $4; n[k]++; sx[k] += $3; sy[k] += $5; sxx[k] += $3 * $3; sxy[k] += $3 * $5

@@ -32,7 +32,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "$heads"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -v fields="$fields" '
-    $1 == "scale" && $2 !~ /@/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+    $1 == "scale" && $2 !~ /@|^ucx_/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
     END {
       nf = split(fields, f, " ")
       for (i = 1; i <= nr; i++) {
@@ -54,7 +54,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest | of it files | bench |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib tool_kib" '
-    $1 == "scale" && $2 !~ /@/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+    $1 == "scale" && $2 !~ /@|^ucx_/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
     END {
       nf = split(fields, f, " ")
       for (i = 1; i <= nr; i++) {
@@ -79,11 +79,34 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo
   echo "| transport | field | a | b per rank | N = 1,024 | N = 16,384 |"
   echo "|---|---|---|---|---|---|"
-  awk '$1 == "scale-fit" && ($2 !~ /@/ || $3 == "wireup_cpu_s") { a[$2, $3] = $4; b[$2, $3] = $5; if (!(($2, $3) in s)) { s[$2, $3] = 1; o[++n] = $2 SUBSEP $3 } }
+  awk '$1 == "scale-fit" && ($2 !~ /@|^ucx_/ || $3 == "wireup_cpu_s" || ($2 ~ /^ucx_/ && $3 ~ /^(qps|registered_mib|rss_mib|verbs|cq_entries)$/)) { a[$2, $3] = $4; b[$2, $3] = $5; if (!(($2, $3) in s)) { s[$2, $3] = 1; o[++n] = $2 SUBSEP $3 } }
        $1 == "scale-proj" { p[$2, $4, $3] = $5 }
        END { for (i = 1; i <= n; i++) { split(o[i], k, SUBSEP)
                printf "| %s | %s | %.4g | %.4g | %.4g | %.4g |\n", k[1], k[2], a[k[1], k[2]], b[k[1], k[2]],
                       p[k[1], k[2], 1024], p[k[1], k[2], 16384] } }' "$in"
+  echo
+  echo "At 1,024 and 16,384 ranks, on paper: every figure is projected from the fit above (measured"
+  echo "up to N = $(awk '$1 == "scale" && $2 == "dc_mlx5" { if ($3 > m) m = $3 } END { print m + 0 }' "$in") for rvx; UCX's, from bench/scale_ucx.sh on the same model, up to"
+  echo "N = $(awk '$1 == "scale" && $2 ~ /^ucx_/ { if ($3 > m) m = $3 } END { print m + 0 }' "$in"), UCX_TLS=<tl>,ud_mlx5,self; \"-\": not measured). Heap: rvx's own (UCX's is not"
+  echo "separated); wire-up CPU: rvx under rvxrun; UCX's includes its first put and flush, which finish"
+  echo "its lazy wire-up."
+  echo
+  echo "| figure | ranks | rvx dc_mlx5 | UCX dc_mlx5 | rvx rc_mlx5 | UCX rc_mlx5 |"
+  echo "|---|---|---|---|---|---|"
+  awk '$1 == "scale-proj" { p[$2, $3, $4] = $5 }
+       END { nf = split("qps registered_mib rss_mib heap_kib cq_entries srq_entries verbs wireup_cpu_s", f, " ")
+             split("dc_mlx5 ucx_dc_mlx5 rc_mlx5 ucx_rc_mlx5", t, " ")
+             for (i = 1; i <= nf; i++) for (n = 1024; n <= 16384; n *= 16) {
+               line = "| " f[i] " | " n
+               for (j = 1; j <= 4; j++) line = line " | " (((t[j], n, f[i]) in p) ? val(p[t[j], n, f[i]]) : "-")
+               print line " |" }
+             # the process less the model and the measuring table: what would be left on a ConnectX
+             for (n = 1024; n <= 16384; n *= 16) {
+               line = "| rss less the model and the bench, MiB | " n
+               for (j = 1; j <= 4; j++)
+                 line = line " | " ((((t[j], n, "rss_kib") in p) && ((t[j], n, "model_kib") in p)) ? val((p[t[j], n, "rss_kib"] - p[t[j], n, "model_kib"] - p[t[j], n, "tool_kib"]) / 1024) : "-")
+               print line " |" } }
+       function val(x) { return x < 0 ? "under 0: the fit falls, flat within its noise" : sprintf("%.4g", x) }' "$in"
   echo
   echo "Goals (dc_mlx5 projected at N = 16,384; rc_mlx5 at N = 128):"
   echo
@@ -112,13 +135,13 @@ echo "scale: section written to $res"
 
 # The plot: one panel per figure, measured points and the fitted line out to 16,384 ranks.
 command -v gnuplot >/dev/null || { echo "scale: gnuplot missing (make deps); no plot"; exit 1; }
-for tl in $(awk '$1 == "scale" && $2 !~ /@/ { print $2 }' "$in" | sort -u); do
+for tl in $(awk '$1 == "scale" && $2 !~ /@|^ucx_/ { print $2 }' "$in" | sort -u); do
   for f in $fields; do
     awk -v t="$tl" -v f="$f" '$1 == "scale" && $2 == t && $4 == f { print $3, $5 }' "$in" >"$tmp/$tl.$f.dat"
     awk -v t="$tl" -v f="$f" '$1 == "scale-fit" && $2 == t && $3 == f { print $4, $5 }' "$in" >"$tmp/$tl.$f.fit"
   done
 done
-tls=$(awk '$1 == "scale" && $2 !~ /@/ { print $2 }' "$in" | sort -u)
+tls=$(awk '$1 == "scale" && $2 !~ /@|^ucx_/ { print $2 }' "$in" | sort -u)
 {
   echo "set terminal pngcairo size 1600,800 font ',9' noenhanced"
   echo "set output '$png'"
