@@ -3,8 +3,8 @@
 # heap_kib: the blocks rvx's code allocates and still holds after creation and an exchange with
 # every peer, less registered memory; less op_pool_kib, the pools of operation records, which
 # follow the operations in flight and the timing, not the peers) at N = 2 and N = 8; the growth
-# per added rank must stay within a bound. rc_mlx5: 432 bytes per peer (421 measured: the conn, 272 bytes with its send
-# queue, the kept address 40, the endpoint 24 and the worker's slot for it 8, the tag layer's
+# per added rank must stay within a bound. rc_mlx5: 432 bytes per peer (421 measured: the conn,
+# 272 bytes with its send queue, the kept address 40, the endpoint 24 and the worker's slot for it 8, the tag layer's
 # peer 32, a BlueFlame record 40; 472 with the 320-byte conn, 493 before the conn and the kept
 # address were cut); dc_mlx5: 200 bytes, on InfiniBand
 # and on RoCE (147 measured on both: an endpoint of 48 bytes whose addressing is av_lo, 8, and
