@@ -4,9 +4,9 @@
 # every peer, less registered memory; less op_pool_kib, the pools of operation records, which
 # follow the operations in flight and the timing, not the peers) at N = 2 and N = 8; the growth
 # per added rank must stay within a bound. rc_mlx5: 432 bytes per peer (421 measured: the conn,
-# 272 bytes with its send queue, the kept address 40, the endpoint 24 and the worker's slot for it 8, the tag layer's
-# peer 32, a BlueFlame record 40; 472 with the 320-byte conn, 493 before the conn and the kept
-# address were cut); dc_mlx5: 200 bytes, on InfiniBand
+# 272 bytes with its send queue, the kept address 40, the endpoint 24 and the worker's slot for
+# it 8, the tag layer's peer 32, a BlueFlame record 40; 472 with the 320-byte conn, 493 before the
+# conn and the kept address were cut); dc_mlx5: 200 bytes, on InfiniBand
 # and on RoCE (147 measured on both: an endpoint of 48 bytes whose addressing is av_lo, 8, and
 # the kept address, 24, no QP; 171 with the DC key in each endpoint and all 48 bytes of the
 # address kept; the endpoint of 152 bytes with the GID, control region, keepalive and
