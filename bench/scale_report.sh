@@ -10,6 +10,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -s "$in" ] || { echo "scale_report: $in is empty"; exit 1; }
 
+# One table row per transport and N (rvx's runs: no launcher or UCX label): the given fields,
+# "-" where one is missing; decimals: 0 = integers whole, else 3 digits; 1 = one decimal. A row
+# is printed only where the field `need` was measured (none: every row).
+rows() { # fields decimals need
+  awk -v fields="$1" -v dec="$2" -v need="$3" '
+    $1 == "scale" && $2 !~ /@|^ucx_/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
+    END {
+      nf = split(fields, f, " ")
+      for (i = 1; i <= nr; i++) {
+        split(row[i], k, SUBSEP); line = "| " k[1] " | " k[2]
+        if (need != "" && !((k[1], k[2], need) in v)) continue
+        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? fmt(v[k[1], k[2], f[j]]) : "-")
+        print line " |"
+      }
+    }
+    function fmt(x) { return dec ? sprintf("%.1f", x) : x == int(x) ? sprintf("%d", x) : sprintf("%.3g", x) }' "$in"
+}
+
 fields="qps registered_mib rss_mib cq_entries create_s create_cpu_s verbs heap_kib srq_entries exchange_s"
 heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | creation s | creation CPU s | verbs calls | heap KiB | SRQ entries | exchange s |"
 {
@@ -31,17 +49,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo
   echo "$heads"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  awk -v fields="$fields" '
-    $1 == "scale" && $2 !~ /@|^ucx_/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
-    END {
-      nf = split(fields, f, " ")
-      for (i = 1; i <= nr; i++) {
-        split(row[i], k, SUBSEP); line = "| " k[1] " | " k[2]
-        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? fmt(v[k[1], k[2], f[j]]) : "-")
-        print line " |"
-      }
-    }
-    function fmt(x) { return x == int(x) ? sprintf("%d", x) : sprintf("%.3g", x) }' "$in"
+  rows "$fields" 0 ""
   echo
   echo "Where each process's resident memory is after the exchange, KiB (worst rank per column; rss ="
   echo "rvx + model + rest + bench, the last the measuring program's own table of heap blocks). rvx: its heap (heap KiB above), the resident part of what it registered"
@@ -53,17 +61,7 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo
   echo "| transport | N | rss | rvx | rvx heap | registered | queues | shm | model | fabric | rest | of it files | bench |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-  awk -v fields="rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib tool_kib" '
-    $1 == "scale" && $2 !~ /@|^ucx_/ { v[$2, $3, $4] = $5; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++nr] = $2 SUBSEP $3 } }
-    END {
-      nf = split(fields, f, " ")
-      for (i = 1; i <= nr; i++) {
-        split(row[i], k, SUBSEP); line = "| " k[1] " | " k[2]
-        if (!((k[1], k[2], "rss_kib") in v)) continue
-        for (j = 1; j <= nf; j++) line = line " | " (((k[1], k[2], f[j]) in v) ? sprintf("%.1f", v[k[1], k[2], f[j]]) : "-")
-        print line " |"
-      }
-    }' "$in"
+  rows "rss_kib rvx_kib heap_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib tool_kib" 1 rss_kib
   echo
   echo "The wire-up's CPU per process (\`wireup_cpu_s\`: worker and endpoint creation, CPU seconds of the"
   echo "whole process less rvxsim's engine threads, so the bootstrap's own threads count), under each"
