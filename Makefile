@@ -330,7 +330,7 @@ thresh: deps $(addprefix bench/thresh_,$(addsuffix .png,$(FABRICS)))
 SCALE_TL_rc := RVX_TL_RC_MLX5
 SCALE_TL_dc := RVX_TL_DC_MLX5
 .PHONY: scale
-$(B)/bench/scale_rc $(B)/bench/scale_dc: $(B)/bench/scale_%: bench/scale.c $(HEADERS)
+$(B)/bench/scale_rc $(B)/bench/scale_dc: $(B)/bench/scale_%: bench/scale.c bench/scale_maps.h $(HEADERS)
 	@mkdir -p $(@D)
 	@msg=1; $(CC) -std=gnu11 -E $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=1 $< >/dev/null 2>&1 || \
 	  { msg=0; echo "scale_$*: $(SCALE_TL_$*) carries no messages in this release: RMA-only build"; }; \
@@ -338,7 +338,7 @@ $(B)/bench/scale_rc $(B)/bench/scale_dc: $(B)/bench/scale_%: bench/scale.c $(HEA
 	  $(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=$$msg -o $@ $< $(RC_LIBS)
 
 # the same program with the PMIx bootstrap, for the wire-up's CPU under mpirun and srun
-$(B)/bench/scale_rc-pmix $(B)/bench/scale_dc-pmix: $(B)/bench/scale_%-pmix: bench/scale.c $(HEADERS)
+$(B)/bench/scale_rc-pmix $(B)/bench/scale_dc-pmix: $(B)/bench/scale_%-pmix: bench/scale.c bench/scale_maps.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(PMIX_CHECK)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=$(SCALE_TL_$*) -DSCALE_MSG=1 \
@@ -346,7 +346,7 @@ $(B)/bench/scale_rc-pmix $(B)/bench/scale_dc-pmix: $(B)/bench/scale_%-pmix: benc
 
 # UCX's own figures on the same model (bench/scale_ucx.sh): the system's UCX, with rvx's shm
 # build as the out-of-band bootstrap only
-$(B)/bench/scale_ucx: bench/scale_ucx.c $(HEADERS)
+$(B)/bench/scale_ucx: bench/scale_ucx.c bench/scale_maps.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_TL=RVX_TL_SHM -o $@ $< -lucp -luct -lucs -ldl
 

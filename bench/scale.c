@@ -88,6 +88,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scale_maps.h"
+
 #define TAG_HELLO 0x5ca1e000ull
 
 enum { F_CREATE, F_CPU, F_WCPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_OPS,
@@ -283,39 +285,6 @@ static int sim_counts(sim_counts_t *c)
     if ((s = strstr(line, " model_rss="))) c->model_rss = strtod(s + 11, NULL);
     if ((s = strstr(line, " engine_cpu_ns="))) c->engine_cpu_s = 1e-9 * strtod(s + 15, NULL);
     return 1;
-}
-
-/* The Rss of every mapping (KiB), and of those in three classes: the fabric's inboxes (files under
- * RVXSIM_FABRIC_DIR), rvx's shared memory (memfds it names rvx-*) and other files (the executable
- * and the libraries). */
-typedef struct { double total, fabric, shm, file; } maps_rss_t;
-
-static maps_rss_t maps_rss(void)
-{
-    const char *dir = getenv("RVXSIM_FABRIC_DIR");
-    char pre[256], line[1024];
-    maps_rss_t m = {0, 0, 0, 0};
-    int cls = 0;
-    FILE *f = fopen("/proc/self/smaps", "r");
-    snprintf(pre, sizeof(pre), "%s", dir && *dir ? dir : "/dev/shm/rvxsim-");
-    if (!f) return m;
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) == 2 && at > 0) {
-            const char *path = line + at;
-            cls = !strncmp(path, pre, strlen(pre)) ? 1 : strstr(path, "/memfd:rvx-") ? 2 :
-                  path[0] == '/' && strncmp(path, "/memfd:", 7) ? 3 : 0;
-        } else if (!strncmp(line, "Rss:", 4)) {
-            double kib = strtod(line + 4, NULL);
-            m.total += kib;
-            if (cls == 1) m.fabric += kib;
-            if (cls == 2) m.shm += kib;
-            if (cls == 3) m.file += kib;
-        }
-    }
-    fclose(f);
-    return m;
 }
 
 static double heap_bytes(void)

@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scale_maps.h"
+
 static int me;
 
 #define DIE(...) do { fprintf(stderr, "scale_ucx: rank %d: ", me); fprintf(stderr, __VA_ARGS__); \
@@ -106,29 +108,6 @@ static double proc_less_engine(void)
 }
 static void span_on(void) { wcpu_at = proc_less_engine(); }
 static void span_off(void) { wcpu += proc_less_engine() - wcpu_at; }
-
-/* Rss of every mapping, and of those under the fabric directory (KiB) */
-static void maps_rss(double *total, double *fabric)
-{
-    const char *dir = getenv("RVXSIM_FABRIC_DIR");
-    char line[1024];
-    int in_fabric = 0;
-    FILE *f = fopen("/proc/self/smaps", "r");
-    *total = *fabric = 0;
-    if (!f) return;
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) == 2 && at > 0)
-            in_fabric = dir && *dir && !strncmp(line + at, dir, strlen(dir));
-        else if (!strncmp(line, "Rss:", 4)) {
-            double kib = strtod(line + 4, NULL);
-            *total += kib;
-            if (in_fabric) *fabric += kib;
-        }
-    }
-    fclose(f);
-}
 
 /* Every rank's blob of its own length: the lengths first, then blobs padded to the longest,
  * each behind its length (rvx_allgather takes equal lengths). Returns the stride; *out holds
@@ -345,7 +324,11 @@ int main(void)
     v[F_VERBS] = c1.verbs - c0.verbs - (m1.verbs - m0.verbs);
     v[F_CQE] = c1.cqes - c0.cqes;
     v[F_RSS] = (double)ru.ru_maxrss / 1024.0;
-    maps_rss(&v[F_RSSNOW], &v[F_FABRIC]);
+    {
+        maps_rss_t m = maps_rss();
+        v[F_RSSNOW] = m.total;
+        v[F_FABRIC] = m.fabric;
+    }
     v[F_WCPU] = wcpu;
     v[F_INITCPU] = init_cpu;
     v[F_INITVERBS] = ci.verbs - c0.verbs;
