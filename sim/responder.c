@@ -168,6 +168,11 @@ static void cqe_resp(struct sim_qp *qp, const struct pkt *p, uint8_t opcode, uin
 	engine_write_cqe(qp->rcq, c, (p->flags & PKT_F_SE) != 0);
 }
 
+/* A request the responder refuses: NAK, and on an RC QP the responder's QP goes to the error
+ * state too (IBA responder classes A and C). A SEND's error is reported in the CQE of the receive
+ * WQE it took; an RDMA or atomic request takes none, so the owner learns of it by an affiliated
+ * asynchronous event instead (mlx5_ib's IB_EVENT_QP_ACCESS_ERR for a key, bounds or access
+ * violation, IB_EVENT_QP_REQ_ERR for an invalid request). */
 static void responder_error(struct sim_qp *qp, const struct pkt *p, uint8_t local_synd,
 			    uint8_t nak_synd, bool consume, uint32_t wqe_idx, const char *why)
 {
@@ -175,11 +180,15 @@ static void responder_error(struct sim_qp *qp, const struct pkt *p, uint8_t loca
 	if (consume) {
 		rq_consume(qp);
 		cqe_resp_err(qp, wqe_idx, local_synd);
-		if (qp->dc_type != SIM_DCT)   /* [inferred] a DCT stays ready; only that connection dies */
-			qp_set_err(qp);
 	}
 	qp->rx_active = false;
 	qp->rx_dead = true;     /* drop the rest: the requester is now in error */
+	if (qp->dc_type == SIM_DCT)   /* [inferred] a DCT stays ready; only that initiator fails */
+		return;
+	if (!consume)   /* the cause first, then the state's own events (Last WQE Reached) */
+		sim_async_event(qp->sc, nak_synd == MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR ?
+				IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR, &qp->qp);
+	qp_set_err(qp);
 }
 
 /* The responder's check of an RDMA request's first packet: the QP's remote access flag and the

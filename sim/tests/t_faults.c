@@ -173,6 +173,24 @@ static void expect_flushed(struct st_qp *q)
 		CHECK_EQ(at.qp_state, IBV_QPS_ERR);
 }
 
+/* The responder's side of a refused RDMA or atomic request (IBA responder class C): its QP goes
+ * to ERR and, since the request took no receive WQE whose CQE could say so, its owner gets the
+ * affiliated event naming that QP; its own next WQE flushes. */
+static void expect_responder_failed(enum ibv_event_type t)
+{
+	struct pollfd pf = { .fd = P.d.ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	if (CHECKF(poll(&pf, 1, 3000) == 1, "no async event for the responder within 3 s") &&
+	    CHECK(ibv_get_async_event(P.d.ctx, &ev) == 0)) {
+		CHECKF(ev.event_type == t, "event %s, expected %s", ibv_event_type_str(ev.event_type),
+		       ibv_event_type_str(t));
+		CHECK(ev.element.qp == P.b.qp);
+		ibv_ack_async_event(&ev);
+	}
+	expect_flushed(&P.b);
+}
+
 /* ... and so do the receives posted on P.a, in order (check_qpn: and name the QP). */
 static void expect_rq_flushed(int n, int check_qpn)
 {
@@ -539,6 +557,7 @@ static int c_rkey(void)
 		clean &= ((uint8_t *)R.buf)[i] == 0x33;
 	CHECKF(clean, "target memory was touched");
 	expect_flushed(&P.a);
+	expect_responder_failed(IBV_EVENT_QP_ACCESS_ERR);
 	return finish();
 }
 
@@ -563,6 +582,7 @@ static int c_raddr_bounds(void)
 	stage_write8(&w, R.len - 4);
 	POST_FAULT(&w, MLX5_OPCODE_RDMA_WRITE, S_RACC);
 	CHECK(((uint8_t *)R.buf)[R.len - 4] == 0);
+	expect_responder_failed(IBV_EVENT_QP_ACCESS_ERR);
 	return finish();
 }
 
@@ -578,6 +598,7 @@ static int c_remote_perm(void)
 	st_wqe_data(&w, 8, L.mr->lkey, L.buf);
 	POST_FAULT(&w, MLX5_OPCODE_ATOMIC_FA, S_RACC);
 	CHECK_EQ(*(uint64_t *)ro.buf, 0);
+	expect_responder_failed(IBV_EVENT_QP_ACCESS_ERR);
 	return finish();
 }
 
@@ -592,6 +613,7 @@ static int c_remote_write_ro(void)
 	st_wqe_inline(&w, "forbidden", 9);
 	POST_FAULT_EX(&w, MLX5_OPCODE_RDMA_WRITE, MLX5_WQE_CTRL_CQ_UPDATE, ST_RING_BF, S_RACC);
 	CHECK(((uint8_t *)ro.buf)[0] == 0);
+	expect_responder_failed(IBV_EVENT_QP_ACCESS_ERR);
 	return finish();
 }
 
@@ -608,6 +630,7 @@ static int c_remote_read_noperm(void)
 	st_wqe_data(&w, 64, L.mr->lkey, L.buf);
 	POST_FAULT(&w, MLX5_OPCODE_RDMA_READ, S_RACC);
 	CHECK(((uint8_t *)L.buf)[0] == 0);
+	expect_responder_failed(IBV_EVENT_QP_ACCESS_ERR);
 	return finish();
 }
 
@@ -639,6 +662,7 @@ static int c_recv_too_small(void)
 	CHECK(st_capture_wait(before, 2500));
 	/* nothing beyond the receive buffer was written */
 	CHECK(((uint8_t *)R.buf)[16] == 0);
+	expect_flushed(&P.b); /* class A: the receive's CQE says it, no event */
 	return finish();
 }
 
@@ -654,6 +678,7 @@ static int c_atomic_misaligned(void)
 	POST_FAULT(&w, MLX5_OPCODE_ATOMIC_FA, S_RINV, S_RACC);
 	CHECK_EQ(((uint64_t *)R.buf)[0], 0);
 	CHECK_EQ(((uint64_t *)R.buf)[1], 0);
+	expect_responder_failed(IBV_EVENT_QP_REQ_ERR);
 	return finish();
 }
 

@@ -367,12 +367,27 @@ int main(void)
 		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR), "transport retry counter exceeded"));
 		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_RNR_RETRY_EXC_ERR), "RNR retry counter exceeded"));
 		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_LOC_PROT_ERR), "local protection error"));
-		/* the receive still posted on B (none left) and B itself is unaffected */
+		/* B, the responder, failed its QP too and says so by an affiliated event */
+		{
+			struct ibv_async_event ev;
+			struct ibv_qp_attr at;
+			struct ibv_qp_init_attr ia;
+			if (CHECK(ibv_get_async_event(D.ctx, &ev) == 0)) {
+				CHECKF(ev.event_type == IBV_EVENT_QP_ACCESS_ERR && ev.element.qp == B.qp,
+				       "event %s", ibv_event_type_str(ev.event_type));
+				ibv_ack_async_event(&ev);
+			}
+			if (CHECK(ibv_query_qp(B.qp, &at, IBV_QP_STATE, &ia) == 0))
+				CHECK_EQ(at.qp_state, IBV_QPS_ERR);
+		}
 	}
 
-	/* Local protection error on B->A: bad lkey. */
+	/* Local protection error on B->A: bad lkey (B reset and connected again first). */
 	st_ctx = "local protection";
 	{
+		struct ibv_qp_attr at = { .qp_state = IBV_QPS_RESET };
+		REQUIRE(ibv_modify_qp(B.qp, &at, IBV_QP_STATE) == 0);
+		vq_connect(&B, &A);
 		sg[0] = (struct ibv_sge){ (uintptr_t)rbuf, 16, RM->lkey ^ 0x3300 };
 		wr_one(&wr, sg, 40, IBV_WR_RDMA_WRITE, (uintptr_t)lbuf, LM->rkey);
 		post_send(B.qp, &wr);
