@@ -2,10 +2,13 @@
  *  - rank 1 writes just past rank 0's registered region: the NIC refuses it, the flush returns
  *    RVX_ERR_REMOTE_ACCESS, nothing outside the region changes, and later work on that endpoint
  *    completes with an error instead of hanging;
+ *  - rank 0's endpoint to rank 1 fails too (the responder's QP goes to the error state, and the
+ *    adapter says why by an affiliated event): its flush and status say RVX_ERR_REMOTE_ACCESS,
+ *    not that rank 1 is gone;
  *  - meanwhile rank 2's endpoint to rank 0 works normally, and so does rank 1's to rank 2;
  *  - then rank 3 dies: rank 1's puts to it end in RVX_ERR_PEER_FAILED within a bounded time
- *    (the QP's retries), while ranks 0 and 2 keep talking. (Ranks 0 and 1 cannot: their QP pair
- *    carries both directions, and rank 1's side went to the error state with the access error.) */
+ *    (the QP's retries), while ranks 0 and 2 keep talking. (Ranks 0 and 1 cannot: both sides of
+ *    their QP pair went to the error state with the access error.) */
 #include <rvx/rvx.h>
 #include "testlib.h"
 
@@ -65,6 +68,11 @@ int main(int argc, char **argv)
         for (i = REGION; i < REGION + SLACK; i++)
             if (user[i] != 0x11) { T_CHECK(0, "byte %zu past the region changed", i); break; }
         T_CHECK(t_verify(user, 4096, 20) < 0, "rank 2's put arrived");
+        /* the responder's side: the adapter failed its QP to rank 1 as well (IBA responder class
+         * C); work on it says why, an access error, not that rank 1 is gone */
+        (void)rvx_put(ep[1], &one, 8, rm[1].addr, &rk[1]);
+        T_STATUS(rvx_ep_flush(ep[1]), RVX_ERR_REMOTE_ACCESS);
+        T_STATUS(rvx_ep_status(ep[1]), RVX_ERR_REMOTE_ACCESS);
     }
     if (me == 2) T_CHECK(t_verify(user + 4096, 4096, 12) < 0, "rank 1's put arrived");
     T_OK(rvx_barrier(ctx));

@@ -8,9 +8,13 @@
 #define RVX_TL_MLX5_SETUP_H
 
 #include <errno.h>
+#include <sys/select.h> /* already seen through <stdlib.h>: no name added */
 #include <unistd.h>
 
 #include "cq.h"
+
+#define RVX__MLX5_QP_EVENTS 8 /* QP errors kept for the iface whose QP it is */
+#define RVX__MLX5_NO_EVENT  (-1)
 
 typedef struct rvx__mlx5_ctx {
     struct ibv_context *ib;
@@ -25,6 +29,10 @@ typedef struct rvx__mlx5_ctx {
     uint32_t            bw_mbs;  /* the port's data rate (active speed x width), MB/s */
     unsigned            lane;    /* which lane this device serves (0: everything, others: data) */
     char                name[64];
+    /* the last QP-affiliated errors read from the device's async events (rvx__mlx5_qp_event) */
+    uint32_t            ev_qpn[RVX__MLX5_QP_EVENTS];
+    uint8_t             ev_type[RVX__MLX5_QP_EVENTS];
+    unsigned            ev_n;
 } rvx__mlx5_ctx_t;
 
 /* ---- the device ----------------------------------------------------------------------------- */
@@ -76,6 +84,43 @@ RVX_COLD uint32_t rvx__mlx5_port_mbs(unsigned speed, unsigned width)
 RVX_COLD uint32_t rvx__mlx5_ctx_bw_mbs(const rvx__mlx5_ctx_t *ctx)
 {
     return ctx->bw_mbs ? ctx->bw_mbs : (uint32_t)RVX_FAB_BW_MBS;
+}
+
+/* ---- affiliated events ---------------------------------------------------------------------- */
+
+/* The error event the adapter raised for QP qpn (IBV_EVENT_QP_ACCESS_ERR, _REQ_ERR, _FATAL), or
+ * RVX__MLX5_NO_EVENT. An RC responder that refuses a request moves its own QP to ERR (IBA
+ * responder classes A and C); a refused RDMA or atomic took no receive WQE whose CQE could say
+ * why, so the QP's owner learns it from this event. rvx reads the events only when one of its QPs
+ * has failed without an error completion of its own, without waiting: the queue is drained, each
+ * event acked (an unacked one would hold up ibv_destroy_qp), and the QP errors kept for the iface
+ * that owns the QP. */
+RVX_COLD int rvx__mlx5_qp_event(rvx__mlx5_ctx_t *ctx, uint32_t qpn)
+{
+    int fd = ctx->ib->async_fd;
+    struct timeval now = {0, 0};
+    struct ibv_async_event ev;
+    fd_set r;
+    unsigned i;
+    for (;;) {
+        for (i = 0; i < RVX__MLX5_QP_EVENTS && i < ctx->ev_n; i++)
+            if (ctx->ev_qpn[i] == qpn) {
+                ctx->ev_qpn[i] = 0; /* taken: the number may be given to a new QP later */
+                return ctx->ev_type[i];
+            }
+        if (fd < 0 || fd >= FD_SETSIZE) return RVX__MLX5_NO_EVENT;
+        FD_ZERO(&r);
+        FD_SET(fd, &r);
+        if (select(fd + 1, &r, NULL, NULL, &now) != 1 || ibv_get_async_event(ctx->ib, &ev))
+            return RVX__MLX5_NO_EVENT;
+        if (ev.event_type == IBV_EVENT_QP_ACCESS_ERR || ev.event_type == IBV_EVENT_QP_REQ_ERR ||
+            ev.event_type == IBV_EVENT_QP_FATAL) {
+            i = ctx->ev_n++ % RVX__MLX5_QP_EVENTS;
+            ctx->ev_qpn[i] = ev.element.qp->qp_num;
+            ctx->ev_type[i] = (uint8_t)ev.event_type;
+        }
+        ibv_ack_async_event(&ev);
+    }
 }
 
 /* The lane-th item of RVX_DEV=name[:port][,name[:port]...]: its name (empty: RVX_DEV unset) and

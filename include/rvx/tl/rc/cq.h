@@ -36,6 +36,30 @@ RVX_COLD void rvx__rc_fail(rvx__rc_conn_t *c, rvx_status_t st, unsigned synd, un
     }
 }
 
+/* Whether the adapter failed the conn's QP as the responder of a request the peer should not
+ * have made (rvx__mlx5_qp_event); if so the conn's status becomes RVX_ERR_REMOTE_ACCESS, with
+ * one line. The event takes the kernel's path and may trail the flush that showed the failure:
+ * rvx__rc_ep_alive looks again while the status is still RVX_ERR_CANCELED. */
+RVX_COLD int rvx__rc_refused_here(rvx__rc_conn_t *c)
+{
+    int ev = rvx__mlx5_qp_event(c->ifc->ctx, c->qpn);
+    if (ev != IBV_EVENT_QP_ACCESS_ERR && ev != IBV_EVENT_QP_REQ_ERR) return 0;
+    rvx__log("rc_mlx5: rank %d %s: the adapter failed the connection to it, and the endpoint is "
+             "marked failed", rvx__rc_rank(c), ev == IBV_EVENT_QP_ACCESS_ERR ?
+             "accessed this process's memory outside its regions or rights" :
+             "sent this process an invalid request");
+    c->err = RVX_ERR_REMOTE_ACCESS;
+    return 1;
+}
+
+/* The conn's QP was flushed with no error completion of ours: the adapter failed it as a
+ * responder, or for a reason it did not say, for which the caller's status stands. */
+RVX_COLD void rvx__rc_fail_flushed(rvx__rc_conn_t *c, rvx_status_t st, unsigned vendor, uint16_t idx)
+{
+    int said = rvx__rc_refused_here(c);
+    rvx__rc_fail(c, said ? RVX_ERR_REMOTE_ACCESS : st, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, vendor, idx, !said);
+}
+
 /* A signaled WQE completed: everything up to its end retires. */
 RVX_COLD void rvx__rc_req_ok(rvx__rc_conn_t *c, uint16_t idx)
 {
@@ -57,7 +81,7 @@ RVX_COLD void rvx__rc_req_err(rvx__rc_conn_t *c, const struct mlx5_err_cqe *e)
         rvx__rc_fail(c, st, e->syndrome, e->vendor_err_synd, idx,
                        !gone || (o && o->kind != RVX__MLX5_ON_NONE));
     else if (!c->failed)
-        rvx__rc_fail(c, RVX_ERR_CANCELED, e->syndrome, e->vendor_err_synd, idx, 1);
+        rvx__rc_fail_flushed(c, RVX_ERR_CANCELED, e->vendor_err_synd, idx);
     b = rvx__mlx5_tx_req_err(&c->sq, &c->tx, idx, st, RVX__RC_ERR(c));
     if (b) rvx__rc_bounce_back(c, b);
 }
@@ -70,7 +94,7 @@ RVX_COLD void rvx__rc_resp_err(rvx__rc_conn_t *c, const struct mlx5_err_cqe *e)
         rvx__rc_fail(c, rvx__mlx5_syndrome_status(e->syndrome), e->syndrome,
                        e->vendor_err_synd, rvx_htobe16(e->wqe_counter), 1);
     else if (!c->failed)
-        rvx__rc_fail(c, RVX_ERR_PEER_FAILED, e->syndrome, e->vendor_err_synd, 0, 1);
+        rvx__rc_fail_flushed(c, RVX_ERR_PEER_FAILED, e->vendor_err_synd, 0);
     /* the QP is in error now: work it executed unsignaled gives no CQE, so a signaled NOP (flushed)
      * retires it, or requests it carried would wait for ever */
     rvx__rc_sig_tail(c);

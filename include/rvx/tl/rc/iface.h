@@ -349,6 +349,7 @@ RVX_COLD rvx_status_t rvx__rc_ep_alive(rvx__rc_ep_t *ep)
 {
     rvx__rc_conn_t *c = ep->c;
     uint32_t now;
+    if (c->failed && c->err == RVX_ERR_CANCELED) rvx__rc_refused_here(c); /* said late? */
     if (c->failed || c->err != RVX_OK) /* err: re-connected, not re-created */
         return RVX__MLX5_EP_FAILURE(c->err);
     rvx__rc_drain(c->ifc, 0);
