@@ -23,6 +23,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1205,6 +1206,23 @@ static inline int st_exchange_connect(struct st_dev *d, struct st_qp *q, const s
 		return -1;
 	st_qp_connect(d, q, peer);
 	return 0;
+}
+
+/* Expects one async event of type t naming qp on ctx within ms milliseconds, and acks it. */
+static inline void st_expect_qp_event(struct ibv_context *ctx, enum ibv_event_type t,
+				      struct ibv_qp *qp, int ms)
+{
+	struct pollfd pf = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	if (!CHECKF(poll(&pf, 1, ms) == 1 && (pf.revents & POLLIN), "no async event within %d ms", ms))
+		return;
+	if (!CHECK(ibv_get_async_event(ctx, &ev) == 0))
+		return;
+	CHECKF(ev.event_type == t, "event %s, expected %s", ibv_event_type_str(ev.event_type),
+	       ibv_event_type_str(t));
+	CHECK(ev.element.qp == qp);
+	ibv_ack_async_event(&ev);
 }
 
 #endif /* SIMTEST_H */

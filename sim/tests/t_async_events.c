@@ -15,21 +15,6 @@ static bool readable(int fd, int ms)
 	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
-/* Expects one async event of type t for qp on ctx, within 10 s. */
-static void expect_event(struct ibv_context *ctx, enum ibv_event_type t, struct ibv_qp *qp)
-{
-	struct ibv_async_event ev;
-
-	if (!CHECKF(readable(ctx->async_fd, 10000), "no async event within 10 s"))
-		return;
-	if (!CHECK(ibv_get_async_event(ctx, &ev) == 0))
-		return;
-	CHECKF(ev.event_type == t, "event %s, expected %s", ibv_event_type_str(ev.event_type),
-	       ibv_event_type_str(t));
-	CHECK(ev.element.qp == qp);
-	ibv_ack_async_event(&ev);
-}
-
 static struct ibv_qp *srq_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr ia;
@@ -76,7 +61,7 @@ int main(void)
 	REQUIRE(q != NULL);
 	CHECK(st_qp_to_init(&D, &(struct st_qp){ .qp = q }) == 0);
 	to_err(q);
-	expect_event(D.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, q);
+	st_expect_qp_event(D.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, q, 10000);
 	to_err(q);                     /* ERR -> ERR: no new transition, no second event */
 	CHECK(!readable(D.ctx->async_fd, 0));
 
@@ -92,7 +77,7 @@ int main(void)
 	q2 = srq_qp(pd2, cq2, srq2);
 	REQUIRE(q2 != NULL);
 	to_err(q2);
-	expect_event(c2, IBV_EVENT_QP_LAST_WQE_REACHED, q2);
+	st_expect_qp_event(c2, IBV_EVENT_QP_LAST_WQE_REACHED, q2, 10000);
 	CHECK(!readable(D.ctx->async_fd, 0));
 
 	CHECK(ibv_destroy_qp(q2) == 0);

@@ -178,16 +178,7 @@ static void expect_flushed(struct st_qp *q)
  * affiliated event naming that QP; its own next WQE flushes. */
 static void expect_responder_failed(enum ibv_event_type t)
 {
-	struct pollfd pf = { .fd = P.d.ctx->async_fd, .events = POLLIN };
-	struct ibv_async_event ev;
-
-	if (CHECKF(poll(&pf, 1, 3000) == 1, "no async event for the responder within 3 s") &&
-	    CHECK(ibv_get_async_event(P.d.ctx, &ev) == 0)) {
-		CHECKF(ev.event_type == t, "event %s, expected %s", ibv_event_type_str(ev.event_type),
-		       ibv_event_type_str(t));
-		CHECK(ev.element.qp == P.b.qp);
-		ibv_ack_async_event(&ev);
-	}
+	st_expect_qp_event(P.d.ctx, t, P.b.qp, 3000);
 	expect_flushed(&P.b);
 }
 

@@ -369,14 +369,9 @@ int main(void)
 		CHECK(!strcmp(ibv_wc_status_str(IBV_WC_LOC_PROT_ERR), "local protection error"));
 		/* B, the responder, failed its QP too and says so by an affiliated event */
 		{
-			struct ibv_async_event ev;
 			struct ibv_qp_attr at;
 			struct ibv_qp_init_attr ia;
-			if (CHECK(ibv_get_async_event(D.ctx, &ev) == 0)) {
-				CHECKF(ev.event_type == IBV_EVENT_QP_ACCESS_ERR && ev.element.qp == B.qp,
-				       "event %s", ibv_event_type_str(ev.event_type));
-				ibv_ack_async_event(&ev);
-			}
+			st_expect_qp_event(D.ctx, IBV_EVENT_QP_ACCESS_ERR, B.qp, 3000);
 			if (CHECK(ibv_query_qp(B.qp, &at, IBV_QP_STATE, &ia) == 0))
 				CHECK_EQ(at.qp_state, IBV_QPS_ERR);
 		}
