@@ -47,6 +47,7 @@ typedef struct rvx__shm_reg {
 
 typedef struct rvx__shm_ctx {
     size_t          page;
+    int32_t         pid;  /* getpid() once: keys name it, and it is a system call each time */
     rvx__shm_reg_t *regs;
     unsigned        nregs, capregs;
 } rvx__shm_ctx_t;
@@ -55,6 +56,7 @@ typedef struct rvx__shm_mem {
     void  *addr;
     size_t len;
     int    fd;   /* memfd of rvx_mem_alloc memory; -1 for registered user memory */
+    int    pid;  /* the registering process, which its packed keys name */
 } rvx__shm_mem_t;
 
 /* What a put reads: the first three fields, nothing else. `maplen` is the length of the local

@@ -215,7 +215,7 @@ RVX_COLD rvx_status_t rvx__shm_ep_alive(rvx__shm_ep_t *ep)
         ep->failed = 1;  /* the peer destroyed its worker */
         return RVX_ERR_PEER_FAILED;
     }
-    if (ep->pid == getpid()) return RVX_OK;
+    if (ep->peer_mbox == ep->ifc->mbox) return RVX_OK; /* loopback */
     if (ep->pidfd >= 0) {
         struct pollfd pfd;
         pfd.fd = ep->pidfd;

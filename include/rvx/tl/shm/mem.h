@@ -60,6 +60,7 @@ RVX_COLD rvx_status_t rvx__shm_ctx_init(rvx__shm_ctx_t *ctx, unsigned lane)
     (void)lane; /* one lane only (config.h refuses RVX_LANES > 1 on shm) */
     memset(ctx, 0, sizeof(*ctx));
     ctx->page = (size_t)sysconf(_SC_PAGESIZE);
+    ctx->pid = (int32_t)getpid();
     return RVX_OK;
 }
 
@@ -126,6 +127,7 @@ RVX_COLD rvx_status_t rvx__shm_mem_alloc(rvx__shm_ctx_t *ctx, size_t len, rvx__s
         return RVX_ERR_NO_MEMORY;
     }
     mem->len = len;
+    mem->pid = ctx->pid;
     if (rvx__shm_reg_add(ctx, mem->addr, len) != RVX_OK) {
         munmap(mem->addr, maplen);
         close(mem->fd);
@@ -140,6 +142,7 @@ RVX_COLD rvx_status_t rvx__shm_mem_reg(rvx__shm_ctx_t *ctx, void *addr, size_t l
     mem->addr = addr;
     mem->len = len;
     mem->fd = -1;
+    mem->pid = ctx->pid;
     return rvx__shm_reg_add(ctx, addr, len);
 }
 
@@ -159,7 +162,7 @@ RVX_COLD void rvx__shm_rkey_pack(const rvx__shm_mem_t *mem, void *buf)
     p.magic = RVX__SHM_MAGIC;
     p.base = (uint64_t)(uintptr_t)mem->addr;
     p.len = mem->len;
-    p.pid = (int32_t)getpid();
+    p.pid = mem->pid;
     p.fd = mem->fd;
     memcpy(buf, &p, sizeof(p));
 }
@@ -180,7 +183,7 @@ RVX_COLD rvx_status_t rvx__shm_rkey_unpack(rvx__shm_ep_t *ep, const void *buf, r
     rkey->rbase = p.base;
     rkey->len = p.len;
     rkey->pid = p.pid;
-    if (p.pid == getpid()) {
+    if (p.pid == ep->ifc->tctx->pid) {
         /* a loopback key is bounded by what this process registered, never by its own word */
         if (!rvx__shm_reg_covers(ep->ifc->tctx, p.base, p.len)) {
             rvx__log("rkey_unpack: a key of this process names %llu bytes at %#llx, which it did "
