@@ -72,6 +72,7 @@ static unsigned nreq;
 static uint8_t packed_app[RVX_RKEY_PACKED_SIZE];
 static rvx__tag_peer_t peer_snap;
 static int check_reset; /* FUZZ_CHECK_RESET=1: compare the whole state with set-up after each reset */
+static int trace;       /* FUZZ_TRACE=1: each request's status before the reset */
 
 /* ASan keeps 256 MB of freed memory in quarantine by default and gives free pages back to the OS
  * every 5 s: each allocation of an input would land on a page not touched for thousands of
@@ -105,8 +106,9 @@ static void on_am_reply(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *
 
 /* The harness's adapter model and input decoding are scaffolding, not code under test: they are
  * left out of the coverage the fuzzer steers by, which would otherwise lead it to explore the
- * model, and of the comparison tracing that made them a fifth of each run. */
-#define NIC_MODEL __attribute__((no_sanitize("coverage")))
+ * model, and of the comparison tracing that made them a fifth of each run. Never inlined: code
+ * inlined into an instrumented caller is traced as the caller's. */
+#define NIC_MODEL __attribute__((no_sanitize("coverage"), noinline))
 
 /* ---- input reading -------------------------------------------------------------------------- */
 
@@ -276,7 +278,7 @@ static unsigned nstaged;
 
 /* CQEs from..to (mod 2^32) back to invalid: all of them at set-up, and per input only those the
  * adapter wrote, so that the reset costs what the input did, not the size of the CQ. */
-static void cq_fill(uint32_t from, uint32_t to)
+static NIC_MODEL void cq_fill(uint32_t from, uint32_t to)
 {
     net_ifc_t *ifc = &NET_IFC;
     uint32_t i, n = to - from < ifc->cq.cnt ? to - from : ifc->cq.cnt;
@@ -696,6 +698,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         if (stderr) setvbuf(stderr, NULL, _IOFBF, 1 << 16);
     }
     check_reset = getenv("FUZZ_CHECK_RESET") != NULL;
+    trace = getenv("FUZZ_TRACE") != NULL;
     if (rvx_init(&ctx) != RVX_OK || rvx_worker_create(ctx, &w) != RVX_OK ||
         rvx_ep_create(w, 0, &ep) != RVX_OK || rvx_mem_alloc(ctx, 1 << 16, &appmem) != RVX_OK) {
         fprintf(stdout, "fuzz/rx: set-up failed\n");
@@ -724,6 +727,18 @@ static void cache_reset(void)
     for (i = 0; i < 4; i++) rvx__rcache_invalidate(&t->rcache, rbuf[i], bufsz);
 }
 
+/* ids as after set-up, so that an input means the same every time it runs */
+static NIC_MODEL void ids_reset(struct rvx__tag_state *t)
+{
+    unsigned i;
+    t->idgen = 0;
+    t->nidfree = 0;
+    for (i = t->idcap; i-- > 1;) {
+        if (t->ids[i]) { fprintf(stdout, "fuzz/rx: id slot %u still held\n", i); abort(); }
+        t->idfree[t->nidfree++] = i;
+    }
+}
+
 static void reset(void)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
@@ -750,7 +765,7 @@ static void reset(void)
         abort();
     }
 #endif
-    if (getenv("FUZZ_TRACE"))
+    if (trace)
         for (i = 0; i < nreq; i++)
             if (req_used[i]) fprintf(stdout, "fuzz/rx: request %u: %s\n", i, rvx_status_str(reqs[i].status));
     rvx__proto_ep_close(ep);
@@ -766,13 +781,7 @@ static void reset(void)
     nreq = 0;
     if (w->in_handler) { fprintf(stdout, "fuzz/rx: in_handler left at %u\n", w->in_handler); abort(); }
     tl_reset();
-    /* ids as after set-up, so that an input means the same every time it runs */
-    t->idgen = 0;
-    t->nidfree = 0;
-    for (i = t->idcap; i-- > 1;) {
-        if (t->ids[i]) { fprintf(stdout, "fuzz/rx: id slot %u still held\n", i); abort(); }
-        t->idfree[t->nidfree++] = i;
-    }
+    ids_reset(t);
     t->peers[0] = peer_snap;
     t->qhead = -2; /* the list of peers with queued frames is empty again, as peers[0]'s queue */
     cache_reset();

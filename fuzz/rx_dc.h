@@ -105,7 +105,7 @@ typedef struct { uint32_t imm; size_t len; uint8_t body[RVX__DC_FRAME]; } staged
 static staged_t staged[8];
 static unsigned nstaged;
 
-static void cq_fill(uint32_t from, uint32_t to)
+static NIC_MODEL void cq_fill(uint32_t from, uint32_t to)
 {
     uint32_t i, n = to - from < NIFC->cq.cnt ? to - from : NIFC->cq.cnt;
     for (i = 0; i < n; i++) rvx__mlx5_cqe(&NIFC->cq, from + i)->op_own = 0xf1;
@@ -404,6 +404,15 @@ static NIC_MODEL int nic_idle(void)
     return 1;
 }
 
+/* The adapter has looked at every WQE posted on every DCI. */
+static NIC_MODEL int nic_seen_all(void)
+{
+    unsigned i;
+    for (i = 0; i < NDCI; i++)
+        if (nic_sq[i] != NIFC->dci[i].sq.pi) return 0;
+    return 1;
+}
+
 static void nic_run(void)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
@@ -417,10 +426,7 @@ static void nic_run(void)
         rvx_progress(w);
         nic_step();
         if (nic_cq_pi == NIFC->cq.ci) {
-            int all = 1;
-            for (i = 0; i < NDCI; i++)
-                if (nic_sq[i] != NIFC->dci[i].sq.pi) all = 0;
-            if (!all) continue;
+            if (!nic_seen_all()) continue;
             if (dcis_idle()) break;
             for (i = 0; i < NDCI; i++)
                 if (NIFC->dci[i].sq.ci != NIFC->dci[i].sq.pi) rvx__dc_sig_tail(&NIFC->dci[i]);
