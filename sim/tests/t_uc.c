@@ -10,7 +10,10 @@
  * WRITE with a stale or out-of-bounds key, a WRITE with immediate and a bad key: the requester
  * completes each successfully, nothing is written or completed at the responder, whose QP stays
  * in RTS, and the next message is delivered (into the receive the dropped one did not take).
- * The model's trace shows SEND and WRITE packets and never an ACK or a NAK.
+ * On an SRQ (class E, as rxe_resp.c) a SEND too long and a WRITE with immediate refused for its
+ * key complete the receive they take in error, a WRITE without immediate takes none; a receive
+ * with a bad lkey (class A) completes in error and moves the responder to ERR, the requester
+ * still succeeding. The model's trace shows SEND and WRITE packets and never an ACK or a NAK.
  */
 #include "simtest.h"
 
@@ -28,6 +31,9 @@ static struct st_dev D;
 static struct st_mr M;
 static struct ibv_cq *ca, *cb;
 static struct ibv_qp *qa, *qb;      /* qa sends to qb */
+static struct ibv_qp *tx, *rx;      /* the pair post() and expect_recv() use: qa, qb */
+static struct ibv_qp *qd, *qs;      /* qd sends to qs, which receives through srq */
+static struct ibv_srq *srq;
 static struct ibv_qp_ex *qax;       /* qa's ibv_wr_* view */
 static char trace_path[64];
 
@@ -165,7 +171,7 @@ static int post(enum ibv_wr_opcode op, const char *msg, uint32_t len, uint64_t r
 		w.wr.rdma.remote_addr = raddr;
 		w.wr.rdma.rkey = rkey;
 	}
-	REQUIRE(ibv_post_send(qa, &w, &bad) == 0);
+	REQUIRE(ibv_post_send(tx, &w, &bad) == 0);
 	REQUIRE(poll_one(ca, &wc) == 1);
 	CHECK_EQ(wc.wr_id, 0x55u);
 	if (wc.status == IBV_WC_SUCCESS)
@@ -184,8 +190,8 @@ static void expect_recv(uint64_t id, uint32_t off, const char *msg, uint32_t len
 	CHECK_EQ(wc.wr_id, id);
 	CHECK_EQ(wc.opcode, op);
 	CHECK_EQ(wc.byte_len, len);
-	CHECK_EQ(wc.qp_num, qb->qp_num);
-	CHECK_EQ(wc.src_qp, qa->qp_num);
+	CHECK_EQ(wc.qp_num, rx->qp_num);
+	CHECK_EQ(wc.src_qp, tx->qp_num);
 	CHECK_EQ(!!(wc.wc_flags & IBV_WC_WITH_IMM), imm);
 	if (imm)
 		CHECK_EQ(be32toh(wc.imm_data), imm_val);
@@ -195,6 +201,18 @@ static void expect_recv(uint64_t id, uint32_t off, const char *msg, uint32_t len
 				CHECKF(0, "received byte %u differs", i);
 				break;
 			}
+}
+
+/* The next receive completion is an error of this status for receive id. */
+static void expect_recv_err(uint64_t id, enum ibv_wc_status st)
+{
+	struct ibv_wc wc;
+
+	REQUIRE(poll_one(cb, &wc) == 1);
+	CHECKF(wc.status == st, "receive status %s, want %s", ibv_wc_status_str(wc.status),
+	       ibv_wc_status_str(st));
+	CHECK_EQ(wc.wr_id, id);
+	CHECK_EQ(wc.qp_num, rx->qp_num);
 }
 
 static void expect_no_recv(const char *after)
@@ -348,21 +366,29 @@ static void not_uc(enum ibv_wr_opcode op, const char *name)
 	expect_recv(40, 0, "again", 5, IBV_WC_RECV, 0, 0);
 }
 
+/* A stale rkey: the key of a region registered and deregistered. */
+static uint32_t stale_rkey(void)
+{
+	void *b = aligned_alloc(4096, 4096);
+	struct ibv_mr *m;
+	uint32_t k;
+
+	REQUIRE(b != NULL);
+	m = ibv_reg_mr(D.pd, b, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	REQUIRE(m != NULL);
+	k = m->rkey;
+	REQUIRE(ibv_dereg_mr(m) == 0);
+	free(b);
+	return k;
+}
+
 /* What the responder cannot deliver is dropped: the requester completes it successfully, the
  * responder writes and completes nothing and stays in RTS, the next message gets through. */
 static void dropped(void)
 {
 	uint8_t *tgt = (uint8_t *)M.buf + TGT_OFF + 1024, pat[64];
-	struct ibv_mr *gone;
-	void *buf2 = aligned_alloc(4096, 4096);
-	uint32_t stale;
+	uint32_t stale = stale_rkey();
 
-	REQUIRE(buf2 != NULL);
-	gone = ibv_reg_mr(D.pd, buf2, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	REQUIRE(gone != NULL);
-	stale = gone->rkey;
-	REQUIRE(ibv_dereg_mr(gone) == 0);
-	free(buf2);
 	memset(pat, 0xc3, sizeof(pat));
 	memcpy(tgt, pat, sizeof(pat));
 
@@ -422,6 +448,82 @@ static void check_trace(void)
 	CHECKF(answers == 0, "%d ACK or NAK packets on UC", answers);
 }
 
+static void post_srq_recv(uint32_t off, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)M.buf + RECV_OFF + off, len, M.mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	REQUIRE(ibv_post_srq_recv(srq, &w, &bad) == 0);
+}
+
+/* Class E on an SRQ: the receive a refused message takes completes in error, the QP stays. */
+static void srq_drops(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_qp_init_attr ia = { .send_cq = cb, .recv_cq = cb, .qp_type = IBV_QPT_UC,
+				       .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	uint8_t *tgt = (uint8_t *)M.buf + TGT_OFF + 2048, pat[32];
+	uint32_t stale = stale_rkey();
+
+	st_ctx = "SRQ";
+	srq = ibv_create_srq(D.pd, &sa);
+	REQUIRE(srq != NULL);
+	ia.srq = srq;
+	qs = ibv_create_qp(D.pd, &ia);
+	ia.srq = NULL;
+	ia.send_cq = ia.recv_cq = ca;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_recv_sge = 1;
+	qd = ibv_create_qp(D.pd, &ia);
+	REQUIRE(qs && qd);
+	uc_connect(qd, qs->qp_num, 0, 0, 0);
+	uc_connect(qs, qd->qp_num, 0, 0, 0);
+	tx = qd;
+	rx = qs;
+	memset(pat, 0x3c, sizeof(pat));
+	memcpy(tgt, pat, sizeof(pat));
+
+	st_ctx = "SRQ: SEND longer than the receive";
+	post_srq_recv(0, 4, 50);
+	CHECK_EQ(post(IBV_WR_SEND, "too long", 16, 0, 0, 0, IBV_WC_SEND), IBV_WC_SUCCESS);
+	expect_recv_err(50, IBV_WC_REM_INV_REQ_ERR);
+	CHECK_EQ(state_of(qs), IBV_QPS_RTS);
+
+	st_ctx = "SRQ: WRITE with immediate and a stale rkey";
+	post_srq_recv(64, 64, 51);
+	CHECK_EQ(post(IBV_WR_RDMA_WRITE_WITH_IMM, "bad", 16, (uintptr_t)tgt, stale, 5,
+		      IBV_WC_RDMA_WRITE), IBV_WC_SUCCESS);
+	expect_recv_err(51, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(state_of(qs), IBV_QPS_RTS);
+
+	st_ctx = "SRQ: WRITE with a stale rkey";
+	post_srq_recv(128, 64, 52);
+	CHECK_EQ(post(IBV_WR_RDMA_WRITE, "bad", 16, (uintptr_t)tgt, stale, 0, IBV_WC_RDMA_WRITE),
+		 IBV_WC_SUCCESS);
+	CHECK_EQ(post(IBV_WR_SEND, "srq", 3, 0, 0, 0, IBV_WC_SEND), IBV_WC_SUCCESS);
+	expect_recv(52, 128, "srq", 3, IBV_WC_RECV, 0, 0);
+	expect_no_recv("after the SRQ drops");
+	CHECK(!memcmp(tgt, pat, sizeof(pat)));
+	CHECK_EQ(state_of(qs), IBV_QPS_RTS);
+	tx = qa;
+	rx = qb;
+}
+
+/* Class A: a receive WQE with a bad lkey completes with a local protection error and the
+ * responder goes to ERR; the requester, told nothing, succeeds. */
+static void bad_receive_key(void)
+{
+	struct ibv_sge sg = { (uintptr_t)M.buf + RECV_OFF, 64, stale_rkey() };
+	struct ibv_recv_wr w = { .wr_id = 60, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	st_ctx = "receive with a bad lkey";
+	REQUIRE(ibv_post_recv(qb, &w, &bad) == 0);
+	CHECK_EQ(post(IBV_WR_SEND, "to a bad key", 12, 0, 0, 0, IBV_WC_SEND), IBV_WC_SUCCESS);
+	expect_recv_err(60, IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(state_of(qb), IBV_QPS_ERR);
+	CHECK_EQ(state_of(qa), IBV_QPS_RTS);
+}
+
 int main(void)
 {
 	st_init("t_uc", 60);
@@ -433,6 +535,8 @@ int main(void)
 
 	st_ctx = "create";
 	create();
+	tx = qa;
+	rx = qb;
 	st_ctx = "modify";
 	uc_connect(qa, qb->qp_num, SQ_PSN, SQ_PSN, 1);
 	uc_connect(qb, qa->qp_num, RQ_PSN, 0, 0);
@@ -443,10 +547,15 @@ int main(void)
 	not_uc(IBV_WR_ATOMIC_FETCH_AND_ADD, "fetch and add");
 	not_uc(IBV_WR_ATOMIC_CMP_AND_SWP, "compare and swap");
 	dropped();
+	srq_drops();
+	bad_receive_key();
 
 	st_ctx = "teardown";
 	CHECK_EQ(ibv_destroy_qp(qa), 0);
 	CHECK_EQ(ibv_destroy_qp(qb), 0);
+	CHECK_EQ(ibv_destroy_qp(qd), 0);
+	CHECK_EQ(ibv_destroy_qp(qs), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
 	CHECK_EQ(ibv_destroy_cq(ca), 0);
 	CHECK_EQ(ibv_destroy_cq(cb), 0);
 	st_mr_free(&M);
