@@ -133,6 +133,25 @@ static int decode_remote(struct wqe *w, uint32_t *offp, uint32_t end, const char
 	return 0;
 }
 
+/* rule: UC carries SENDs and RDMA WRITEs only (IB spec, the UC service's operations;
+ * libmlx5 mlx5_qp_fill_wr_pfns gives UC no READ or atomic builder and _mlx5_post_send no raddr
+ * segment for them): a READ or an atomic on a UC QP is a local QP operation error. */
+static int uc_opcode(const struct wqe *w, const char **why, char *whybuf, size_t whylen)
+{
+	switch (w->opcode) {
+	case MLX5_OPCODE_RDMA_READ:
+	case MLX5_OPCODE_ATOMIC_CS:
+	case MLX5_OPCODE_ATOMIC_FA:
+	case MLX5_OPCODE_ATOMIC_MASKED_CS:
+	case MLX5_OPCODE_ATOMIC_MASKED_FA:
+		snprintf(whybuf, whylen, "%s is not a UC operation (UC QPs send and write only)",
+			 opname(w->opcode));
+		*why = whybuf;
+		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	}
+	return 0;
+}
+
 /* An atomic's operand segment at *off (standard: 8 bytes; masked: 4 or 8 by opmod). */
 static int decode_atomic(struct wqe *w, uint32_t *offp, uint32_t end, const char **why,
 			 char *whybuf, size_t whylen)
@@ -291,6 +310,8 @@ int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, const cha
 	}
 	if (w->opcode == MLX5_OPCODE_NOP)
 		return 0;
+	if (qp->type == IBV_QPT_UC && (s = uc_opcode(w, why, whybuf, whylen)))
+		return s;
 	if ((s = decode_remote(w, &off, end, why, whybuf, whylen)) ||
 	    (s = decode_atomic(w, &off, end, why, whybuf, whylen)) ||
 	    (s = decode_data(w, off, end, why, whybuf, whylen)))

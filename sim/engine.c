@@ -478,7 +478,9 @@ static int qp_work(struct sim_ctx *sc, struct sim_qp *qp, uint64_t now)
 		}
 	}
 	work |= sq_retire(qp, now);
-	if (qp->out_tail != qp->out_head && !qp->rnr_waiting && qp->state == IBV_QPS_RTS)
+	/* UC has no transport timer: nothing is answered, nothing is sent again */
+	if (qp->out_tail != qp->out_head && !qp->rnr_waiting && qp->state == IBV_QPS_RTS &&
+	    qp->type != IBV_QPT_UC)
 		work |= transport_timer(sc, qp, now);
 	return work;
 }

@@ -401,6 +401,7 @@ enum pkt_type {
 #define PKT_F_LAST  2
 #define PKT_F_IMM   4
 #define PKT_F_SE    8
+#define PKT_F_UC    16           /* a UC requester's packet (the BTH opcode's transport) */
 
 struct pkt {
 	uint8_t type, flags, syndrome, opmod;

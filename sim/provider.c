@@ -78,12 +78,17 @@ static int wqe_addr(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opc
 	return 0;
 }
 
-/* RDMA and atomics: the remote address segment, and an atomic's operand segment. */
-static int wqe_remote(const struct ibv_send_wr *wr, uint8_t opcode, uint8_t *w, uint32_t *off)
+/* RDMA and atomics: the remote address segment, and an atomic's operand segment. On UC only
+ * the WRITEs get one: libmlx5 (_mlx5_post_send) builds a READ or an atomic there as its ctrl and
+ * data segments alone, and the adapter refuses the WQE. */
+static int wqe_remote(const struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opcode,
+		      uint8_t *w, uint32_t *off)
 {
 	struct mlx5_wqe_raddr_seg *r = (void *)(w + *off);
 	bool atomic = opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA;
 
+	if (qp->type == IBV_QPT_UC && (atomic || opcode == MLX5_OPCODE_RDMA_READ))
+		return 0;
 	if (!atomic && opcode != MLX5_OPCODE_RDMA_WRITE && opcode != MLX5_OPCODE_RDMA_WRITE_IMM &&
 	    opcode != MLX5_OPCODE_RDMA_READ)
 		return 0;
@@ -228,7 +233,7 @@ int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 			err = wqe_addr(qp, wr, opcode, dc ? &dc[nreq] : NULL, w, &off);
 		}
 		if (!err)
-			err = wqe_remote(wr, opcode, w, &off);
+			err = wqe_remote(qp, wr, opcode, w, &off);
 		if (!err)
 			err = wqe_data(qp, wr, opcode, w, &off, &is_inline);
 		if (!err)

@@ -16,8 +16,9 @@
 /* libmlx5's sizing for an RC send queue (see the facts sheet, section 1). */
 static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 {
-	/* libmlx5's overhead: a UMR WQE for RC, ctrl + datagram segment for UD; a DCI's WQEs also
-	 * hold the 48-byte address segment (libmlx5 _sq_overhead) */
+	/* libmlx5's overhead: a UMR WQE for RC and UC (UC's raddr-only WQEs are smaller, but the
+	 * memory-window bind WQE is the same), ctrl + datagram segment for UD; a DCI's WQEs also
+	 * hold the 48-byte address segment (libmlx5 sq_overhead) */
 	uint32_t ovh = qp->type == IBV_QPT_UD ? 64 :
 		       SIM_RC_SQ_OVERHEAD + (qp->dc_type == SIM_DCI ? 48 : 0), wqe, bytes;
 
@@ -196,11 +197,11 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	sim_count_verb();
 	if (huge_refused("MLX_QP_ALLOC_TYPE"))
 		return NULL;
-	/* a model gap: UC, XRC and raw packet QPs exist on hardware (docs/rvxsim.md) */
-	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD &&
+	/* a model gap: XRC and raw packet QPs exist on hardware (docs/rvxsim.md) */
+	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC && ia->qp_type != IBV_QPT_UD &&
 	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
-		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UD and DC only)",
-			ia->qp_type);
+		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UC, UD "
+			"and DC only)", ia->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -274,8 +275,16 @@ SIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
-/* The kernel's table of required and optional attributes for RC transitions. */
-static int check_mask(int cur, int next, int mask, char *why, size_t n)
+/* What the kernel's table takes for RC and not for UC: the ACK timer, retries, RNR and the
+ * READ/atomic resources (ib_modify_qp_is_ok's qp_state_table), and RATE_LIMIT, which the model
+ * takes on RC only. */
+#define RC_ONLY_ATTRS (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+		       IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | \
+		       IBV_QP_MIN_RNR_TIMER | IBV_QP_RATE_LIMIT)
+
+/* The kernel's table of required and optional attributes for RC transitions; UC's is the same
+ * table without RC_ONLY_ATTRS. */
+static int check_mask(int cur, int next, int mask, bool uc, char *why, size_t n)
 {
 	int req = 0, opt = 0;
 
@@ -322,6 +331,10 @@ static int check_mask(int cur, int next, int mask, char *why, size_t n)
 	default:
 		goto bad;
 	}
+	if (uc) {
+		req &= ~RC_ONLY_ATTRS;
+		opt &= ~RC_ONLY_ATTRS;
+	}
 	if ((mask & req) != req) {
 		snprintf(why, n, "required attributes 0x%x are missing", req & ~mask);
 		return EINVAL;
@@ -333,7 +346,7 @@ static int check_mask(int cur, int next, int mask, char *why, size_t n)
 	}
 	return 0;
 bad:
-	snprintf(why, n, "not a valid transition for an RC QP");
+	snprintf(why, n, "not a valid transition for a%s QP", uc ? " UC" : "n RC");
 	return EINVAL;
 }
 
@@ -365,7 +378,7 @@ static int modify_check(struct sim_qp *qp, const struct ibv_qp_attr *a, int mask
 	if (!err)
 		err = qp->dc_type ? dc_check_mask(qp, cur, next, mask, why, n) :
 		      qp->type == IBV_QPT_UD ? sim_ud_check_mask(cur, next, mask, why, n) :
-		      check_mask(cur, next, mask, why, n);
+		      check_mask(cur, next, mask, qp->type == IBV_QPT_UC, why, n);
 	/* rule (kernel mlx5_ib_modify_qp): a port the device has, a P_Key index within the table
 	 * (128 entries), at most 2^log_max_ra_res_qp (16) reads/atomics, an IB MTU 256-4096 */
 	if (!err && (mask & IBV_QP_PORT) && a->port_num != 1)

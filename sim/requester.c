@@ -51,6 +51,8 @@ void hdr_init(struct sim_qp *qp, struct pkt *p, uint8_t type, uint32_t seq)
 	p->src_qpn = qp->qpn;
 	p->dst_qpn = qp->attr.dest_qp_num;
 	p->seq = seq;
+	if (qp->type == IBV_QPT_UC)
+		p->flags = PKT_F_UC;
 	dc_hdr(qp, p);
 }
 
@@ -67,7 +69,8 @@ bool tx_pump(struct sim_qp *qp)
 		memcpy(p, h, PKT_HDR);
 		p->off = qp->tx_off;
 		p->len = (p->type == PKT_WRITE || p->type == PKT_SEND) ? n : 0;
-		p->flags = (qp->tx_off == 0 ? PKT_F_FIRST : 0) | (h->flags & (PKT_F_IMM | PKT_F_SE));
+		p->flags = (qp->tx_off == 0 ? PKT_F_FIRST : 0) |
+			   (h->flags & (PKT_F_IMM | PKT_F_SE | PKT_F_UC));
 		if (p->type != PKT_WRITE && p->type != PKT_SEND)
 			n = qp->tx_len;   /* READ and atomic requests are one packet */
 		if (qp->tx_off + n >= qp->tx_len)
@@ -83,6 +86,9 @@ bool tx_pump(struct sim_qp *qp)
 	/* the transport timer counts from the message's last packet, not from its first: a long
 	 * message that the fabric took slowly is not "unanswered" while it is still going out */
 	rec_at(qp, qp->tx_rec)->sent_ns = sim_now_ns();
+	/* UC: nothing comes back, so a WQE is complete once its last packet is out */
+	if (qp->type == IBV_QPT_UC)
+		rec_done(qp, rec_at(qp, qp->tx_rec), 0);
 	tx_drop(qp);
 	return true;
 }
@@ -473,7 +479,7 @@ void handle_response(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
 	uint32_t i;
 
-	if (qp->state != IBV_QPS_RTS)
+	if (qp->state != IBV_QPS_RTS || qp->type == IBV_QPT_UC)   /* UC has no responses */
 		return;
 	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid ||
 	    (qp->dc_type == SIM_DCI && !dc_response_ok(qp, p)))

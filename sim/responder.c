@@ -191,6 +191,51 @@ static void responder_error(struct sim_qp *qp, const struct pkt *p, uint8_t loca
 	qp_set_err(qp);
 }
 
+/* A UC message the responder cannot deliver (IBA responder classes D and E, as Linux's
+ * rxe_resp.c applies them): dropped with no NAK, the QP stays ready. synd 0 is a plain drop (no
+ * receive WQE, or the QP's access flags); a remote access or length error on an SRQ completes
+ * the receive WQE the message takes with it (class E), on a receive queue the WQE stays for the
+ * next message (class D); LOCAL_PROT_ERR, a receive WQE with a bad key, is class A as on RC:
+ * that WQE's error CQE and the QP to ERR. */
+static void uc_drop(struct sim_qp *qp, const struct pkt *p, uint8_t synd, const char *why)
+{
+	bool class_a = synd == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+	uint8_t *segs;
+	uint32_t ns, idx;
+
+	TRACE("qp 0x%x: UC %s seq %u from qp 0x%x dropped: %s", qp->qpn,
+	      p->type == PKT_SEND ? "SEND" : "WRITE", p->seq, p->src_qpn, why);
+	qp->rx_active = false;
+	if ((class_a || (synd && qp->srq)) && rq_peek(qp, &segs, &ns, &idx)) {
+		rq_consume(qp);
+		cqe_resp_err(qp, idx, synd);
+	}
+	if (class_a) {
+		qp->rx_dead = true;
+		qp_set_err(qp);
+	}
+}
+
+/* No receive WQE for a SEND or a WRITE with immediate: an RNR NAK on RC (class B), the message
+ * dropped on UC (class D). */
+static void no_receive(struct sim_qp *qp, const struct pkt *p)
+{
+	if (qp->type == IBV_QPT_UC) {
+		uc_drop(qp, p, 0, "no receive WQE");
+		return;
+	}
+	TRACE("qp 0x%x: no receive WQE: RNR NAK to qp 0x%x", qp->qpn, p->src_qpn);
+	send_nak(qp, p, RNR_SYND, NULL);
+}
+
+/* A SEND or WRITE executed to its last packet: the next sequence number, and on RC its ACK. */
+static void msg_received(struct sim_qp *qp)
+{
+	qp->exp_seq++;
+	if (qp->type != IBV_QPT_UC)
+		qp->ack_pending = qp->exp_seq;
+}
+
 /* The responder's check of an RDMA request's first packet: the QP's remote access flag and the
  * rkey's region, protection domain, bounds and access (IB spec, "remote access error" NAK;
  * REMOTE_ACCESS_ERR at the requester). True when refused, with the NAK sent. */
@@ -211,7 +256,11 @@ static bool rdma_refused(struct sim_qp *qp, const struct pkt *p, int need, const
 	}
 	snprintf(why, sizeof(why), "%s rkey 0x%x raddr 0x%llx len %u: %s", op, p->rkey,
 		 (unsigned long long)p->raddr, p->total, m);
-	responder_error(qp, p, 0, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, false, 0, why);
+	if (qp->type != IBV_QPT_UC)
+		responder_error(qp, p, 0, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, false, 0, why);
+	else    /* the QP's flags are checked before a receive WQE is taken (rxe check_op_valid) */
+		uc_drop(qp, p, m == flags || !(p->flags & PKT_F_IMM) ? 0 :
+			MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, why);
 	return true;
 }
 
@@ -221,13 +270,14 @@ static bool req_write(struct sim_qp *qp, struct pkt *p)
 	const char *m;
 
 	if (p->flags & PKT_F_FIRST) {
+		qp->rx_has_wqe = false;
 		if (rdma_refused(qp, p, IBV_ACCESS_REMOTE_WRITE, "RDMA_WRITE", "remote write"))
 			return true;
 		if (p->flags & PKT_F_IMM) {
 			uint8_t *segs;
 			uint32_t ns, idx;
 			if (!rq_peek(qp, &segs, &ns, &idx)) {
-				send_nak(qp, p, RNR_SYND, NULL);
+				no_receive(qp, p);
 				return true;
 			}
 		}
@@ -250,8 +300,7 @@ static bool req_write(struct sim_qp *qp, struct pkt *p)
 				cqe_resp(qp, p, MLX5_CQE_RESP_WR_IMM, idx);
 			}
 		}
-		qp->exp_seq++;
-		qp->ack_pending = qp->exp_seq;
+		msg_received(qp);
 	}
 	return true;
 }
@@ -266,16 +315,23 @@ static bool req_send(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	if ((p->flags & PKT_F_FIRST) && !(qp->rx_active && qp->rx_seq == p->seq)) {
 		if (sc->forced_rnr < sim_env.force_rnr) {
 			sc->forced_rnr++;
-			TRACE("qp 0x%x: RVXSIM_FORCE_RNR: RNR NAK to qp 0x%x", qp->qpn, p->src_qpn);
-			send_nak(qp, p, RNR_SYND, NULL);
+			TRACE("qp 0x%x: RVXSIM_FORCE_RNR: as if no receive WQE for qp 0x%x", qp->qpn,
+			      p->src_qpn);
+			no_receive(qp, p);
 			return true;
 		}
 		if (!rq_peek(qp, &segs, &ns, &idx)) {
-			TRACE("qp 0x%x: no receive WQE: RNR NAK to qp 0x%x", qp->qpn, p->src_qpn);
-			send_nak(qp, p, RNR_SYND, NULL);
+			no_receive(qp, p);
 			return true;
 		}
 		int s = rq_check(qp, segs, ns, p->total, idx);
+		if (s && qp->type == IBV_QPT_UC) {
+			uc_drop(qp, p, s == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ?
+				MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR : s,
+				s == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ? "SEND longer than the receive WQE" :
+				"receive WQE with a bad lkey or address");
+			return true;
+		}
 		if (s) {
 			responder_error(qp, p, s, s == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ?
 					MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR :
@@ -289,6 +345,7 @@ static bool req_send(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		qp->rx_wqe = idx;
 		qp->rx_seq = p->seq;
 		qp->rx_active = true;
+		qp->rx_has_wqe = true;
 	}
 	if (!qp->rx_active)
 		return true;
@@ -299,8 +356,7 @@ static bool req_send(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		qp->rx_active = false;
 		cqe_resp(qp, p, (p->flags & PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
 			 idx);
-		qp->exp_seq++;
-		qp->ack_pending = qp->exp_seq;
+		msg_received(qp);
 	}
 	return true;
 }
@@ -453,6 +509,43 @@ static bool req_atomic(struct sim_qp *qp, struct pkt *p)
 	return true;
 }
 
+/* A message under way that a new FIRST packet cuts short (its last packets were lost): a SEND's
+ * receive WQE goes back to the receive queue (class D1); on an SRQ it completes in error and the
+ * new message is dropped as well (class E), as rxe_resp.c's do_class_d1e_error. False: drop the
+ * new packet. */
+static bool uc_cut(struct sim_qp *qp)
+{
+	qp->rx_active = false;
+	if (!qp->rx_has_wqe)
+		return true;
+	qp->rx_has_wqe = false;
+	if (!qp->srq) {
+		qp->rq_ci--;     /* the last WQE consumed: no other message takes WQEs meanwhile */
+		return true;
+	}
+	cqe_resp_err(qp, qp->rx_wqe, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+	return false;
+}
+
+/* A request packet at a UC QP. Nothing is acknowledged or sent again, so the sequence number
+ * only tells a packet that continues the message under way from one that does not: a FIRST
+ * packet starts a message whatever its number (the responder resynchronises, IBA class D1),
+ * any other packet must continue the current message or is dropped. Only a UC requester's
+ * SENDs and WRITEs are taken; nothing is answered. */
+static bool uc_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
+{
+	if (!(p->flags & PKT_F_UC) || (p->type != PKT_WRITE && p->type != PKT_SEND))
+		return true;
+	if (p->flags & PKT_F_FIRST) {
+		if (qp->rx_active && !uc_cut(qp))
+			return true;
+		qp->exp_seq = p->seq;
+	} else if (!qp->rx_active || p->seq != qp->exp_seq) {
+		return true;
+	}
+	return p->type == PKT_WRITE ? req_write(qp, p) : req_send(sc, qp, p);
+}
+
 /* Execute one request packet. Returns false when it cannot proceed yet (no room to answer). */
 bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
@@ -466,6 +559,10 @@ bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		return true;    /* silently dropped, as by a QP that is not ready */
 	if (p->src_qpn != qp->attr.dest_qp_num || p->src_lid != qp->attr.ah_attr.dlid || qp->rx_dead)
 		return true;
+	if (qp->type == IBV_QPT_UC)
+		return uc_request(sc, qp, p);
+	if (p->flags & PKT_F_UC)
+		return true;    /* a UC opcode at an RC QP: another transport's packet */
 	if ((int32_t)(p->seq - qp->exp_seq) > 0)
 		return true;    /* a gap: something before it was refused; the requester goes back */
 	dup = p->seq != qp->exp_seq;

@@ -297,15 +297,18 @@ static void w_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, c
 }
 
 /* The operations libmlx5 accepts per QP type on a ConnectX-6 that the model executes
- * (rdma-core 44 providers/mlx5/qp.c, mlx5_qp_fill_wr_pfns: UD sends only). */
+ * (rdma-core 44 providers/mlx5/qp.c, mlx5_qp_fill_wr_pfns: UD sends only, UC no READ or
+ * atomics). */
 static uint64_t ops_allowed(const struct sim_qp *qp)
 {
 	uint64_t send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	uint64_t write = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 
 	if (qp->type == IBV_QPT_UD)
 		return send;
-	return send | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-	       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	if (qp->type == IBV_QPT_UC)
+		return send | write;
+	return send | write | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 }
 
