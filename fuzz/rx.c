@@ -127,7 +127,7 @@ static NIC_MODEL size_t size_class(unsigned k)
     return s[k % (sizeof(s) / sizeof(s[0]))];
 }
 
-static rvx_request_t *req_new(void)
+static NIC_MODEL rvx_request_t *req_new(void)
 {
     unsigned i;
     for (i = 0; i < NREQ; i++)

@@ -413,6 +413,13 @@ static NIC_MODEL int nic_seen_all(void)
     return 1;
 }
 
+/* The first DCI from i on with WQEs not retired, or NDCI. */
+static NIC_MODEL unsigned nic_busy_from(unsigned i)
+{
+    while (i < NDCI && NIFC->dci[i].sq.ci == NIFC->dci[i].sq.pi) i++;
+    return i;
+}
+
 static void nic_run(void)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
@@ -428,8 +435,8 @@ static void nic_run(void)
         if (nic_cq_pi == NIFC->cq.ci) {
             if (!nic_seen_all()) continue;
             if (dcis_idle()) break;
-            for (i = 0; i < NDCI; i++)
-                if (NIFC->dci[i].sq.ci != NIFC->dci[i].sq.pi) rvx__dc_sig_tail(&NIFC->dci[i]);
+            for (i = nic_busy_from(0); i < NDCI; i = nic_busy_from(i + 1))
+                rvx__dc_sig_tail(&NIFC->dci[i]);
         }
     }
 }
