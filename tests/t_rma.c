@@ -147,6 +147,25 @@ int main(int argc, char **argv)
         T_CHECK(m[GUARD - 1] == 0xee && u[GUARD - 1] == 0xee && u[REGION - 1] == 0xee,
                 "edges of the regions (slot %d)", j);
     }
+    /* Loads and stores where this process maps the peer's region (shm; the pair on the node):
+     * rvx_rkey_ptr sees the partner's zero-copy data in it, and nothing outside the region or
+     * through a key of attached memory or of the NIC's */
+    for (j = 0; j < np; j++) {
+        uint64_t at = rm[peer[j]].addr + (uint64_t)j * REGION + GUARD, end = rm[peer[j]].addr + (uint64_t)np * REGION;
+        unsigned char *p = (unsigned char *)rvx_rkey_ptr(&rk_map[j], at, MAXLEN);
+        int mapped_here = RVX_TL == RVX_TL_SHM || (RVX_PAIR && t_same_node(me, peer[j], n));
+        T_CHECK(!p == !mapped_here, "rvx_rkey_ptr to rank %d: %p (%s expected)", peer[j], (void *)p,
+                mapped_here ? "an address" : "NULL");
+        if (p) {
+            T_CHECK(t_verify(p, MAXLEN, seed_of(me, peer[j], 4242)) < 0, "loads through rvx_rkey_ptr");
+            T_CHECK((unsigned char *)rvx_rkey_ptr(&rk_map[j], rm[peer[j]].addr, (size_t)np * REGION) ==
+                        p - (at - rm[peer[j]].addr), "rvx_rkey_ptr of the whole region");
+        }
+        T_CHECK(!rvx_rkey_ptr(&rk_map[j], end - 4, 8) && !rvx_rkey_ptr(&rk_map[j], rm[peer[j]].addr - 1, 2) &&
+                !rvx_rkey_ptr(&rk_map[j], end + 1, 0) && !rvx_rkey_ptr(&rk_map[j], at, SIZE_MAX),
+                "rvx_rkey_ptr refuses ranges outside the region");
+        T_CHECK(!rvx_rkey_ptr(&rk_reg[j], rr[peer[j]].addr, 8), "no address for attached memory");
+    }
     T_OK(rvx_barrier(ctx));
     printf("rank %d: %zu sizes x 2 memory kinds checked with %d partner(s)\n", me, nsizes, np);
     for (j = 0; j < np; j++) {

@@ -547,6 +547,15 @@ static inline void rvx_rkey_release(rvx_rkey_t *rkey)
     if (rkey) rvx__tl_rkey_release(rkey);
 }
 
+/* A load/store address for [raddr, raddr + len) of the key's region, where this process maps the
+ * peer's memory (shm, and the pair's peers on the node: regions from rvx_mem_alloc); NULL where
+ * only the transport reaches it, or for a range outside the region. Valid until the key's
+ * release. */
+static inline void *rvx_rkey_ptr(const rvx_rkey_t *rkey, uint64_t raddr, size_t len)
+{
+    return rkey ? rvx__tl_rkey_ptr(rkey, raddr, len) : NULL;
+}
+
 /* ---- progress, flush, waiting --------------------------------------------------------------- */
 
 /* Remote completion of everything issued on ep: RVX_OK (done), RVX_INPROGRESS (req completes

@@ -89,6 +89,9 @@
  *   rvx_status_t rvx_rkey_unpack(rvx_ep_t *ep, const void *buf, rvx_rkey_t *rkey)
  *       resolve a peer's key once, for use on this ep only
  *   void rvx_rkey_release(rvx_rkey_t *rkey)
+ *   void *rvx_rkey_ptr(const rvx_rkey_t *rkey, uint64_t raddr, size_t len)
+ *       a load/store address for that range of the peer's region where this process maps it
+ *       (shm, the pair on the node: rvx_mem_alloc memory), else NULL
  *
  * One-sided (proto/rma.h, proto/amo.h). RVX_ERR_REMOTE_ACCESS outside the rkey's region
  * (nothing written). Data is at the target after a flush of the endpoint.

@@ -45,6 +45,7 @@ typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 #define rvx__tl_rkey_pack     RVX__TL_DEV(rkey_pack)
 #define rvx__tl_rkey_stamp    RVX__TL_DEV(rkey_stamp)
 #define rvx__tl_rkey_release  RVX__TL_DEV(rkey_release)
+#define rvx__tl_rkey_ptr      RVX__TL_DEV(rkey_ptr)
 #define rvx__tl_rkey_unpack   RVX__TL_OWN(rkey_unpack)
 #define rvx__tl_iface_init    RVX__TL_OWN(iface_init)
 #define rvx__tl_iface_fini    RVX__TL_OWN(iface_fini)

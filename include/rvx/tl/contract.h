@@ -48,6 +48,8 @@
  *   rvx__tl_mem_alloc(ctx, len, mem) / rvx__tl_mem_reg(ctx, addr, len, mem) / rvx__tl_mem_dereg
  *   rvx__tl_rkey_pack(mem, buf) / rvx__tl_rkey_stamp(buf, rank) (the packing rank, checked by unpack)
  *   / rvx__tl_rkey_unpack(ep, buf, rkey) / rvx__tl_rkey_release
+ *   rvx__tl_rkey_ptr(rkey, raddr, len)           where [raddr, raddr + len) of the key's region
+ *                                                is mapped in this process, else NULL
  *
  * Fast path (always inline; no call, no indirect branch on the success path)
  *   rvx__tl_put_short(ep, src, len, raddr, rkey)          len <= RVX_PUT_SHORT_MAX

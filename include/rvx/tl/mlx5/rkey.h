@@ -92,4 +92,11 @@ RVX_COLD rvx_status_t rvx__mlx5_rkey_unpack(const void *buf, rvx__mlx5_rkey_t *r
 
 RVX_COLD void rvx__mlx5_rkey_release(rvx__mlx5_rkey_t *rkey) { memset(rkey, 0, sizeof(*rkey)); }
 
+/* A peer's region is reached through the NIC only: no load or store address for it. */
+RVX_COLD void *rvx__mlx5_rkey_ptr(const rvx__mlx5_rkey_t *rkey, uint64_t raddr, size_t len)
+{
+    (void)rkey; (void)raddr; (void)len;
+    return NULL;
+}
+
 #endif /* RVX_TL_MLX5_RKEY_H */

@@ -229,6 +229,12 @@ RVX_COLD rvx_status_t rvx__pair_rkey_unpack(rvx__pair_ep_t *ep, const void *buf,
     return st;
 }
 
+/* shm's mapping, which only a key unpacked on the node has */
+RVX_COLD void *rvx__pair_rkey_ptr(const rvx__pair_rkey_t *rkey, uint64_t raddr, size_t len)
+{
+    return rvx__shm_rkey_ptr(&rkey->shm, raddr, len);
+}
+
 /* shm's release unmaps only what it mapped (a key unpacked off the node holds nothing of shm) */
 RVX_COLD void rvx__pair_rkey_release(rvx__pair_rkey_t *rkey)
 {

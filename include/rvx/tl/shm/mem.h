@@ -202,6 +202,15 @@ RVX_COLD rvx_status_t rvx__shm_rkey_unpack(rvx__shm_ep_t *ep, const void *buf, r
     return RVX_OK;
 }
 
+/* The mapping of a region from rvx_mem_alloc (memory attached per access has none). */
+RVX_COLD void *rvx__shm_rkey_ptr(const rvx__shm_rkey_t *rkey, uint64_t raddr, size_t len)
+{
+    uint64_t off = raddr - rkey->rbase;
+    if (!rkey->lbase || raddr < rkey->rbase || off > rkey->maplen || len > rkey->maplen - off)
+        return NULL;
+    return rkey->lbase + off;
+}
+
 RVX_COLD void rvx__shm_rkey_release(rvx__shm_rkey_t *rkey)
 {
     if (rkey->lbase && !rkey->self) munmap(rkey->lbase, rkey->maplen);
