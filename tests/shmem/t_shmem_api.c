@@ -453,6 +453,47 @@ static void test_active_set(void)
     shmem_barrier_all();
 }
 
+/* Whether this process maps PE pe's symmetric heap: every PE on shm, the PEs of this node in the
+ * pair (rvxrun places rank r on node r * RVX_NODES / N), itself alone through a NIC. */
+static int heap_mapped(int pe)
+{
+    const char *k = getenv("RVX_NODES");
+    long nodes = k && atol(k) > 0 ? atol(k) : 1;
+    return pe == me || RVX_TL == RVX_TL_SHM || (RVX_PAIR && (long)pe * nodes / npes == (long)me * nodes / npes);
+}
+
+/* shmem_ptr: a store through it reaches the owner; NULL where loads cannot reach (a NIC's peer,
+ * another PE's static variable, memory that is not symmetric); SHMEM_TEAM_SHARED is exactly the
+ * PEs it reaches, and synchronizes */
+static void test_ptr(void)
+{
+    long *x = (long *)shmem_calloc((size_t)npes, sizeof(long)), local = 0;
+    int pe, reach = 0, my = -1;
+    for (pe = 0; pe < npes; pe++) {
+        long *p = (long *)shmem_ptr(&x[me], pe);
+        CHECK(!p == !heap_mapped(pe), "shmem_ptr to PE %d: %p", pe, (void *)p);
+        if (p) {
+            if (pe == me) my = reach;
+            *p = 1000L * me + pe;
+            reach++;
+        }
+        CHECK(!shmem_ptr(&local, pe), "shmem_ptr of a stack variable");
+        CHECK(!shmem_ptr(&s_flag, pe) == (pe != me), "shmem_ptr of a static variable on PE %d", pe);
+    }
+    CHECK(!shmem_ptr(x, -1) && !shmem_ptr(x, npes), "shmem_ptr to no PE");
+    shmem_barrier_all();
+    for (pe = 0; pe < npes; pe++)
+        CHECK(x[pe] == (heap_mapped(pe) ? 1000L * pe + me : 0), "store of PE %d through shmem_ptr: %ld", pe, x[pe]);
+    CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == reach && shmem_team_my_pe(SHMEM_TEAM_SHARED) == my,
+          "SHMEM_TEAM_SHARED: %d PEs, this one %d (reached %d, %d)", shmem_team_n_pes(SHMEM_TEAM_SHARED),
+          shmem_team_my_pe(SHMEM_TEAM_SHARED), reach, my);
+    for (pe = 0; pe < shmem_team_n_pes(SHMEM_TEAM_SHARED); pe++)
+        CHECK(shmem_team_ptr(SHMEM_TEAM_SHARED, x, pe) != NULL, "shmem_team_ptr to shared PE %d", pe);
+    shmem_team_sync(SHMEM_TEAM_SHARED);
+    shmem_barrier_all();
+    shmem_free(x);
+}
+
 static void test_misc(void)
 {
     int major, minor, i;
@@ -532,6 +573,7 @@ int main(void)
     test_locks();
     test_active_set();
     test_misc();
+    test_ptr();
     /* every PE's verdict */
     fl = (long *)shmem_calloc(2, sizeof(long));
     fl[0] = fails;

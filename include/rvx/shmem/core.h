@@ -360,12 +360,16 @@ static inline int shmem_addr_accessible(const void *addr, int pe)
     return shmem_pe_accessible(pe) && rvx__sh_is_symmetric(addr);
 }
 
-/* A load/store pointer to a peer's object: this PE's own only (the peers' mappings are the
- * transport's; NULL is what the specification gives for memory not reachable by loads). */
+/* A load/store pointer to a PE's object: this PE's own, and a peer's symmetric heap where this
+ * process maps it (rvx_rkey_ptr: shm, the pair's PEs on the node); NULL where only the NIC
+ * reaches the memory, and for global and static variables of other PEs (attached per access),
+ * as the specification allows for memory that loads and stores cannot reach. */
 static inline void *shmem_ptr(const void *dest, int pe)
 {
+    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
     if (pe == rvx__sh.me && rvx__sh_is_symmetric(dest)) return (void *)(uintptr_t)dest;
-    return NULL;
+    if (pe < 0 || pe >= rvx__sh.npes || off >= rvx__sh.heap_len) return NULL;
+    return rvx_rkey_ptr(&rvx__sh.peers[pe].heap_rkey, rvx__sh.peers[pe].heap_rbase + off, 1);
 }
 
 static inline void shmem_info_get_version(int *major, int *minor)

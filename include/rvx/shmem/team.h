@@ -22,6 +22,31 @@ typedef struct {
 #define SHMEM_TEAM_SHARED  ((shmem_team_t)&rvx__sh_team_shared)
 #define SHMEM_TEAM_INVALID ((shmem_team_t)NULL)
 
+/* SHMEM_TEAM_SHARED: the PEs whose symmetric heap shmem_ptr reaches from here (core.h), when
+ * they are a strided set as a team must be (every PE on shm, the PEs of this node in the pair
+ * with ranks placed by node); else, and on the NIC alone, this PE. Every member finds the same
+ * set: reaching a peer's heap is mutual. */
+RVX_COLD void rvx__sh_team_shared_set(rvx__sh_team_t *s)
+{
+    int pe, n = 0, first = -1, stride = 1;
+    for (pe = 0; pe < rvx__sh.npes; pe++) {
+        if (!shmem_ptr((void *)rvx__sh.heap_base, pe)) continue;
+        if (n == 0) first = pe;
+        else if (n == 1) stride = pe - first;
+        if (pe != first + n * stride) { n = 0; break; } /* not strided */
+        n++;
+    }
+    if (n == 0 || (rvx__sh.me - first) % stride) { /* this PE alone */
+        first = rvx__sh.me;
+        stride = 1;
+        n = 1;
+    }
+    s->start = first;
+    s->stride = stride;
+    s->size = n;
+    s->my = (rvx__sh.me - first) / stride;
+}
+
 RVX_COLD void rvx__sh_teams_init(void)
 {
     rvx__sh_team_t *w = &rvx__sh_team_world, *s = &rvx__sh_team_shared;
@@ -31,12 +56,8 @@ RVX_COLD void rvx__sh_teams_init(void)
     w->size = rvx__sh.npes;
     w->my = rvx__sh.me;
     w->slot = 0;
-    /* the PEs whose memory shmem_ptr reaches: this one (core.h) */
     memset(s, 0, sizeof(*s));
-    s->start = rvx__sh.me;
-    s->stride = 1;
-    s->size = 1;
-    s->my = 0;
+    rvx__sh_team_shared_set(s);
     s->slot = 1;
 }
 
