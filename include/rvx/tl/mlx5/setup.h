@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <sys/select.h> /* already seen through <stdlib.h>: no name added */
-#include <sys/mman.h>   /* madvise: huge pages for large buffers */
 #include <unistd.h>
 
 #include "cq.h"
@@ -265,16 +264,11 @@ RVX_COLD struct ibv_mr *rvx__mlx5_reg(rvx__mlx5_ctx_t *ctx, void *addr, size_t l
     return mr;
 }
 
-/* Zeroed, page-aligned memory of whole pages; from 2 MiB on, 2 MiB-aligned and offered huge
- * pages (MADV_HUGEPAGE): 16 MiB of receive buffers is then 8 pages to fault in, pin and free,
- * not 4096. */
+/* Zeroed, page-aligned memory of whole pages. */
 RVX_COLD void *rvx__mlx5_alloc(rvx__mlx5_ctx_t *ctx, size_t len)
 {
-    const size_t huge = (size_t)2 << 20;
-    size_t align = len >= huge ? huge : ctx->page, bytes = (len + align - 1) & ~(align - 1);
     void *p = NULL;
-    if (posix_memalign(&p, align, bytes)) return NULL;
-    if (align == huge) (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it, small pages */
+    if (posix_memalign(&p, ctx->page, (len + ctx->page - 1) & ~(ctx->page - 1))) return NULL;
     memset(p, 0, len);
     return p;
 }
