@@ -165,6 +165,8 @@
  *       remote completion of everything issued on ep: RVX_OK at once when nothing is
  *       outstanding, RVX_INPROGRESS, or the first error of an earlier operation on ep
  *   rvx_status_t rvx_worker_flush_nb(rvx_worker_t *w, rvx_request_t *req)    every ep of w
+ *       the same for every ep of w; an operation a peer refused since the last worker flush
+ *       that reported one is reported once (a peer's failure: by its ep's flush and status)
  *   rvx_status_t rvx_ep_flush(rvx_ep_t *ep)                    blocking
  *   rvx_status_t rvx_worker_flush(rvx_worker_t *w)             blocking
  *   void rvx_request_init(rvx_request_t *req)                  mark req pending before a call

@@ -110,6 +110,7 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     if (ep && !ep->failed) {
         ep->failed = 1;
         ep->err = (int8_t)(e->syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? RVX_ERR_CANCELED : st);
+        rvx__mlx5_wflush_note(&d->ifc->wflush_err, (rvx_status_t)ep->err);
     }
     b = rvx__mlx5_tx_req_err(&d->sq, &d->tx, idx, st, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
@@ -222,7 +223,7 @@ RVX_COLD void rvx__dc_wflush_check(rvx__dc_iface_t *ifc)
     unsigned i;
     for (i = 0; i < RVX_DC_NUM_DCI; i++)
         if ((int32_t)(ifc->dci[i].sq.ci - ifc->dci[i].wflush_pi) < 0) return;
-    rvx__mlx5_wflush_done(&ifc->wflush);
+    rvx__mlx5_wflush_done(&ifc->wflush, &ifc->wflush_err);
     ifc->nlive--; /* the flushes' count (rvx__dc_iface_flush) */
 }
 

@@ -213,7 +213,8 @@ typedef struct rvx__dc_iface {
     rvx__mlx5_bf_t *bfs;
     rvx__mlx5_txpool_t txrecs;   /* op records of every DCI (tl/mlx5/tx.h) */
     int             rank, nranks;
-    rvx_request_t  *wflush;
+    rvx_request_t  *wflush;      /* pending worker flushes */
+    int8_t          wflush_err;  /* what the next to end reports (tl/mlx5/tx.h) */
     const uint8_t  *addrs;       /* every rank's address as the worker keeps it (addr_stride bytes
                                   * apart): the GID's low half and control region are read there */
     size_t          addr_stride;

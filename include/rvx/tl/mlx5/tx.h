@@ -344,13 +344,31 @@ RVX_COLD void rvx__mlx5_tx_flush_add(rvx__mlx5_txops_t *tx, rvx_request_t *req, 
     tx->flush_tail = req;
 }
 
-/* Complete every worker flush of a list (linked by tl_private[0]). */
-RVX_COLD void rvx__mlx5_wflush_done(rvx_request_t **list)
+/* A worker flush's error word (the iface's wflush_err): the first failure of an operation of
+ * ours since a worker flush last reported one, such as an access the peer's NIC refused. A
+ * peer's own failure (gone, or the connection flushed) is its endpoint's to report (flush and
+ * rvx_ep_status): a job's teardown must not fail every worker flush. */
+RVX_COLD void rvx__mlx5_wflush_note(int8_t *err, rvx_status_t st)
 {
+    if (*err == RVX_OK && st != RVX_ERR_PEER_FAILED && st != RVX_ERR_CANCELED) *err = (int8_t)st;
+}
+
+/* What a worker flush ends with: that error, reported once (the word is cleared). */
+RVX_INLINE rvx_status_t rvx__mlx5_wflush_err(int8_t *err)
+{
+    rvx_status_t st = (rvx_status_t)*err;
+    *err = RVX_OK;
+    return st;
+}
+
+/* Complete every worker flush of a list (linked by tl_private[0]), with the error word's status. */
+RVX_COLD void rvx__mlx5_wflush_done(rvx_request_t **list, int8_t *err)
+{
+    rvx_status_t st = rvx__mlx5_wflush_err(err);
     while (*list) {
         rvx_request_t *r = *list;
         *list = (rvx_request_t *)(uintptr_t)r->tl_private[0];
-        r->status = RVX_OK;
+        r->status = st;
     }
 }
 

@@ -178,6 +178,7 @@ typedef struct rvx__rc_iface {
     uint8_t           in_rx;       /* delivering: a handler may be running */
     unsigned          warned_nested;
     rvx_request_t    *wflush;      /* pending worker flushes */
+    int8_t            wflush_err;  /* what the next to end reports (tl/mlx5/tx.h) */
     uint32_t          wf_head;     /* the flush list (tl/rc/conn.h): conns that posted since a flush
                                     * found them idle, by rank, linked by their wf_next */
     unsigned          nwf;         /* how many */

@@ -321,6 +321,7 @@ RVX_COLD rvx_status_t rvx__rc_iface_flush(rvx__rc_iface_t *ifc, rvx_request_t *r
         rvx__mlx5_wflush_q(c);
         busy = 1;
     }
+    if (!busy) return rvx__mlx5_wflush_err(&ifc->wflush_err);
     return rvx__mlx5_wflush_add(&ifc->wflush, req, busy);
 }
 
