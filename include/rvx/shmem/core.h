@@ -92,19 +92,20 @@ RVX_COLD __attribute__((noreturn, format(printf, 1, 2))) void rvx__sh_fatal(cons
 
 /* Every few thousand polls of a wait loop a failed PE ends the wait (and the job), never hangs
  * it: the PE that is to write (pe >= 0), or any PE. A PE that wrote and then left is not a
- * failure: the caller looks at its word once more before it gives up. */
+ * failure: the caller looks at its word once more before it gives up. Any failed endpoint
+ * counts: one failed by the peer's access error (rc_mlx5 fails both ends) reaches it no more. */
 RVX_COLD int rvx__sh_failed_peer(int pe)
 {
     int i;
     for (i = pe < 0 ? 0 : pe; i < (pe < 0 ? rvx__sh.npes : pe + 1); i++)
-        if (rvx_ep_status(rvx__sh.peers[i].ep) == RVX_ERR_PEER_FAILED) return i;
+        if (rvx_ep_status(rvx__sh.peers[i].ep) != RVX_OK) return i;
     return -1;
 }
 
 RVX_COLD __attribute__((noreturn)) void rvx__sh_peer_gone(int pe)
 {
     rvx__sh_fatal("PE %d failed (%s) while this PE waited for it", pe,
-                  rvx_status_str(RVX_ERR_PEER_FAILED));
+                  rvx_status_str(rvx_ep_status(rvx__sh.peers[pe].ep)));
 }
 
 /* One round of a wait loop: progress, and every 65536 rounds the writer's liveness: the

@@ -13,7 +13,8 @@
 
 RVX_COLD void rvx__sh_quiet_fail(rvx_status_t st)
 {
-    rvx__sh_fatal("shmem_quiet: %s", rvx_status_str(st));
+    rvx__sh_fatal("shmem_quiet: a put or atomic since the last quiet failed: %s",
+                  rvx_status_str(st));
 }
 
 /* Nothing issued since the last quiet (gets and fetching atomics are complete on return): no
