@@ -30,12 +30,20 @@
 #define RVX__SH_SCRATCH  48   /* first scratch word of a slot */
 #define RVX__SH_SYS_LEN  ((size_t)RVX__SH_NSLOTS * RVX__SH_SLOT_WORDS * 8)
 
+/* shm alone: every PE's heap is mapped in this process (rvx_rkey_ptr), so a put to it is a copy
+ * by this CPU, as rvx_put on shm is, with the address translated once instead of twice. */
+#define RVX__SH_MAPPED (RVX_TL == RVX_TL_SHM && !RVX_PAIR)
+
 /* Where a PE's symmetric memory is, seen from here: what every put reads. Aligned to 64 bytes,
- * so the array is indexed by a shift (128 bytes a PE on shm and rc_mlx5). */
+ * so the array is indexed by a shift (128 bytes a PE on shm and rc_mlx5). The heap's key comes
+ * first: the entry's address is the key's, which a put passes on without an add. */
 typedef struct __attribute__((aligned(64))) rvx__sh_peer {
+    rvx_rkey_t heap_rkey;
     rvx_ep_t  *ep;
     uint64_t   heap_rbase;
-    rvx_rkey_t heap_rkey;
+#if RVX__SH_MAPPED
+    char      *heap_ptr;   /* the PE's heap as this process maps it */
+#endif
     uint64_t   data_rbase;
     rvx_rkey_t data_rkey;
 } rvx__sh_peer_t;
@@ -312,6 +320,10 @@ RVX_COLD void rvx__sh_init(void)
         if ((st = rvx_rkey_unpack(p->ep, all[pe].heap_key, &p->heap_rkey)) != RVX_OK ||
             (S->data_mem && (st = rvx_rkey_unpack(p->ep, all[pe].data_key, &p->data_rkey)) != RVX_OK))
             rvx__sh_fatal("PE %d's symmetric keys: %s", pe, rvx_status_str(st));
+#if RVX__SH_MAPPED
+        p->heap_ptr = (char *)rvx_rkey_ptr(&p->heap_rkey, p->heap_rbase, mine.heap_len);
+        if (!p->heap_ptr) rvx__sh_fatal("PE %d's symmetric heap is not mapped here", pe);
+#endif
     }
     free(all);
     S->heap_base = (uintptr_t)mine.heap_base;

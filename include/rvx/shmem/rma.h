@@ -45,19 +45,59 @@ RVX_COLD void rvx__sh_putmem_data(void *dest, const void *src, size_t len, const
     if (st != RVX_OK) rvx__sh_put_fail(st, len);
 }
 
+/* A put into a PE's heap, at offset off. */
+RVX_INLINE void rvx__sh_put_heap(const rvx__sh_peer_t *p, uintptr_t off, const void *src,
+                                 size_t len)
+{
+    rvx__sh.issued = 1;
+#if RVX__SH_MAPPED
+    if (RVX_UNLIKELY(len > rvx__sh.heap_len - off)) rvx__sh_put_fail(RVX_ERR_REMOTE_ACCESS, len);
+    memcpy(p->heap_ptr + off, src, len);
+#else
+    rvx_status_t st = rvx_put(p->ep, src, len, p->heap_rbase + off, &p->heap_rkey);
+    if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_fail(st, len);
+#endif
+}
+
 RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
 {
     const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
     uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
-    rvx_status_t st;
     if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
         rvx__sh_putmem_data(dest, src, len, p);
         return;
     }
-    st = rvx_put(p->ep, src, len, p->heap_rbase + off, &p->heap_rkey);
-    rvx__sh.issued = 1;
-    if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_fail(st, len);
+    rvx__sh_put_heap(p, off, src, len);
 }
+
+/* shmem_<T>_p of up to 8 bytes: the value's bytes travel in a register, also to the data
+ * segment's out-of-line path, so that the heap's path need not keep a copy on the stack. */
+RVX_COLD void rvx__sh_putval_data(void *dest, uint64_t bytes, size_t len, const rvx__sh_peer_t *p)
+{
+    rvx__sh_putmem_data(dest, &bytes, len, p);
+}
+
+RVX_INLINE void rvx__sh_putval(int pe, void *dest, uint64_t bytes, size_t len)
+{
+    const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
+    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
+    if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
+        rvx__sh_putval_data(dest, bytes, len, p);
+        return;
+    }
+    rvx__sh_put_heap(p, off, &bytes, len);
+}
+
+#define RVX__SH_P(pe, d, v)                                                                        \
+    do {                                                                                           \
+        if (sizeof(v) <= 8) {                                                                      \
+            uint64_t b_ = 0;                                                                       \
+            memcpy(&b_, &(v), sizeof(v));                                                          \
+            rvx__sh_putval((pe), (d), b_, sizeof(v));                                              \
+        } else {                                                                                   \
+            rvx__sh_putmem((pe), (d), &(v), sizeof(v));                                            \
+        }                                                                                          \
+    } while (0)
 
 /* A get from a global or static variable: out of line, like the put's. */
 RVX_COLD void rvx__sh_getmem_data(int pe, void *dst, const void *src, size_t len)
@@ -124,8 +164,8 @@ static inline void rvx__sh_iget(int pe, void *dest, const void *src, ptrdiff_t d
     static inline void shmem_##N##_get_nbi(T *d, const T *s, size_t n, int pe)                    \
     { rvx__sh_getmem(pe, d, s, n * sizeof(T)); }                                                   \
     static inline void shmem_ctx_##N##_p(shmem_ctx_t c, T *d, T v, int pe)                        \
-    { rvx__sh_putmem(RVX__SH_CPE(c, pe), d, &v, sizeof(T)); }                                      \
-    static inline void shmem_##N##_p(T *d, T v, int pe) { rvx__sh_putmem(pe, d, &v, sizeof(T)); } \
+    { RVX__SH_P(RVX__SH_CPE(c, pe), d, v); }                                                       \
+    static inline void shmem_##N##_p(T *d, T v, int pe) { RVX__SH_P(pe, d, v); }                  \
     static inline T shmem_ctx_##N##_g(shmem_ctx_t c, const T *s, int pe)                          \
     { T v; rvx__sh_getmem(RVX__SH_CPE(c, pe), &v, s, sizeof(T)); return v; }                       \
     static inline T shmem_##N##_g(const T *s, int pe)                                             \
