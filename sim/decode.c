@@ -87,6 +87,7 @@ static int decode_remote(struct wqe *w, uint32_t *offp, uint32_t end, const char
 	switch (w->opcode) {
 	case MLX5_OPCODE_SEND:
 	case MLX5_OPCODE_SEND_IMM:
+	case MLX5_OPCODE_SEND_INVAL:
 		break;
 	case MLX5_OPCODE_RDMA_WRITE:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
@@ -115,7 +116,7 @@ static int decode_remote(struct wqe *w, uint32_t *offp, uint32_t end, const char
 		off += 16;
 		break;
 	}
-	/* a model gap: SEND_INVAL, TSO, LOCAL_INVAL, UMR are valid on hardware (docs/rvxsim.md) */
+	/* a model gap: TSO and LOCAL_INVAL are valid on hardware (docs/rvxsim.md) */
 	default:
 		snprintf(whybuf, whylen, "opcode 0x%02x is unknown or not supported by the model",
 			 w->opcode);
@@ -148,6 +149,50 @@ static int uc_opcode(const struct wqe *w, const char **why, char *whybuf, size_t
 			 opname(w->opcode));
 		*why = whybuf;
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	}
+	return 0;
+}
+
+/* A UMR WQE as libmlx5 builds a memory window's bind or invalidation (set_bind_wr): the UMR
+ * control segment, the mkey context, and for a bind (klm_octowords 2) one KLM in a 64-byte
+ * block. Only connected QPs bind windows here: UD cannot, and a DCI's are not modelled. */
+static int decode_umr(struct sim_qp *qp, struct wqe *w, uint32_t off, uint32_t end,
+		      const char **why, char *whybuf, size_t whylen)
+{
+	const struct mlx5_wqe_umr_ctrl_seg *c = (const void *)(w->b + off);
+	const struct mlx5_wqe_mkey_context_seg *k = (const void *)(w->b + off + 48);
+
+	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->dc_type) {
+		*why = "UMR (a memory window's bind) on a QP that is neither RC nor UC";
+		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	}
+	/* rule: UMR control and mkey context follow ctrl (libmlx5 set_umr_control_seg) */
+	if (end < off + 48 + 64) {
+		snprintf(whybuf, whylen, "UMR without its control and mkey context segments (DS %u)",
+			 w->ds);
+		*why = whybuf;
+		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	}
+	w->umr.flags = c->flags;
+	w->umr.klm_octo = be16toh(c->klm_octowords);
+	w->umr.mask = be64toh(c->mkey_mask);
+	w->umr.free = k->free;
+	w->umr.access = k->access_flags;
+	w->umr.qpn_mkey = be32toh(k->qpn_mkey);
+	w->umr.start = be64toh(k->start_addr);
+	w->umr.len = be64toh(k->len);
+	if (!(w->umr.free & MLX5_WQE_MKEY_CONTEXT_FREE)) {
+		const struct mlx5_wqe_umr_klm_seg *m = (const void *)(w->b + off + 48 + 64);
+		/* rule: a bind carries one KLM, padded to 64 bytes (libmlx5 set_umr_data_seg) */
+		if (w->umr.klm_octo != 2 || end < off + 48 + 64 + 64) {
+			snprintf(whybuf, whylen, "UMR bind without one KLM (klm_octowords %u, DS %u)",
+				 w->umr.klm_octo, w->ds);
+			*why = whybuf;
+			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		}
+		w->umr.klm_bytes = be32toh(m->byte_count);
+		w->umr.klm_mkey = be32toh(m->mkey);
+		w->umr.klm_addr = be64toh(m->address);
 	}
 	return 0;
 }
@@ -310,6 +355,8 @@ int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, const cha
 	}
 	if (w->opcode == MLX5_OPCODE_NOP)
 		return 0;
+	if (w->opcode == MLX5_OPCODE_UMR)
+		return decode_umr(qp, w, off, end, why, whybuf, whylen);
 	if (qp->type == IBV_QPT_UC && (s = uc_opcode(w, why, whybuf, whylen)))
 		return s;
 	if ((s = decode_remote(w, &off, end, why, whybuf, whylen)) ||

@@ -239,6 +239,8 @@ void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int n
 		*why = "key not registered";
 		return NULL;
 	}
+	if (m->mw_type)
+		return mw_ptr(qp, m, addr, len, need, why);
 	if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd)) {
 		*why = "memory region of another protection domain";
 		return NULL;

@@ -29,6 +29,15 @@ struct wqe {
 	uint32_t inl_len;
 	uint32_t total;
 	struct sim_av av;      /* DCI: the address segment */
+	struct {               /* UMR (a memory window's bind or invalidation): its segments */
+		uint8_t flags, free, access;
+		uint16_t klm_octo;
+		uint64_t mask;
+		uint32_t qpn_mkey;
+		uint64_t start, len;
+		uint32_t klm_bytes, klm_mkey;
+		uint64_t klm_addr;
+	} umr;
 	uint8_t b[1024];
 };
 
@@ -43,6 +52,12 @@ void qp_set_err(struct sim_qp *qp);
 void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
 	     const char **why);
 void rewind_to(struct sim_qp *qp, uint32_t i);
+
+/* mw.c: memory windows as the engine sees them */
+int mw_umr(struct sim_qp *qp, const struct wqe *w, char *why, size_t whylen);
+void *mw_ptr(struct sim_qp *qp, const struct sim_mr *m, uint64_t addr, uint64_t len, int need,
+	     const char **why);
+bool mw_invalidate(struct sim_qp *qp, uint32_t key, const char **why);
 
 /* decode.c: WQE decoding */
 int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, const char **why,

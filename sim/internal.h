@@ -113,6 +113,18 @@ struct sim_mr {
 	size_t length;
 	int access;
 	struct sim_mr *next;
+	/* a memory window's entry (mw.c): mr.lkey/rkey its current key, iova/length/access the
+	 * bound range and rights, mr.pd its PD */
+	uint8_t mw_type;             /* 1 or 2; 0: a memory region */
+	bool bound;
+	uint32_t parent;             /* the bound range's memory region (its key) */
+	uint32_t qpn;                /* type 2: the QP it is bound to */
+};
+
+/* A memory window: its key table entry, and the handle the application holds. */
+struct sim_mw {
+	struct sim_mr k;
+	struct ibv_mw mw;
 };
 
 struct sim_pd {
@@ -257,6 +269,8 @@ struct sim_qp {
 	uint32_t sw_bf_off;
 	uint64_t *sq_wrid;               /* per WQEBB slot */
 	uint16_t *sq_bbs;                /* WQEBBs of the WQE starting at a slot */
+	uint8_t *sq_wc_op;               /* a UMR WQE's completion opcode (bind or local invalidate) */
+	uint8_t next_fence;              /* the fence the WQE after a UMR carries (libmlx5) */
 	uint32_t sw_rq_head, sw_rq_tail;
 	uint64_t *rq_wrid;
 
@@ -388,6 +402,7 @@ void engine_qp_reset(struct sim_qp *qp);
 void engine_qp_to_err(struct sim_qp *qp);
 void engine_write_cqe(struct sim_cq *cq, const uint8_t cqe[64], bool se);
 struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key);
+struct sim_mr *sim_mr_index(struct sim_ctx *sc, uint32_t key);
 struct sim_qp *sim_qp_lookup(struct sim_ctx *sc, uint32_t qpn);
 void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj);
 
@@ -402,6 +417,7 @@ enum pkt_type {
 #define PKT_F_IMM   4
 #define PKT_F_SE    8
 #define PKT_F_UC    16           /* a UC requester's packet (the BTH opcode's transport) */
+#define PKT_F_INV   32           /* SEND with Invalidate: imm is the rkey to invalidate */
 
 struct pkt {
 	uint8_t type, flags, syndrome, opmod;

@@ -173,6 +173,91 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ memory windows */
+
+/* ibv_alloc_mw: an entry of the key table the way a region has one (the kernel's uverbs
+ * alloc_mw takes types 1 and 2, EINVAL otherwise); unbound until a bind (mw.c). */
+struct ibv_mw *alloc_mw_op(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct sim_ctx *sc = to_sctx(pd->context);
+	struct sim_mw *w;
+	uint32_t idx;
+
+	sim_count_verb();
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&sc->lock);
+	idx = sim_mr_tab_slot(sc);
+	if (!idx) {
+		pthread_mutex_unlock(&sc->lock);
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->k.mr.lkey = w->k.mr.rkey = idx << 8 | (sc->next_mkey++ & 0xff);
+	w->k.mr.context = pd->context;
+	w->k.mr.pd = pd;
+	w->k.mr.handle = idx;
+	w->k.mw_type = (uint8_t)type;
+	sc->mr_tab[idx] = &w->k;
+	pthread_mutex_unlock(&sc->lock);
+	pd_get(pd);
+	w->mw.context = pd->context;
+	w->mw.pd = pd;
+	w->mw.rkey = w->k.mr.rkey;
+	w->mw.handle = idx;
+	w->mw.type = type;
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, sizeof(*w));
+	return &w->mw;
+}
+
+/* ibv_dealloc_mw: the key is gone at once, bound or not. */
+int dealloc_mw_op(struct ibv_mw *mw)
+{
+	struct sim_mw *w = (struct sim_mw *)((char *)mw - offsetof(struct sim_mw, mw));
+	struct sim_ctx *sc = to_sctx(mw->context);
+
+	sim_count_verb();
+	pthread_mutex_lock(&sc->lock);
+	sim_mr_tab_clear(sc, &w->k);
+	pthread_mutex_unlock(&sc->lock);
+	pd_put(mw->pd);
+	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*w));
+	free(w);
+	return 0;
+}
+
+/* ibv_bind_mw (type 1; libibverbs checked the type and the PD) as libmlx5's mlx5_bind_mw: a
+ * BIND_MW work request with the key's next variant, posted; the window's rkey is the new one
+ * from then on (the bind itself happens when the adapter executes it). */
+int bind_mw_op(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mb)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	int err;
+
+	if (mb->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return errno = EINVAL;
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.wr_id = mb->wr_id;
+	wr.send_flags = mb->send_flags;
+	wr.bind_mw.bind_info = mb->bind_info;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	err = post_send_op(qp, &wr, &bad);
+	if (err)
+		return err;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 SIM_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 					    uint64_t iova, int fd, int access)
 {
@@ -186,14 +271,15 @@ static int mr_access_ok(unsigned access)
 {
 	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE |
+			       IBV_ACCESS_MW_BIND;
 
 	/* remote write or atomic without local write: EINVAL (the kernel's ib_check_mr_access) */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return errno = EINVAL;
 	if (access & ~known) {
-		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED |
 			      IBV_ACCESS_HUGETLB)) {
 			sim_unsupported(access & IBV_ACCESS_ON_DEMAND ? "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)" :
 					"ibv_reg_mr(access flag)");

@@ -54,8 +54,78 @@ static int wr_opcode(const struct ibv_send_wr *wr, uint8_t *opcode, uint32_t *im
 	case IBV_WR_RDMA_READ: *opcode = MLX5_OPCODE_RDMA_READ; break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: *opcode = MLX5_OPCODE_ATOMIC_CS; break;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: *opcode = MLX5_OPCODE_ATOMIC_FA; break;
-	default:    /* a model gap: libmlx5 also builds LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO */
+	case IBV_WR_SEND_WITH_INV:
+		*opcode = MLX5_OPCODE_SEND_INVAL;
+		*imm = htobe32(wr->invalidate_rkey);
+		break;
+	case IBV_WR_BIND_MW:
+		*opcode = MLX5_OPCODE_UMR;
+		*imm = htobe32(wr->bind_mw.mw->rkey);
+		break;
+	case IBV_WR_LOCAL_INV:
+		*opcode = MLX5_OPCODE_UMR;
+		*imm = htobe32(wr->invalidate_rkey);
+		break;
+	default:    /* a model gap: libmlx5 also builds TSO */
 		return EINVAL;
+	}
+	return 0;
+}
+
+/* A memory window's bind (IBV_WR_BIND_MW) or a local invalidation (IBV_WR_LOCAL_INV, a type 2
+ * unbind of key 0) as libmlx5's set_bind_wr writes it: the UMR control segment, the mkey
+ * context, and for a bind one KLM padded to 64 bytes. Connected QPs only; EOPNOTSUPP past 2 GiB
+ * (a KLM's limit). */
+static int wqe_umr(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t *w, uint32_t *off)
+{
+	static const struct ibv_mw_bind_info none;
+	bool bind = wr->opcode == IBV_WR_BIND_MW;
+	const struct ibv_mw_bind_info *bi = bind ? &wr->bind_mw.bind_info : &none;
+	bool type2 = !bind || wr->bind_mw.mw->type == IBV_MW_TYPE_2;
+	uint32_t rkey = bind ? wr->bind_mw.rkey : 0;
+	struct mlx5_wqe_umr_ctrl_seg *c = (void *)(w + *off);
+	struct mlx5_wqe_mkey_context_seg *k = (void *)(w + *off + 48);
+	uint64_t mask = MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE | MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY;
+
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
+		return EINVAL;
+	if (bi->length > 1ul << 31)
+		return EOPNOTSUPP;
+	memset(c, 0, 48 + 64);
+	c->flags = MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET | MLX5_WQE_UMR_CTRL_FLAG_INLINE;
+	if (type2)
+		mask |= MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN;
+	if (bi->length) {
+		c->klm_octowords = htobe16(2);
+		if (type2)
+			c->flags |= MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE;
+		mask |= MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN | MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC;
+	} else if (type2) {
+		c->flags |= MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN;
+	}
+	c->mkey_mask = htobe64(mask);
+	k->qpn_mkey = htobe32((rkey & 0xff) | (!type2 || !bi->length ? 0xffffff00u : qp->qpn << 8));
+	if (bi->length) {
+		struct mlx5_wqe_umr_klm_seg *m = (void *)(w + *off + 48 + 64);
+		int a = bi->mw_access_flags;
+		k->access_flags = ((a & IBV_ACCESS_LOCAL_WRITE) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_WRITE : 0) |
+				  ((a & IBV_ACCESS_REMOTE_WRITE) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE : 0) |
+				  ((a & IBV_ACCESS_REMOTE_READ) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ : 0) |
+				  ((a & IBV_ACCESS_REMOTE_ATOMIC) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC : 0);
+		k->start_addr = htobe64(bi->addr);
+		k->len = htobe64(bi->length);
+		memset(m, 0, 64);
+		m->byte_count = htobe32((uint32_t)bi->length);
+		m->mkey = htobe32(bi->mr->lkey);
+		m->address = htobe64(bi->addr);
+		*off += 48 + 64 + 64;
+	} else {
+		k->free = MLX5_WQE_MKEY_CONTEXT_FREE;
+		*off += 48 + 64;
 	}
 	return 0;
 }
@@ -166,8 +236,12 @@ static int wqe_post(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opc
 		fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
 	if (wr->send_flags & IBV_SEND_SOLICITED)
 		fm_ce_se |= MLX5_WQE_CTRL_SOLICITED;
+	/* the WQE after a UMR waits for it (libmlx5's next_fence, a small fence) */
 	if (wr->send_flags & IBV_SEND_FENCE)
 		fm_ce_se |= MLX5_WQE_CTRL_FENCE;
+	else
+		fm_ce_se |= qp->next_fence;
+	qp->next_fence = opcode == MLX5_OPCODE_UMR ? MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE : 0;
 	mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)w, qp->sw_sq_pi & 0xffff, opcode, 0,
 			    qp->qpn, fm_ce_se, ds, 0, imm);
 	/* copy WQEBB by WQEBB: a WQE that reaches the end continues at the start */
@@ -177,6 +251,9 @@ static int wqe_post(struct sim_qp *qp, const struct ibv_send_wr *wr, uint8_t opc
 	}
 	qp->sq_wrid[qp->sw_sq_pi & mask] = wr->wr_id;
 	qp->sq_bbs[qp->sw_sq_pi & mask] = bbs;
+	if (opcode == MLX5_OPCODE_UMR)
+		qp->sq_wc_op[qp->sw_sq_pi & mask] = wr->opcode == IBV_WR_BIND_MW ? IBV_WC_BIND_MW :
+						    IBV_WC_LOCAL_INV;
 	return 0;
 }
 
@@ -232,9 +309,11 @@ int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 			memset(w, 0, 48);
 			err = wqe_addr(qp, wr, opcode, dc ? &dc[nreq] : NULL, w, &off);
 		}
-		if (!err)
+		if (!err && opcode == MLX5_OPCODE_UMR)
+			err = wqe_umr(qp, wr, w, &off);
+		else if (!err)
 			err = wqe_remote(qp, wr, opcode, w, &off);
-		if (!err)
+		if (!err && opcode != MLX5_OPCODE_UMR)
 			err = wqe_data(qp, wr, opcode, w, &off, &is_inline);
 		if (!err)
 			err = wqe_post(qp, wr, opcode, imm, w, off);
@@ -418,6 +497,7 @@ void cq_clean(struct sim_cq *cq, struct sim_qp *qp)
 		if ((be32toh(c->sop_drop_qpn) & 0xffffff) == qp->qpn) {
 			uint8_t op = c->op_own >> 4;
 			if (qp->srq && (op == MLX5_CQE_RESP_SEND || op == MLX5_CQE_RESP_SEND_IMM ||
+					op == MLX5_CQE_RESP_SEND_INV ||
 					op == MLX5_CQE_RESP_WR_IMM || op == MLX5_CQE_RESP_ERR)) {
 				struct ibv_wc w;
 				rq_complete(qp, be16toh(c->wqe_counter), &w);
@@ -459,10 +539,14 @@ static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *
 	return true;
 }
 
-/* A requester CQE's work completion opcode (and length for READs and atomics). */
-static void wc_req_opcode(const struct mlx5_cqe64 *c, struct ibv_wc *w)
+/* A requester CQE's work completion opcode (and length for READs and atomics); a UMR's is the
+ * one its post recorded (bind or local invalidation), as libmlx5's wr_data. */
+static void wc_req_opcode(const struct sim_qp *qp, const struct mlx5_cqe64 *c, struct ibv_wc *w)
 {
 	switch (be32toh(c->sop_drop_qpn) >> 24) {
+	case MLX5_OPCODE_UMR:
+		w->opcode = qp->sq_wc_op[be16toh(c->wqe_counter) & (qp->sq_wqe_cnt - 1)];
+		break;
 	case MLX5_OPCODE_RDMA_WRITE:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 		w->opcode = IBV_WC_RDMA_WRITE;
@@ -504,7 +588,10 @@ static bool wc_resp(struct sim_qp *qp, const struct mlx5_cqe64 *c, uint8_t opcod
 	w->status = IBV_WC_SUCCESS;
 	w->byte_len = be32toh(c->byte_cnt);
 	w->opcode = opcode == MLX5_CQE_RESP_WR_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	if (opcode != MLX5_CQE_RESP_SEND) {
+	if (opcode == MLX5_CQE_RESP_SEND_INV) {
+		w->invalidated_rkey = be32toh(c->imm_inval_pkey);
+		w->wc_flags |= IBV_WC_WITH_INV;
+	} else if (opcode != MLX5_CQE_RESP_SEND) {
 		w->imm_data = c->imm_inval_pkey;
 		w->wc_flags |= IBV_WC_WITH_IMM;
 	}
@@ -551,10 +638,11 @@ static bool cqe_to_wc(struct sim_ctx *sc, const struct mlx5_cqe64 *c, uint8_t op
 	case MLX5_CQE_REQ:
 		sq_complete(qp, be16toh(c->wqe_counter), w);
 		w->status = IBV_WC_SUCCESS;
-		wc_req_opcode(c, w);
+		wc_req_opcode(qp, c, w);
 		return true;
 	case MLX5_CQE_RESP_SEND:
 	case MLX5_CQE_RESP_SEND_IMM:
+	case MLX5_CQE_RESP_SEND_INV:
 	case MLX5_CQE_RESP_WR_IMM:
 		return wc_resp(qp, c, opcode, w);
 	case MLX5_CQE_REQ_ERR:

@@ -79,6 +79,7 @@ static void qp_free(struct sim_qp *qp)
 	}
 	free(qp->sq_wrid);
 	free(qp->sq_bbs);
+	free(qp->sq_wc_op);
 	free(qp->rq_wrid);
 	free(qp->out);
 	dc_free(qp);
@@ -131,9 +132,10 @@ static int qp_alloc_bufs(struct sim_qp *qp)
 		return ENOMEM;
 	qp->sq_wrid = calloc(MAX(qp->sq_wqe_cnt, 1u), sizeof(uint64_t));
 	qp->sq_bbs = calloc(MAX(qp->sq_wqe_cnt, 1u), sizeof(uint16_t));
+	qp->sq_wc_op = calloc(MAX(qp->sq_wqe_cnt, 1u), 1);
 	qp->rq_wrid = calloc(MAX(qp->rq_wqe_cnt, 1u), sizeof(uint64_t));
 	qp->out = calloc(SIM_MAX_OUTSTANDING, sizeof(struct sq_rec));
-	if (!qp->buf || !qp->sq_wrid || !qp->sq_bbs || !qp->rq_wrid || !qp->out)
+	if (!qp->buf || !qp->sq_wrid || !qp->sq_bbs || !qp->sq_wc_op || !qp->rq_wrid || !qp->out)
 		return ENOMEM;
 	qp->rq_buf = qp->buf;
 	qp->sq_buf = qp->buf + rq_bytes;
@@ -178,7 +180,7 @@ static void qp_publish(struct sim_ctx *sc, struct sim_qp *qp, struct ibv_pd *pd,
 	pd_get(pd);
 	sim_count_obj(SIM_OBJ_QPS, 1);
 	qp->model_bytes = sizeof(*qp) + qp->buf_size + 64 + 4096 +
-			  MAX(qp->sq_wqe_cnt, 1u) * (sizeof(uint64_t) + sizeof(uint16_t)) +
+			  MAX(qp->sq_wqe_cnt, 1u) * (sizeof(uint64_t) + sizeof(uint16_t) + 1) +
 			  MAX(qp->rq_wqe_cnt, 1u) * sizeof(uint64_t) +
 			  SIM_MAX_OUTSTANDING * sizeof(struct sq_rec);
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, (int64_t)qp->model_bytes);

@@ -70,7 +70,7 @@ bool tx_pump(struct sim_qp *qp)
 		p->off = qp->tx_off;
 		p->len = (p->type == PKT_WRITE || p->type == PKT_SEND) ? n : 0;
 		p->flags = (qp->tx_off == 0 ? PKT_F_FIRST : 0) |
-			   (h->flags & (PKT_F_IMM | PKT_F_SE | PKT_F_UC));
+			   (h->flags & (PKT_F_IMM | PKT_F_SE | PKT_F_UC | PKT_F_INV));
 		if (p->type != PKT_WRITE && p->type != PKT_SEND)
 			n = qp->tx_len;   /* READ and atomic requests are one packet */
 		if (qp->tx_off + n >= qp->tx_len)
@@ -126,6 +126,8 @@ static void sq_message(struct sim_qp *qp, struct sq_rec *r, const struct wqe *w)
 	h->imm = w->imm;
 	if (w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM || w->opcode == MLX5_OPCODE_SEND_IMM)
 		h->flags |= PKT_F_IMM;
+	if (w->opcode == MLX5_OPCODE_SEND_INVAL)
+		h->flags |= PKT_F_INV;
 	if (w->fm_ce_se & MLX5_WQE_CTRL_SOLICITED)
 		h->flags |= PKT_F_SE;
 	switch (w->opcode) {
@@ -133,8 +135,9 @@ static void sq_message(struct sim_qp *qp, struct sq_rec *r, const struct wqe *w)
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 	case MLX5_OPCODE_SEND:
 	case MLX5_OPCODE_SEND_IMM:
-		h->type = (w->opcode == MLX5_OPCODE_SEND || w->opcode == MLX5_OPCODE_SEND_IMM) ?
-			  PKT_SEND : PKT_WRITE;
+	case MLX5_OPCODE_SEND_INVAL:
+		h->type = (w->opcode == MLX5_OPCODE_RDMA_WRITE || w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM) ?
+			  PKT_WRITE : PKT_SEND;
 		gather_payload(qp, w);
 		break;
 	case MLX5_OPCODE_RDMA_READ:
@@ -242,7 +245,10 @@ int sq_start(struct sim_qp *qp, uint32_t db)
 		sim_log("rvxsim: RVXSIM_KILL_PEER_AFTER=%ld reached: the link to every other LID is lost",
 			sim_env.kill_peer_after);
 	}
-	if (w.opcode == MLX5_OPCODE_NOP) {
+	if (w.opcode == MLX5_OPCODE_NOP || w.opcode == MLX5_OPCODE_UMR) {
+		/* a UMR binds or frees a memory window here, sending nothing (mw.c) */
+		if (w.opcode == MLX5_OPCODE_UMR && (r->syndrome = mw_umr(qp, &w, whybuf, sizeof(whybuf))))
+			qp_fault(qp, w.idx, "%s", whybuf);
 		r->done = 1;
 		r->ready_ns = now + sim_env.delay_us * 1000ull;
 		return 1;

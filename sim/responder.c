@@ -305,6 +305,23 @@ static bool req_write(struct sim_qp *qp, struct pkt *p)
 	return true;
 }
 
+/* A SEND with Invalidate delivered: the type 2 window its rkey names is freed (mw.c). Where
+ * there is none, [inferred, as rxe_resp.c's class J] the receive completes in error, the
+ * requester is told by an invalid request NAK (RC) and the QP goes to the error state. */
+static bool send_invalidate(struct sim_qp *qp, const struct pkt *p, uint32_t idx)
+{
+	const char *why;
+
+	if (mw_invalidate(qp, be32toh(p->imm), &why))
+		return true;
+	if (qp->type != IBV_QPT_UC)
+		send_nak(qp, p, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, why);
+	cqe_resp_err(qp, idx, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+	qp->rx_dead = true;
+	qp_set_err(qp);
+	return false;
+}
+
 /* SEND (with immediate): the first packet takes a receive WQE (or RNR NAK), each is scattered. */
 static bool req_send(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
@@ -354,8 +371,14 @@ static bool req_send(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	rq_scatter(qp, segs, ns, p->off, p->data, p->len);
 	if (p->flags & PKT_F_LAST) {
 		qp->rx_active = false;
-		cqe_resp(qp, p, (p->flags & PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
-			 idx);
+		if (p->flags & PKT_F_INV) {
+			if (!send_invalidate(qp, p, idx))
+				return true;
+			cqe_resp(qp, p, MLX5_CQE_RESP_SEND_INV, idx);
+		} else {
+			cqe_resp(qp, p, (p->flags & PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM :
+				 MLX5_CQE_RESP_SEND, idx);
+		}
 		msg_received(qp);
 	}
 	return true;

@@ -70,6 +70,14 @@ struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key)
 	return sc->mr_tab[i];
 }
 
+/* The key table's entry at a key's index, whatever its variant byte (a UMR names its mkey so:
+ * libmlx5 does not follow the variants a type 2 bind or an invalidation gives). */
+struct sim_mr *sim_mr_index(struct sim_ctx *sc, uint32_t key)
+{
+	uint32_t i = key >> 8;
+	return i < sc->mr_tab_size ? sc->mr_tab[i] : NULL;
+}
+
 /* The first free MR slot (from 1), the table doubled when full; under sc->lock.
  * 0 when there is no memory. */
 uint32_t sim_mr_tab_slot(struct sim_ctx *sc)

@@ -155,6 +155,9 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	c->ops.post_send = post_send_op;
 	c->ops.post_recv = post_recv_op;
 	c->ops.post_srq_recv = post_srq_recv_op;
+	c->ops.alloc_mw = alloc_mw_op;
+	c->ops.dealloc_mw = dealloc_mw_op;
+	c->ops.bind_mw = bind_mw_op;
 	c->num_comp_vectors = 1;
 	/* an extended context: verbs_context precedes ibv_context, sz right before it */
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -324,15 +327,17 @@ void sim_resident(struct sim_resident *r)
 		for (struct sim_mr *m = sc->mrs; m; m = m->next)
 			r->mr_rss += resident_bytes((const void *)m->addr, m->length);
 		for (struct sim_qp *q = sc->qps; q; q = q->next) {
-			const void *arr[5] = { q->out, q->sq_wrid, q->sq_bbs, q->rq_wrid, q->uar };
-			size_t len[5] = { SIM_MAX_OUTSTANDING * sizeof(struct sq_rec),
+			const void *arr[6] = { q->out, q->sq_wrid, q->sq_bbs, q->rq_wrid, q->uar,
+					       q->sq_wc_op };
+			size_t len[6] = { SIM_MAX_OUTSTANDING * sizeof(struct sq_rec),
 					  MAX(q->sq_wqe_cnt, 1u) * sizeof(uint64_t),
 					  MAX(q->sq_wqe_cnt, 1u) * sizeof(uint16_t),
-					  MAX(q->rq_wqe_cnt, 1u) * sizeof(uint64_t), 4096 };
+					  MAX(q->rq_wqe_cnt, 1u) * sizeof(uint64_t), 4096,
+					  MAX(q->sq_wqe_cnt, 1u) };
 
 			r->queue_bytes += q->buf_size;
 			r->queue_rss += resident_bytes(q->buf, q->buf_size);
-			for (int i = 0; i < 5; i++)
+			for (int i = 0; i < 6; i++)
 				r->model_idle += len[i] - MIN(resident_bytes(arr[i], len[i]), len[i]);
 		}
 		for (struct sim_cq *c = sc->cqs; c; c = c->next) {
@@ -391,12 +396,14 @@ SIM_EXPORT int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr 
 	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
 			      IBV_DEVICE_AUTO_PATH_MIG | IBV_DEVICE_CHANGE_PHY_PORT |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_MGT_EXTENSIONS |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = SIM_MAX_SGE;
 	a->max_sge_rd = SIM_MAX_SGE;
 	a->max_cq = 16777216;
 	a->max_cqe = SIM_MAX_CQE;
 	a->max_mr = 16777216;
+	a->max_mw = 16777216;    /* mlx5_ib: 1 << log_max_mkey, as max_mr */
 	a->max_pd = 16777216;
 	a->max_qp_rd_atom = SIM_MAX_RD_ATOMIC;
 	a->max_ee_rd_atom = 0;

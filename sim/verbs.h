@@ -10,6 +10,9 @@ bool huge_refused(const char *var);
 /* objects.c */
 struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
 				      struct ibv_parent_domain_init_attr *a);
+struct ibv_mw *alloc_mw_op(struct ibv_pd *pd, enum ibv_mw_type type);
+int dealloc_mw_op(struct ibv_mw *mw);
+int bind_mw_op(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mb);
 
 /* cq.c */
 int req_notify_op(struct ibv_cq *cq, int solicited);

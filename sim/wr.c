@@ -248,7 +248,7 @@ static void w_abort(struct ibv_qp_ex *x)
 	w_start(x);
 }
 
-/* Operations the model does not have (memory windows, invalidation, TSO, XRC, atomic write):
+/* Operations the model does not have (TSO, XRC, atomic write):
  * the QP cannot have been created with them, so the batch fails as one with a wrong opcode. */
 static void refuse(struct ibv_qp_ex *x, const char *what)
 {
@@ -259,23 +259,31 @@ static void refuse(struct ibv_qp_ex *x, const char *what)
 		b->err = EOPNOTSUPP;
 }
 
+/* A window's bind with the key variant the caller chose (libmlx5 mlx5_send_wr_bind_mw: the
+ * window's rkey is left as it was). */
 static void w_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
 		      const struct ibv_mw_bind_info *bi)
 {
-	(void)mw; (void)rkey; (void)bi;
-	refuse(x, "ibv_wr_bind_mw");
+	struct wr_slot *s = begin(x, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW);
+	if (s) {
+		s->wr.bind_mw.mw = mw;
+		s->wr.bind_mw.rkey = rkey;
+		s->wr.bind_mw.bind_info = *bi;
+	}
 }
 
 static void w_local_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
-	refuse(x, "ibv_wr_local_inv");
+	struct wr_slot *s = begin(x, IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV);
+	if (s)
+		s->wr.invalidate_rkey = rkey;
 }
 
 static void w_send_inv(struct ibv_qp_ex *x, uint32_t rkey)
 {
-	(void)rkey;
-	refuse(x, "ibv_wr_send_inv");
+	struct wr_slot *s = begin(x, IBV_WR_SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV);
+	if (s)
+		s->wr.invalidate_rkey = rkey;
 }
 
 static void w_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t sz, uint16_t mss)
@@ -297,19 +305,21 @@ static void w_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, c
 }
 
 /* The operations libmlx5 accepts per QP type on a ConnectX-6 that the model executes
- * (rdma-core 44 providers/mlx5/qp.c, mlx5_qp_fill_wr_pfns: UD sends only, UC no READ or
- * atomics). */
+ * (rdma-core 44 providers/mlx5/qp.c, MLX5_SUPPORTED_SEND_OPS_FLAGS_*: UD sends only, UC no READ
+ * or atomics; memory windows and invalidation on connected QPs, not modelled on a DCI). */
 static uint64_t ops_allowed(const struct sim_qp *qp)
 {
 	uint64_t send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	uint64_t write = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	uint64_t mw = IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+	uint64_t rc = send | write | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 
 	if (qp->type == IBV_QPT_UD)
 		return send;
 	if (qp->type == IBV_QPT_UC)
-		return send | write;
-	return send | write | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		return send | write | mw;
+	return qp->dc_type ? rc : rc | mw;
 }
 
 int sim_wr_init(struct sim_qp *qp, uint64_t ops)

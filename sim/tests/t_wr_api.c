@@ -4,8 +4,8 @@
  * fetch-and-add posts four WQEs with one ibv_wr_complete; an opcode the QP was not created with
  * makes ibv_wr_complete fail with EOPNOTSUPP and posts nothing; ibv_wr_abort posts nothing;
  * ibv_qp_to_qp_ex is NULL for a QP created without send_ops_flags, ibv_wr_complete before RTS
- * fails with EINVAL, and send_ops_flags the model does not execute (memory windows) fail the
- * create with EOPNOTSUPP. DC: a DCI created by
+ * fails with EINVAL, and send_ops_flags libmlx5 does not give an RC QP (TSO) fail the create
+ * with EOPNOTSUPP. DC: a DCI created by
  * mlx5dv_create_qp with send_ops_flags writes to a DCT's memory through mlx5dv_wr_set_dc_addr,
  * reads it back, and sends into the DCT's SRQ.
  */
@@ -137,7 +137,7 @@ static void rc_cases(void)
 
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0);
 	{
-		struct ibv_qp *plain = rc_qp_ex(&CA, 0), *mw;
+		struct ibv_qp *plain = rc_qp_ex(&CA, 0), *tso;
 		struct ibv_qp_init_attr ia = { .send_cq = CA.cq, .recv_cq = CA.cq, .qp_type = IBV_QPT_RC,
 					       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
 							.max_send_sge = 1, .max_recv_sge = 1 } };
@@ -159,8 +159,8 @@ static void rc_cases(void)
 			CHECK(ibv_destroy_qp(rst) == 0);
 		}
 		errno = 0;
-		mw = rc_qp_ex(&CA, IBV_QP_EX_WITH_BIND_MW);
-		CHECK(mw == NULL && errno == EOPNOTSUPP);
+		tso = rc_qp_ex(&CA, IBV_QP_EX_WITH_TSO);
+		CHECK(tso == NULL && errno == EOPNOTSUPP);
 		CHECK(ibv_destroy_qp(plain) == 0 && ibv_destroy_qp(old) == 0);
 	}
 }
