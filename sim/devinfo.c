@@ -82,7 +82,9 @@ int main(void)
 			printf("\t\t\tlink_layer:\t\t%s\n",
 			       pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
 			for (int g = 0; g < pa.gid_tbl_len; g++) {
-				if (ibv_query_gid(ctx, p, g, &gid))
+				static const union ibv_gid zero;
+				/* empty entries read as the zero GID; ibv_devinfo skips them too */
+				if (ibv_query_gid(ctx, p, g, &gid) || !memcmp(&gid, &zero, sizeof(gid)))
 					continue;
 				printf("\t\t\tGID[%3d]:\t\t", g);
 				for (int b = 0; b < 16; b += 2)

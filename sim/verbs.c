@@ -423,6 +423,12 @@ SIM_EXPORT int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr 
 	return 0;
 }
 
+/* The port's GID table: on InfiniBand 8 entries, GID 0 (the port GUID's) populated (mlx5_ib
+ * reports 8 << gid_table_size, 8 on a ConnectX-6); on RoCE 2, both populated (RoCE v1 and v2 of
+ * the link-local address). */
+#define GID_TBL_LEN (sim_env.link_eth ? 2u : 8u)
+#define GID_VALID   (sim_env.link_eth ? 2u : 1u)
+
 SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_port_attr *pa)
 {
 	struct sim_ctx *sc = to_sctx(ctx);
@@ -436,7 +442,7 @@ SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _c
 	a->state = IBV_PORT_ACTIVE;
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = sim_env.link_eth ? IBV_MTU_1024 : IBV_MTU_4096;
-	a->gid_tbl_len = sim_env.link_eth ? 2 : 1;
+	a->gid_tbl_len = GID_TBL_LEN;
 	a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_VENDOR_CLASS_SUP;
 	a->max_msg_sz = 1u << 30;
 	a->bad_pkey_cntr = 0;
@@ -458,12 +464,17 @@ SIM_EXPORT int (ibv_query_port)(struct ibv_context *ctx, uint8_t port, struct _c
 	return 0;
 }
 
+
 SIM_EXPORT int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
-	/* rule: port 1, a GID index within its table (1 entry on IB, 2 on RoCE) */
-	if (port != 1 || index < 0 || index >= (sim_env.link_eth ? 2 : 1))
+	/* rule: port 1, a GID index within its table; an empty entry reads as the zero GID
+	 * (libibverbs __ibv_query_gid: "preserve API behavior for empty GID") */
+	if (port != 1 || index < 0 || (uint32_t)index >= GID_TBL_LEN)
 		return -1;
-	make_gid(to_sctx(ctx), index, gid);
+	if ((uint32_t)index >= GID_VALID)
+		memset(gid, 0, sizeof(*gid));
+	else
+		make_gid(to_sctx(ctx), index, gid);
 	return 0;
 }
 
@@ -472,8 +483,11 @@ SIM_EXPORT int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_
 {
 	if (flags || entry_size < sizeof(*e))
 		return EINVAL;
-	/* rule: port 1, a GID index within its table: ENODATA (libibverbs ibv_cmd_query_gid_ex) */
-	if (port != 1 || index >= (uint32_t)(sim_env.link_eth ? 2 : 1))
+	/* rule: port 1 and an index within the table, else EINVAL; an empty entry ENODATA (the
+	 * kernel's rdma_get_gid_attr) */
+	if (port != 1 || index >= GID_TBL_LEN)
+		return EINVAL;
+	if (index >= GID_VALID)
 		return ENODATA;
 	memset(e, 0, sizeof(*e));
 	make_gid(to_sctx(ctx), index, &e->gid);
@@ -518,7 +532,7 @@ SIM_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 SIM_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
 				  int *type)
 {
-	if (port != 1 || index >= (unsigned int)(sim_env.link_eth ? 2 : 1))
+	if (port != 1 || index >= GID_VALID)
 		return -1;
 	(void)ctx;
 	*type = sim_env.link_eth && index == 1 ? 1 : 0;
@@ -528,7 +542,7 @@ SIM_EXPORT int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigne
 SIM_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
 					size_t max, uint32_t flags, size_t entry_size)
 {
-	size_t n = sim_env.link_eth ? 2 : 1;
+	size_t n = GID_VALID;
 	if (flags || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
 	if (max < n)

@@ -221,6 +221,20 @@ int main(int argc, char **argv)
 			CHECK(ibv_query_port(ctx, 2, &p2) != 0 || da.phys_port_cnt >= 2);
 		}
 
+		/* an empty GID table entry: the zero GID by ibv_query_gid, ENODATA by
+		 * ibv_query_gid_ex; past the table -1 and EINVAL; the table lists GID 0 alone */
+		if (!eth_wanted) {
+			struct ibv_gid_entry ge[8];
+			CHECK_EQ(pa.gid_tbl_len, 8);
+			memset(&gid, 0xff, sizeof(gid));
+			CHECK(ibv_query_gid(ctx, 1, 1, &gid) == 0 && gid.global.subnet_prefix == 0 &&
+			      gid.global.interface_id == 0);
+			CHECK_EQ(ibv_query_gid_ex(ctx, 1, 1, &ge[0], 0), ENODATA);
+			CHECK(ibv_query_gid(ctx, 1, 8, &gid) != 0);
+			CHECK_EQ(ibv_query_gid_ex(ctx, 1, 8, &ge[0], 0), EINVAL);
+			CHECK_EQ(ibv_query_gid_table(ctx, ge, 8, 0), 1);
+			CHECK_EQ(ge[0].gid_index, 0);
+		}
 		lids[i] = pa.lid;
 		REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
 		gids[i] = gid;
