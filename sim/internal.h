@@ -346,6 +346,7 @@ struct sim_ctx {
 	struct sim_ctx *hw;
 	int users;
 	bool closed;
+	void *nc_uar;                /* mlx5dv_devx_alloc_uar's non-cached UAR (one per context) */
 	pid_t pid;                   /* the process whose adapter it is (a forked child has none) */
 	struct sim_dev *dev;
 	int index;
@@ -530,6 +531,8 @@ SIM_PRIV struct ibv_cq_ex *rvxsim_priv_create_cq_ex(struct ibv_context *ctx,
 SIM_PRIV struct ibv_qp *rvxsim_priv_create_dc_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 						 int dc_type, uint64_t access_key);
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx);
+SIM_PRIV struct mlx5dv_devx_uar *rvxsim_priv_devx_alloc_uar(struct ibv_context *ctx, uint32_t flags);
+SIM_PRIV void rvxsim_priv_devx_free_uar(struct mlx5dv_devx_uar *uar);
 SIM_PRIV void rvxsim_priv_unsupported(const char *verb);
 
 

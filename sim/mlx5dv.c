@@ -21,6 +21,20 @@ SIM_EXPORT struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
 	return ibv_open_device(device);
 }
 
+SIM_EXPORT struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *ctx, uint32_t flags)
+{
+	if (!rvxsim_priv_is_sim(ctx)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return rvxsim_priv_devx_alloc_uar(ctx, flags);
+}
+
+SIM_EXPORT void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *uar)
+{
+	rvxsim_priv_devx_free_uar(uar);
+}
+
 SIM_EXPORT int mlx5dv_query_device(struct ibv_context *ctx, struct mlx5dv_context *attrs)
 {
 	uint64_t want = attrs->comp_mask;

@@ -1,6 +1,6 @@
 /*
  * The rest of rdma-core 44's libmlx5 ABI: the direct-verbs features the model does not have
- * (DEVX, flow steering and its DR API, device memory, mkeys and crypto, UAR/VAR/MSI allocation,
+ * (DEVX, flow steering and its DR API, device memory, mkeys and crypto, VAR/MSI allocation,
  * packet pacing, scheduling elements, LAG, VFIO, reserved QPNs, DCI streams, WQs). A program that
  * calls one sees what rdma-core 44 answers on a ConnectX-6 where the feature is off or DEVX is not
  * open (the model's mlx5dv_open_device refuses DEVX, and mlx5dv_query_device reports none of these
@@ -56,7 +56,6 @@ STUB_INT(mlx5dv_destroy_flow_matcher)
 STUB_INT(mlx5dv_destroy_mkey)
 STUB_INT(mlx5dv_destroy_steering_anchor)
 STUB_PTR(mlx5dv_devx_alloc_msi_vector)
-STUB_PTR(mlx5dv_devx_alloc_uar)
 STUB_INT(mlx5dv_devx_cq_modify)
 STUB_INT(mlx5dv_devx_cq_query)
 STUB_PTR(mlx5dv_devx_create_cmd_comp)
@@ -66,7 +65,6 @@ STUB_VOID(mlx5dv_devx_destroy_cmd_comp)
 STUB_INT(mlx5dv_devx_destroy_eq)
 STUB_VOID(mlx5dv_devx_destroy_event_channel)
 STUB_INT(mlx5dv_devx_free_msi_vector)
-STUB_VOID(mlx5dv_devx_free_uar)
 STUB_INT(mlx5dv_devx_general_cmd)
 STUB_INT(mlx5dv_devx_get_async_cmd_comp)
 STUB_NEG(mlx5dv_devx_get_event)

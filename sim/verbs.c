@@ -184,6 +184,11 @@ static void ctx_handle_fini(struct sim_ctx *sc)
 {
 	struct ibv_context *c = &sc->vctx.context;
 
+	if (sc->nc_uar) {
+		struct mlx5dv_devx_uar *u = sc->nc_uar;   /* a struct sim_uar */
+		free(u->base_addr);
+		free(sc->nc_uar);
+	}
 	close(c->async_fd);
 	close(sc->async_wfd);
 	if (c->cmd_fd >= 0)
@@ -373,6 +378,59 @@ uint64_t sim_engine_cpu_ns(void)
 SIM_PRIV bool rvxsim_priv_is_sim(struct ibv_context *ctx)
 {
 	return ctx && ctx->ops.post_send == post_send_op;
+}
+
+/* mlx5dv_devx_alloc_uar. A ConnectX-6 gives UARs through the kernel's UAR object whether DEVX
+ * is open or not (libmlx5 mlx5_alloc_dyn_uar): a BlueFlame UAR is a page of its own, the
+ * non-cached one the context's single one (mlx5_get_singleton_nc_uar). The model watches no
+ * doorbell on them: nothing it models can be tied to such a UAR (that takes DEVX objects). */
+struct sim_uar {
+	struct mlx5dv_devx_uar u;
+	bool nc;
+};
+
+SIM_PRIV struct mlx5dv_devx_uar *rvxsim_priv_devx_alloc_uar(struct ibv_context *ctx, uint32_t flags)
+{
+	static _Atomic uint32_t next_page = 0x1000;
+	struct sim_ctx *self = ctx_self(ctx);
+	struct sim_uar *u;
+	uint32_t page;
+
+	/* rule: flags MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF (0) or _NC (1), else EOPNOTSUPP (libmlx5
+	 * _mlx5dv_devx_alloc_uar, check_comp_mask) */
+	if (flags & ~1u) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (flags && self->nc_uar)
+		return self->nc_uar;
+	u = calloc(1, sizeof(*u));
+	if (u)
+		u->u.base_addr = zalloc_aligned(4096, 4096);
+	if (!u || !u->u.base_addr) {
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	page = atomic_fetch_add(&next_page, 1);
+	u->u.reg_addr = (uint8_t *)u->u.base_addr + 0x800;   /* MLX5_BF_OFFSET */
+	u->u.page_id = page;
+	u->u.mmap_off = (off_t)page << 12;
+	u->nc = flags != 0;
+	if (u->nc)
+		self->nc_uar = u;
+	return &u->u;
+}
+
+/* The non-cached UAR stays until its context closes (libmlx5 _mlx5dv_devx_free_uar). */
+SIM_PRIV void rvxsim_priv_devx_free_uar(struct mlx5dv_devx_uar *uar)
+{
+	struct sim_uar *u = (struct sim_uar *)uar;
+
+	if (!u || u->nc)
+		return;
+	free(u->u.base_addr);
+	free(u);
 }
 
 /* ------------------------------------------------------------------ queries */

@@ -95,6 +95,25 @@ static void unmodelled(struct ibv_device *dev)
 	CHECK(mlx5dv_dr_domain_create(ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX) == NULL && errno == EOPNOTSUPP);
 	CHECK_EQ(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)), EOPNOTSUPP);
 	CHECK_EQ(mlx5dv_dci_stream_id_reset(NULL, 0), EOPNOTSUPP);
+	/* UARs come without DEVX (the kernel's UAR object): a BlueFlame UAR is a page of its own
+	 * each time, the non-cached one the context's single one; other flags EOPNOTSUPP */
+	{
+		struct mlx5dv_devx_uar *b1 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
+		struct mlx5dv_devx_uar *b2 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF);
+		struct mlx5dv_devx_uar *n1 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+		struct mlx5dv_devx_uar *n2 = mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC);
+		if (CHECK(b1 && b2 && n1 && n2)) {
+			CHECK(b1->base_addr != b2->base_addr && b1->page_id != b2->page_id);
+			CHECK((uint8_t *)b1->reg_addr == (uint8_t *)b1->base_addr + 0x800);
+			CHECK(((uintptr_t)b1->base_addr & 4095) == 0 && b1->comp_mask == 0);
+			CHECK(n1 == n2 && n1->base_addr != b1->base_addr);
+			mlx5dv_devx_free_uar(b1);
+			mlx5dv_devx_free_uar(b2);
+			mlx5dv_devx_free_uar(n1);
+		}
+		errno = 0;
+		CHECK(mlx5dv_devx_alloc_uar(ctx, 2) == NULL && errno == EOPNOTSUPP);
+	}
 	/* an IBVERBS_1.0 entry (old structures) refuses; the default one is the working verb */
 	list_1_0 = (void *(*)(int *))dlvsym(RTLD_DEFAULT, "ibv_get_device_list", "IBVERBS_1.0");
 	if (CHECK(list_1_0 != NULL)) {
