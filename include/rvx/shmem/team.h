@@ -36,7 +36,7 @@ RVX_COLD void rvx__sh_team_shared_set(rvx__sh_team_t *s)
         if (pe != first + n * stride) { n = 0; break; } /* not strided */
         n++;
     }
-    if (n == 0 || (rvx__sh.me - first) % stride) { /* this PE alone */
+    if (n == 0) { /* not strided: this PE alone (it reaches itself, so a strided set has it) */
         first = rvx__sh.me;
         stride = 1;
         n = 1;

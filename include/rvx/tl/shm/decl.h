@@ -56,7 +56,7 @@ typedef struct rvx__shm_mem {
     void  *addr;
     size_t len;
     int    fd;   /* memfd of rvx_mem_alloc memory; -1 for registered user memory */
-    int    pid;  /* the registering process, which its packed keys name */
+    int32_t pid; /* the registering process, which its packed keys name */
 } rvx__shm_mem_t;
 
 /* What a put reads: the first three fields, nothing else. `maplen` is the length of the local
