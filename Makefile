@@ -98,7 +98,7 @@ $(B)/examples/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
-$(B)/tests/%: tests/%.c tests/testlib.h $(HEADERS)
+$(B)/tests/%: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -o $@ $<
 
@@ -106,11 +106,11 @@ $(B)/examples-rc/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/tests-rc/%: tests/%.c tests/testlib.h $(HEADERS)
+$(B)/tests-rc/%: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/tests-dc/%: tests/%.c tests/testlib.h $(HEADERS)
+$(B)/tests-dc/%: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -o $@ $< $(RC_LIBS)
 
@@ -118,7 +118,7 @@ $(B)/examples-pair/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -o $@ $< $(RC_LIBS)
 
-$(B)/tests-pair/%: tests/%.c tests/testlib.h $(HEADERS)
+$(B)/tests-pair/%: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DEFS) -o $@ $< $(RC_LIBS)
 
@@ -128,13 +128,13 @@ RNDV_get := GET
 RNDV_put := PUT
 RNDV_am := AM
 RNDV_pipeline := PIPELINE
-$(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c tests/testlib.h $(HEADERS)
+$(addprefix $(B)/tests/t_tag_,$(TAG_RNDV)): $(B)/tests/t_tag_%: tests/t_tag.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
-$(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+$(addprefix $(B)/tests/t_tag_peer_death_,$(TAG_RNDV)): $(B)/tests/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
-$(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h $(HEADERS)
+$(addprefix $(B)/tests/t_tag_ep_destroy_,$(TAG_RNDV)): $(B)/tests/t_tag_ep_destroy_%: tests/t_tag_ep_destroy.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $<
 
@@ -146,7 +146,7 @@ define TAG_MLX5_VARIANTS
 $$(foreach s,$$(TAG_SOURCES),$$(eval $$(call TAG_MLX5_RULE,$(1),$(2),$$(s))))
 endef
 define TAG_MLX5_RULE
-$$(addprefix $$(B)/$(1)/$(3)_,$$(TAG_RNDV)): $$(B)/$(1)/$(3)_%: tests/$(3).c tests/testlib.h $$(HEADERS)
+$$(addprefix $$(B)/$(1)/$(3)_,$$(TAG_RNDV)): $$(B)/$(1)/$(3)_%: tests/$(3).c tests/testlib.h tests/placement.h $$(HEADERS)
 	@mkdir -p $$(@D)
 	$$(CC) -std=c11 $$(CFLAGS) $$(WARN) $$(CPPFLAGS_RVX) $(2) -DRVX_RNDV=RVX_RNDV_$$(RNDV_$$*) -o $$@ $$< $$(RC_LIBS)
 endef
@@ -162,7 +162,7 @@ all tests: $(PAIR_DC_BINS)
 $(B)/examples-pair-dc/%: examples/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) -o $@ $< $(RC_LIBS)
-$(B)/tests-pair-dc/%: tests/%.c tests/testlib.h $(HEADERS)
+$(B)/tests-pair-dc/%: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(PAIR_DC_DEFS) -o $@ $< $(RC_LIBS)
 $(eval $(call TAG_MLX5_RULE,tests-pair-dc,$$(PAIR_DC_DEFS),t_tag))
@@ -171,7 +171,7 @@ $(eval $(call TAG_MLX5_RULE,tests-pair-dc,$$(PAIR_DC_DEFS),t_tag))
 # tests again, as dc/<name>_fixed
 DC_FIXED_BINS := $(addprefix $(B)/tests-dc/,$(addsuffix _fixed,$(call manifest,dc-fixed)))
 all tests: $(DC_FIXED_BINS)
-$(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h $(HEADERS)
+$(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_DC_DCI_POLICY=RVX_DC_DCI_FIXED -o $@ $< $(RC_LIBS)
 
@@ -179,22 +179,22 @@ $(DC_FIXED_BINS): $(B)/tests-dc/%_fixed: tests/%.c tests/testlib.h $(HEADERS)
 LANES_RNDV := get put pipeline
 LANES_BINS := $(addprefix $(B)/lanes/t_lanes_,$(LANES_RNDV))
 all tests: $(LANES_BINS)
-$(LANES_BINS): $(B)/lanes/t_lanes_%: tests/t_lanes.c tests/testlib.h $(HEADERS)
+$(LANES_BINS): $(B)/lanes/t_lanes_%: tests/t_lanes.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
 LANES_DEATH_BINS := $(addprefix $(B)/lanes/t_tag_peer_death_,$(LANES_RNDV))
 all tests: $(LANES_DEATH_BINS)
-$(LANES_DEATH_BINS): $(B)/lanes/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+$(LANES_DEATH_BINS): $(B)/lanes/t_tag_peer_death_%: tests/t_tag_peer_death.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(RC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) \
 	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
 # the same over dc_mlx5
 LANES_DC_BINS := $(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)) $(B)/lanes/t_tag_peer_death_dc_get
 all tests: $(LANES_DC_BINS)
-$(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)): $(B)/lanes/t_lanes_dc_%: tests/t_lanes.c tests/testlib.h $(HEADERS)
+$(addprefix $(B)/lanes/t_lanes_dc_,$(LANES_RNDV)): $(B)/lanes/t_lanes_dc_%: tests/t_lanes.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_RNDV=RVX_RNDV_$(RNDV_$*) -o $@ $< $(RC_LIBS)
-$(B)/lanes/t_tag_peer_death_dc_get: tests/t_tag_peer_death.c tests/testlib.h $(HEADERS)
+$(B)/lanes/t_tag_peer_death_dc_get: tests/t_tag_peer_death.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) $(DC_DEFS) -DRVX_LANES=2 -DRVX_RNDV=RVX_RNDV_GET \
 	  -DRVX_RNDV_THRESH=32768 -o $@ $< $(RC_LIBS)
@@ -211,17 +211,17 @@ $(B)/examples/%-pmix: examples/%.c $(HEADERS)
 	$(PMIX_CHECK)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_BOOT=RVX_BOOT_PMIX -o $@ $< $(PMIX_FLAGS)
 
-$(B)/pmix/%: tests/%.c tests/testlib.h $(HEADERS)
+$(B)/pmix/%: tests/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(PMIX_CHECK)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -DRVX_BOOT=RVX_BOOT_PMIX -o $@ $< $(PMIX_FLAGS)
 
-$(B)/pmix/%: tests/launch/%.c tests/testlib.h $(HEADERS)
+$(B)/pmix/%: tests/launch/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(PMIX_CHECK)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -DRVX_BOOT=RVX_BOOT_PMIX -o $@ $< $(PMIX_FLAGS)
 
-$(B)/launch/%: tests/launch/%.c tests/testlib.h $(HEADERS)
+$(B)/launch/%: tests/launch/%.c tests/testlib.h tests/placement.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(CPPFLAGS_RVX) -Itests -o $@ $<
 # ---- end of PMIx builds
@@ -466,7 +466,7 @@ $(RVXSHCC): tools/rvxshcc
 	@mkdir -p $(@D)
 	install -m 0755 $< $@
 define SHMEM_RULE
-$(B)/shmem-$(1)/%: tests/shmem/%.c $(HEADERS) $(RVXSHCC)
+$(B)/shmem-$(1)/%: tests/shmem/%.c tests/placement.h $(HEADERS) $(RVXSHCC)
 	@mkdir -p $$(@D)
 	$(RVXSHCC) --tl=$(1) -std=c11 $(CFLAGS) $(WARN) -o $$@ $$<
 endef

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "placement.h"
+
 static int t_failures;
 static int t_rank = -1;
 
@@ -121,14 +123,6 @@ static inline int t_partners(const char *test, int me, int n, int peer[2])
     return peer[1] == peer[0] ? 1 : 2;
 }
 
-/* Whether ranks a and b of n share a node: rvxrun places rank r on node r * K / N of K
- * (RVX_NODES; every rank on node 0 without it). */
-static inline int t_same_node(int a, int b, int n)
-{
-    const char *k = getenv("RVX_NODES");
-    long nodes = k && atol(k) > 0 ? atol(k) : 1;
-    return (long)a * nodes / n == (long)b * nodes / n;
-}
 
 /* Context and worker of a multi-process test; returns this rank (also kept in t_rank). */
 static inline int t_start(rvx_context_t **ctx, rvx_worker_t **w)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../placement.h"   /* where rvxrun puts each PE */
 
 static int me, npes, fails;
 #define CHECK(c, ...)                                                                              \
@@ -454,12 +455,10 @@ static void test_active_set(void)
 }
 
 /* Whether this process maps PE pe's symmetric heap: every PE on shm, the PEs of this node in the
- * pair (rvxrun places rank r on node r * RVX_NODES / N), itself alone through a NIC. */
+ * pair, itself alone through a NIC. */
 static int heap_mapped(int pe)
 {
-    const char *k = getenv("RVX_NODES");
-    long nodes = k && atol(k) > 0 ? atol(k) : 1;
-    return pe == me || RVX_TL == RVX_TL_SHM || (RVX_PAIR && (long)pe * nodes / npes == (long)me * nodes / npes);
+    return pe == me || RVX_TL == RVX_TL_SHM || (RVX_PAIR && t_same_node(pe, me, npes));
 }
 
 /* shmem_ptr: a store through it reaches the owner; NULL where loads cannot reach (a NIC's peer,
