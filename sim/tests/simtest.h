@@ -580,6 +580,21 @@ static inline void st_qp_connect(struct st_dev *d, struct st_qp *q, const struct
 	st_qp_connect_ex(d, q, r, 7, 7, 14);
 }
 
+/* Connects QP q (made by ibv_create_qp, not st_qp_create) to QP peer on the same device. */
+static inline void st_ibqp_connect(struct st_dev *d, struct ibv_qp *q, const struct ibv_qp *peer)
+{
+	struct st_qp tmp;
+	struct st_addr r;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.qp = q;
+	memset(&r, 0, sizeof(r));
+	r.qpn = peer->qp_num;
+	r.lid = d->port.lid;
+	memcpy(r.gid, d->gid.raw, 16);
+	st_qp_connect(d, &tmp, &r);
+}
+
 /* Connects two QPs on one device to each other (retry_cnt 7, timeout 14). */
 static inline void st_qp_connect_pair(struct st_dev *d, struct st_qp *a, struct st_qp *b,
 				      uint8_t rnr_retry)

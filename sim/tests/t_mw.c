@@ -48,27 +48,13 @@ static void vq_create(struct vq *q, uint64_t ops)
 	REQUIRE(q->qp != NULL);
 }
 
-static void vq_connect(struct vq *q, struct vq *peer)
-{
-	struct st_qp tmp;
-	struct st_addr r;
-
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.qp = q->qp;
-	memset(&r, 0, sizeof(r));
-	r.qpn = peer->qp->qp_num;
-	r.lid = D.port.lid;
-	memcpy(r.gid, D.gid.raw, 16);
-	st_qp_connect(&D, &tmp, &r);
-}
-
 /* a (the initiator) and b (the target), connected; b with the ibv_wr_* operations ops */
 static void pair(struct vq *a, struct vq *b, uint64_t ops)
 {
 	vq_create(a, 0);
 	vq_create(b, ops);
-	vq_connect(a, b);
-	vq_connect(b, a);
+	st_ibqp_connect(&D, a->qp, b->qp);
+	st_ibqp_connect(&D, b->qp, a->qp);
 }
 
 static void unpair(struct vq *a, struct vq *b)

@@ -42,16 +42,7 @@ static void vq_create(struct vq *q)
 
 static void vq_connect(struct vq *q, struct vq *peer)
 {
-	struct st_qp tmp;
-	struct st_addr r;
-
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.qp = q->qp;
-	memset(&r, 0, sizeof(r));
-	r.qpn = peer->qp->qp_num;
-	r.lid = D.port.lid;
-	memcpy(r.gid, D.gid.raw, 16);
-	st_qp_connect(&D, &tmp, &r);
+	st_ibqp_connect(&D, q->qp, peer->qp);
 }
 
 static void vq_connect_pair(struct vq *a, struct vq *b)
