@@ -36,6 +36,29 @@ static int from_dm(void *dst, struct ibv_dm *ibdm, uint64_t off, size_t len)
 	return 0;
 }
 
+/* The adapter's DM with that handle (under its lock), or NULL. */
+static struct ibv_dm *sim_dm_by_handle(struct sim_ctx *sc, uint32_t handle)
+{
+	struct sim_dm *d;
+
+	pthread_mutex_lock(&sc->lock);
+	for (d = sc->dms; d && d->dm.handle != handle; d = d->next)
+		;
+	pthread_mutex_unlock(&sc->lock);
+	return d ? &d->dm : NULL;
+}
+
+static void dm_unlist(struct sim_ctx *sc, struct sim_dm *dm)
+{
+	pthread_mutex_lock(&sc->lock);
+	for (struct sim_dm **pp = &sc->dms; *pp; pp = &(*pp)->next)
+		if (*pp == dm) {
+			*pp = dm->next;
+			break;
+		}
+	pthread_mutex_unlock(&sc->lock);
+}
+
 struct ibv_dm *sim_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *a)
 {
 	struct sim_ctx *sc = to_sctx(ctx);
@@ -65,6 +88,10 @@ struct ibv_dm *sim_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *a
 	dm->dm.memcpy_to_dm = to_dm;
 	dm->dm.memcpy_from_dm = from_dm;
 	dm->dm.handle = atomic_fetch_add(&handles, 1);
+	pthread_mutex_lock(&sc->lock);
+	dm->next = sc->dms;
+	sc->dms = dm;
+	pthread_mutex_unlock(&sc->lock);
 	return &dm->dm;
 }
 
@@ -74,11 +101,52 @@ int sim_free_dm(struct ibv_dm *ibdm)
 
 	if (atomic_load(&dm->mrs))
 		return EBUSY;
+	if (dm->imported) {   /* destroying through an imported handle destroys the DM */
+		struct ibv_dm *orig = sim_dm_by_handle(to_sctx(ibdm->context), ibdm->handle);
+		int err = orig ? sim_free_dm(orig) : 0;
+		if (!err)
+			free(dm);
+		return err;
+	}
 	sim_count_verb();
+	dm_unlist(to_sctx(ibdm->context), dm);
 	atomic_fetch_sub(&to_sctx(ibdm->context)->dm_used, dm->length);
 	free(dm->buf);
 	free(dm);
 	return 0;
+}
+
+/* ibv_import_dm: a handle, in this context, to the DM of the adapter that has that handle (EINVAL
+ * when none has). Copies through either handle reach the same memory. */
+struct ibv_dm *sim_import_dm(struct ibv_context *ctx, uint32_t handle)
+{
+	struct ibv_dm *orig = sim_dm_by_handle(to_sctx(ctx), handle);
+	struct sim_dm *dm;
+
+	if (!orig) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*dm = *(struct sim_dm *)orig;
+	atomic_init(&dm->mrs, 0);
+	dm->next = NULL;
+	dm->imported = true;
+	dm->dm.context = ctx;
+	return &dm->dm;
+}
+
+/* ibv_unimport_dm: the handle goes, the DM stays (libibverbs: the object is not destroyed). */
+void sim_unimport_dm(struct ibv_dm *ibdm)
+{
+	struct sim_dm *dm = (struct sim_dm *)ibdm;
+
+	if (dm->imported)   /* an original handle is left as it is */
+		free(dm);
 }
 
 struct ibv_mr *sim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm, uint64_t off, size_t len,
@@ -89,6 +157,11 @@ struct ibv_mr *sim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm, uint64_t of
 			    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED;
 	struct ibv_mr *mr;
 
+	if (dm->imported) {   /* the MR holds the DM itself, whichever handle named it */
+		struct ibv_dm *orig = sim_dm_by_handle(to_sctx(ibdm->context), ibdm->handle);
+		if (orig)
+			dm = (struct sim_dm *)orig;
+	}
 	if ((access & ~ok) || !(access & IBV_ACCESS_ZERO_BASED) || off > dm->length ||
 	    len > dm->length - off) {
 		errno = EINVAL;

@@ -113,6 +113,7 @@ struct sim_mr {
 	size_t length;
 	int access;
 	struct sim_mr *next;
+	bool imported;               /* ibv_import_mr's handle: not in the key table */
 	/* a memory window's entry (mw.c): mr.lkey/rkey its current key, iova/length/access the
 	 * bound range and rights, mr.pd its PD */
 	uint8_t mw_type;             /* 1 or 2; 0: a memory region */
@@ -130,7 +131,10 @@ struct sim_mw {
 struct sim_pd {
 	struct ibv_pd pd;
 	_Atomic int users;           /* MRs, QPs, SRQs, AHs and parent domains made in it */
-	struct ibv_pd *prot;         /* a parent domain's protection domain; NULL for a PD */
+	struct ibv_pd *prot;         /* a parent domain's or an imported PD's protection domain;
+				      * NULL for a PD */
+	bool imported;               /* ibv_import_pd's handle to another context's PD */
+	struct sim_pd *next;         /* the adapter's PDs, for ibv_import_pd (under its lock) */
 };
 
 /* the protection domain a PD or parent domain stands for: what keys are checked against */
@@ -377,6 +381,8 @@ struct sim_ctx {
 	uint32_t dropped_qpn, dropped_seq; /* the last one, not lost twice */
 	struct remote_cache *remotes;
 	_Atomic size_t dm_used;      /* device memory allocated (dm.c) */
+	struct sim_dm *dms;          /* and its DMs, for ibv_import_dm (under lock) */
+	struct sim_pd *pds;          /* its PDs, for ibv_import_pd (under lock) */
 };
 
 /* the context's own record (its handle: ops, async fd) */
@@ -543,9 +549,13 @@ struct sim_dm {
 	uint8_t *buf;                /* what mlx5dv_init_obj maps: the model's "device memory" */
 	size_t length;
 	_Atomic int mrs;             /* DM MRs on it: free is EBUSY meanwhile */
+	struct sim_dm *next;         /* the adapter's DMs (an imported one is on no list) */
+	bool imported;               /* ibv_import_dm's handle to another context's DM */
 };
 struct ibv_dm *sim_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
 int sim_free_dm(struct ibv_dm *dm);
+struct ibv_dm *sim_import_dm(struct ibv_context *ctx, uint32_t handle);
+void sim_unimport_dm(struct ibv_dm *dm);
 struct ibv_mr *sim_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
 			     unsigned int access);
 void *zalloc_aligned(size_t align, size_t size);

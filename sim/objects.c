@@ -26,18 +26,119 @@ SIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 	}
 	pd->pd.context = ctx;
 	pd->pd.handle = __atomic_fetch_add(&pdn, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&to_sctx(ctx)->lock);
+	pd->next = to_sctx(ctx)->pds;
+	to_sctx(ctx)->pds = pd;
+	pthread_mutex_unlock(&to_sctx(ctx)->lock);
 	return &pd->pd;
+}
+
+/* ------------------------------------------------------------------ importing PDs and MRs */
+
+/* ibv_import_pd: a handle, in ctx, to the PD of the adapter with that handle (EINVAL when none
+ * has), standing for it as a parent domain does: keys are checked against the original. */
+SIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t pd_handle)
+{
+	struct sim_ctx *sc = to_sctx(ctx);
+	struct sim_pd *o, *pd;
+
+	pthread_mutex_lock(&sc->lock);
+	for (o = sc->pds; o && o->pd.handle != pd_handle; o = o->next)
+		;
+	if (o)
+		pd_get(&o->pd);
+	pthread_mutex_unlock(&sc->lock);
+	if (!o) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		pd_put(&o->pd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->pd.context = ctx;
+	pd->pd.handle = pd_handle;
+	pd->prot = &o->pd;
+	pd->imported = true;
+	return &pd->pd;
+}
+
+/* ibv_unimport_pd: the handle goes, the PD stays. */
+SIM_EXPORT void ibv_unimport_pd(struct ibv_pd *ibpd)
+{
+	struct sim_pd *pd = (struct sim_pd *)ibpd;
+
+	if (!pd->imported)
+		return;
+	pd_put(pd->prot);
+	free(pd);
+}
+
+/* ibv_import_mr: a handle to the MR with that handle (its key table index), in pd, which must
+ * stand for the MR's own PD (EINVAL otherwise). The kernel does not know the MR's address: the
+ * imported handle's addr is NULL, as rdma-core's tests note. */
+SIM_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct sim_ctx *sc = to_sctx(pd->context);
+	struct sim_mr *o, *m;
+
+	pthread_mutex_lock(&sc->lock);
+	o = mr_handle < sc->mr_tab_size ? sc->mr_tab[mr_handle] : NULL;
+	if (o && (o->mw_type || pd_prot(o->mr.pd) != pd_prot(pd)))
+		o = NULL;
+	m = o ? malloc(sizeof(*m)) : NULL;
+	if (m)
+		*m = *o;
+	pthread_mutex_unlock(&sc->lock);
+	if (!m) {
+		errno = o ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	m->mr.pd = pd;
+	m->mr.context = pd->context;
+	m->mr.addr = NULL;
+	m->next = NULL;
+	m->imported = true;
+	return &m->mr;
+}
+
+/* ibv_unimport_mr: the handle goes, the MR stays. */
+SIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	if (((struct sim_mr *)mr)->imported)
+		free(mr);
 }
 
 SIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	struct sim_pd *p = (struct sim_pd *)pd;
+	struct sim_pd *p = (struct sim_pd *)pd, **pp;
+	struct sim_ctx *sc = to_sctx(pd->context);
 
 	sim_count_verb();
 	if (atomic_load(&p->users))
 		return EBUSY;
+	if (p->imported) {   /* through an imported handle the PD itself goes */
+		int err;
+		pd_put(p->prot);
+		err = ibv_dealloc_pd(p->prot);
+		if (err) {
+			pd_get(p->prot);
+			return err;
+		}
+		free(p);
+		return 0;
+	}
 	if (p->prot)
 		pd_put(p->prot);
+	pthread_mutex_lock(&sc->lock);
+	for (pp = &sc->pds; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&sc->lock);
 	free(pd);
 	return 0;
 }
@@ -155,6 +256,14 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	struct sim_ctx *sc = to_sctx(mr->context);
 	struct sim_mr *m = (struct sim_mr *)mr, **pp;
 
+	if (m->imported) {   /* through an imported handle the MR itself goes */
+		struct sim_mr *o;
+		pthread_mutex_lock(&sc->lock);
+		o = mr->handle < sc->mr_tab_size ? sc->mr_tab[mr->handle] : NULL;
+		pthread_mutex_unlock(&sc->lock);
+		free(m);
+		return o && !o->mw_type ? ibv_dereg_mr(&o->mr) : 0;
+	}
 	sim_count_verb();
 	pthread_mutex_lock(&sc->lock);
 	sim_mr_tab_clear(sc, m);

@@ -176,7 +176,14 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	fcntl(p[1], F_SETFL, O_NONBLOCK);
 	c->async_fd = p[0];
 	sc->async_wfd = p[1];
-	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* a descriptor of its own (ibv_import_device finds the device by its name) */
+	{
+		char name[32];
+		snprintf(name, sizeof(name), "rvxsim-cmd-%d", ((struct sim_dev *)dev)->index);
+		c->cmd_fd = memfd_create(name, MFD_CLOEXEC);
+	}
+	if (c->cmd_fd < 0)
+		c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	return 0;
 }
 
@@ -934,48 +941,44 @@ SIM_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-/* Sharing objects between processes through a command fd has no meaning without a kernel. */
+/* ibv_import_device: another context on the device whose context's command descriptor cmd_fd
+ * is (a dup of it, in this process: the model keeps every object in the process that made it,
+ * so a descriptor passed from another process finds none of them). The new context shares the
+ * adapter, where the objects are, and owns cmd_fd, as libibverbs' imported context does. */
 SIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	(void)cmd_fd;
-	sim_unsupported("ibv_import_device");
-	return NULL;
-}
+	char link[64], target[128];
+	struct ibv_context *ctx;
+	ssize_t n;
+	int idx;
 
-SIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t pd_handle)
-{
-	(void)ctx; (void)pd_handle;
-	sim_unsupported("ibv_import_pd");
-	return NULL;
-}
-
-SIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-	(void)pd;
-}
-
-SIM_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd; (void)mr_handle;
-	sim_unsupported("ibv_import_mr");
-	return NULL;
-}
-
-SIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-	(void)mr;
+	pthread_once(&dev_once, devices_init);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", cmd_fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n > 0)
+		target[n] = 0;
+	if (n <= 0 || sscanf(target, "/memfd:rvxsim-cmd-%d", &idx) != 1 || idx < 0 ||
+	    idx >= SIM_MAX_DEVICES || !devices[idx].dev.name[0]) {
+		sim_unsupported("ibv_import_device of a descriptor that is no context of this process");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	ctx = ibv_open_device(&devices[idx].dev);
+	if (!ctx)
+		return NULL;
+	close(ctx->cmd_fd);
+	ctx->cmd_fd = cmd_fd;
+	return ctx;
 }
 
 SIM_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
 {
-	(void)ctx; (void)dm_handle;
-	sim_unsupported("ibv_import_dm");
-	return NULL;
+	return sim_import_dm(ctx, dm_handle);
 }
 
 SIM_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
-	(void)dm;
+	sim_unimport_dm(dm);
 }
 
 SIM_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *attr,
