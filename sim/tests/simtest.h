@@ -595,6 +595,21 @@ static inline void st_ibqp_connect(struct st_dev *d, struct ibv_qp *q, const str
 	st_qp_connect(d, &tmp, &r);
 }
 
+/* One work completion from cq by ibv_poll_cq within 3 s (a failed check when none came). */
+static inline int st_poll_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = st_now_ns() + 3000000000ull;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			break;
+		sched_yield();
+	} while (st_now_ns() < end);
+	return CHECKF(n == 1, "ibv_poll_cq returned %d", n);
+}
+
 /* Connects two QPs on one device to each other (retry_cnt 7, timeout 14). */
 static inline void st_qp_connect_pair(struct st_dev *d, struct st_qp *a, struct st_qp *b,
 				      uint8_t rnr_retry)

@@ -14,15 +14,13 @@
 
 static struct st_dev D;
 
-/* One RDMA WRITE of len bytes from (lkey, src) on a to rkey at dst, on b's side; the status. */
+/* One RDMA WRITE of len bytes from (lkey, src) on QP a to rkey at dst; its completion's status. */
 static int write_one(struct ibv_qp *a, struct ibv_cq *cq, uint32_t lkey, void *src, uint32_t rkey,
 		     void *dst, uint32_t len)
 {
 	struct ibv_sge sg = { (uintptr_t)src, len, lkey };
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
-	uint64_t end = st_now_ns() + 3000000000ull;
-	int n;
 
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_RDMA_WRITE;
@@ -31,14 +29,9 @@ static int write_one(struct ibv_qp *a, struct ibv_cq *cq, uint32_t lkey, void *s
 	wr.num_sge = 1;
 	wr.wr.rdma.rkey = rkey;
 	wr.wr.rdma.remote_addr = (uintptr_t)dst;
-	if (!CHECK(ibv_post_send(a, &wr, &bad) == 0))
+	if (!CHECK(ibv_post_send(a, &wr, &bad) == 0) || !st_poll_wc(cq, &wc))
 		return -1;
-	do {
-		n = ibv_poll_cq(cq, 1, &wc);
-		if (!n)
-			sched_yield();
-	} while (!n && st_now_ns() < end);
-	return CHECKF(n == 1, "no completion") ? (int)wc.status : -1;
+	return (int)wc.status;
 }
 
 static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)

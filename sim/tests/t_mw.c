@@ -63,21 +63,6 @@ static void unpair(struct vq *a, struct vq *b)
 	CHECK(ibv_destroy_cq(a->cq) == 0 && ibv_destroy_cq(b->cq) == 0);
 }
 
-/* One work completion from cq within 3 s. */
-static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t end = st_now_ns() + 3000000000ull;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			break;
-		sched_yield();
-	} while (st_now_ns() < end);
-	return CHECKF(n == 1, "ibv_poll_cq returned %d", n);
-}
-
 /* Post wr on q, return its completion's status (opcode checked on success). */
 static enum ibv_wc_status run(struct vq *q, struct ibv_send_wr *wr, enum ibv_wc_opcode op)
 {
@@ -85,7 +70,7 @@ static enum ibv_wc_status run(struct vq *q, struct ibv_send_wr *wr, enum ibv_wc_
 	struct ibv_wc wc;
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	if (!CHECKF(ibv_post_send(q->qp, wr, &bad) == 0, "ibv_post_send") || !poll1(q->cq, &wc))
+	if (!CHECKF(ibv_post_send(q->qp, wr, &bad) == 0, "ibv_post_send") || !st_poll_wc(q->cq, &wc))
 		return IBV_WC_GENERAL_ERR;
 	if (wc.status == IBV_WC_SUCCESS)
 		CHECK_EQ(wc.opcode, op);
@@ -131,7 +116,7 @@ static enum ibv_wc_status bind1(struct vq *b, struct ibv_mw *mw, struct ibv_mr *
 	mb.bind_info.addr = (uintptr_t)addr;
 	mb.bind_info.length = len;
 	mb.bind_info.mw_access_flags = access;
-	if (!CHECKF(ibv_bind_mw(b->qp, mw, &mb) == 0, "ibv_bind_mw") || !poll1(b->cq, &wc))
+	if (!CHECKF(ibv_bind_mw(b->qp, mw, &mb) == 0, "ibv_bind_mw") || !st_poll_wc(b->cq, &wc))
 		return IBV_WC_GENERAL_ERR;
 	CHECK_EQ(wc.wr_id, 71);
 	if (wc.status == IBV_WC_SUCCESS)
@@ -295,7 +280,7 @@ static void send_inv(struct vq *a, struct vq *b, uint32_t key, struct ibv_wc *rw
 	wr.invalidate_rkey = key;
 	*sst = run(a, &wr, IBV_WC_SEND);
 	memset(rwc, 0, sizeof(*rwc));
-	poll1(b->cq, rwc);
+	st_poll_wc(b->cq, rwc);
 }
 
 static void type2(void)
@@ -376,7 +361,7 @@ static void wr_api(void)
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_bind_mw(x, mw, k, &bi);
 	CHECK(ibv_wr_complete(x) == 0);
-	if (poll1(b.cq, &wc))
+	if (st_poll_wc(b.cq, &wc))
 		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW && wc.wr_id == 81);
 	CHECK_EQ(rdma(&a, IBV_WR_RDMA_WRITE, k, rbuf + WIN, 8, 14), IBV_WC_SUCCESS);
 	CHECK(all_are(rbuf + WIN, 8, 14));
@@ -384,7 +369,7 @@ static void wr_api(void)
 	x->wr_id = 82;
 	ibv_wr_local_inv(x, k);
 	CHECK(ibv_wr_complete(x) == 0);
-	if (poll1(b.cq, &wc))
+	if (st_poll_wc(b.cq, &wc))
 		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV && wc.wr_id == 82);
 	CHECK_EQ(rdma(&a, IBV_WR_RDMA_WRITE, k, rbuf + WIN + 64, 8, 15), IBV_WC_REM_ACCESS_ERR);
 	CHECK(all_are(rbuf + WIN + 64, 8, 0x33));

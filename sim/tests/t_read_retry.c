@@ -39,20 +39,6 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq)
 	return ibv_create_qp(D.pd, &ia);
 }
 
-static void connect_to(struct ibv_qp *qp, struct ibv_qp *peer)
-{
-	struct st_qp tmp;
-	struct st_addr r;
-
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.qp = qp;
-	memset(&r, 0, sizeof(r));
-	r.qpn = peer->qp_num;
-	r.lid = D.port.lid;
-	memcpy(r.gid, D.gid.raw, 16);
-	st_qp_connect(&D, &tmp, &r);
-}
-
 /* Posts one signaled WR of len bytes at local offset loff, remote offset roff. */
 static void post(uint64_t id, enum ibv_wr_opcode op, uint32_t loff, uint32_t roff, uint32_t len,
 		 uint64_t add)
@@ -277,8 +263,8 @@ int main(void)
 	QA = make_qp(CQA);
 	QB = make_qp(CQB);
 	REQUIRE(QA && QB);
-	connect_to(QA, QB);
-	connect_to(QB, QA);
+	st_ibqp_connect(&D, QA, QB);
+	st_ibqp_connect(&D, QB, QA);
 	lbuf = aligned_alloc(4096, BUFSZ);
 	rbuf = aligned_alloc(4096, BUFSZ);
 	REQUIRE(lbuf && rbuf);

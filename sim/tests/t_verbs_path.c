@@ -93,27 +93,13 @@ static void recv_one(struct ibv_recv_wr *rr, struct ibv_sge *sg, uint64_t wr_id)
 	rr->num_sge = 1;
 }
 
-/* Polls one work completion from cq within 3 s. */
-static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t end = st_now_ns() + 3000000000ull;
-	int n;
-
-	do {
-		n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			break;
-		sched_yield();
-	} while (st_now_ns() < end);
-	return CHECKF(n == 1, "ibv_poll_cq returned %d", n);
-}
 
 static void expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op,
 		      uint32_t qpn, long len)
 {
 	struct ibv_wc wc;
 
-	if (!poll1(cq, &wc))
+	if (!st_poll_wc(cq, &wc))
 		return;
 	CHECKF(wc.status == st, "status %d (%s), expected %d (%s)", wc.status, ibv_wc_status_str(wc.status),
 	       st, ibv_wc_status_str(st));
@@ -253,7 +239,7 @@ int main(void)
 	wr.imm_data = htobe32(0xabcdef01);
 	post_send(A.qp, &wr);
 	expect_wc(A.scq, 14, IBV_WC_SUCCESS, IBV_WC_SEND, A.qp->qp_num, -1);
-	if (poll1(B.rcq, &wc)) {
+	if (st_poll_wc(B.rcq, &wc)) {
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.wr_id, 99);
 		CHECK_EQ(wc.opcode, IBV_WC_RECV);
@@ -278,7 +264,7 @@ int main(void)
 	wr.wr.rdma.rkey = RM->rkey;
 	post_send(A.qp, &wr);
 	expect_wc(A.scq, 15, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, A.qp->qp_num, -1);
-	if (poll1(B.rcq, &wc)) {
+	if (st_poll_wc(B.rcq, &wc)) {
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 		CHECK_EQ(wc.imm_data, htobe32(77));
@@ -424,7 +410,7 @@ int main(void)
 		{
 			int sends = 0, recvs = 0, got = 0;
 			while (got < 8) {
-				if (!poll1(c2, &wc))
+				if (!st_poll_wc(c2, &wc))
 					break;
 				got++;
 				CHECKF(wc.status == IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
