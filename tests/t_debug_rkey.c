@@ -26,20 +26,15 @@ int main(int argc, char **argv)
     rvx_mem_t *mem;
     t_remote_t *rm;
     rvx_rkey_t rk[NR];
-    rvx_ep_t *ep[NR] = {NULL, NULL, NULL};
-    int me, r;
+    rvx_ep_t *ep[NR];
+    int me;
 
     t_spawn(argc, argv, NR, 60);
     me = t_start(&ctx, &w);
     T_OK(rvx_mem_alloc(ctx, LEN, &mem));
     t_fill(rvx_mem_addr(mem), LEN, (uint64_t)me);
     rm = t_exchange(ctx, mem);
-    memset(rk, 0, sizeof(rk));
-    if (me == 0)
-        for (r = 1; r < NR; r++) {
-            T_OK(rvx_ep_create(w, r, &ep[r]));
-            T_OK(rvx_rkey_unpack(ep[r], rm[r].packed, &rk[r]));
-        }
+    t_connect_from0(w, me, NR, rm, ep, rk);
     T_OK(rvx_barrier(ctx));
     if (me == 0) {
         uint8_t buf[LEN];
@@ -78,10 +73,6 @@ int main(int argc, char **argv)
         T_CHECK(notes == 0, "rank 2: a refused long AM ran its handler");
     }
     T_OK(rvx_barrier(ctx));
-    for (r = 1; r < NR; r++)
-        if (ep[r]) {
-            rvx_rkey_release(&rk[r]);
-            rvx_ep_destroy(ep[r]);
-        }
+    t_disconnect(ep, rk, NR);
     return t_finish(ctx, w, mem, rk, 0, rm);
 }

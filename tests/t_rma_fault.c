@@ -118,14 +118,7 @@ int main(int argc, char **argv)
     lbuf = (uint8_t *)rvx_mem_addr(mem);
     lmem = mem;
     rm = t_exchange(ctx, mem);
-    memset(rk, 0, sizeof(rk));
-    for (r = 0; r < NR; r++) ep[r] = NULL;
-    if (me == 0) {
-        for (r = 1; r < NR; r++) {
-            T_OK(rvx_ep_create(w, r, &ep[r]));
-            T_OK(rvx_rkey_unpack(ep[r], rm[r].packed, &rk[r]));
-        }
-    }
+    t_connect_from0(w, me, NR, rm, ep, rk);
     T_OK(rvx_barrier(ctx));
     if (me == 0) {
         rvx_request_t req;
@@ -173,10 +166,6 @@ int main(int argc, char **argv)
                 "rank %d: the valid put is not there", me);
     }
     T_OK(rvx_barrier(ctx));
-    for (r = 0; r < NR; r++) {
-        if (!ep[r]) continue;
-        rvx_rkey_release(&rk[r]);
-        rvx_ep_destroy(ep[r]);
-    }
+    t_disconnect(ep, rk, NR);
     return t_finish(ctx, w, mem, rk, 0, rm);
 }

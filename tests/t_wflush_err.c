@@ -21,21 +21,15 @@ int main(int argc, char **argv)
     rvx_mem_t *mem;
     t_remote_t *rm;
     rvx_rkey_t rk[NR];
-    rvx_ep_t *ep[NR] = {NULL, NULL, NULL};
-    int me, r;
+    rvx_ep_t *ep[NR];
+    int me;
 
     t_spawn(argc, argv, NR, 120);
     me = t_start(&ctx, &w);
     T_OK(rvx_mem_alloc(ctx, REGION, &mem));
     t_fill(rvx_mem_addr(mem), REGION, (uint64_t)me);
     rm = t_exchange(ctx, mem);
-    memset(rk, 0, sizeof(rk));
-    if (me == 0) {
-        for (r = 1; r < NR; r++) {
-            T_OK(rvx_ep_create(w, r, &ep[r]));
-            T_OK(rvx_rkey_unpack(ep[r], rm[r].packed, &rk[r]));
-        }
-    }
+    t_connect_from0(w, me, NR, rm, ep, rk);
     T_OK(rvx_barrier(ctx));
     if (me == 0) {
         uint64_t bad = 0xbadbadbadbadbad1ull, good = 0x600d600d600d600dull;
@@ -72,10 +66,6 @@ int main(int argc, char **argv)
         T_CHECK(at < 0, "rank 2: the refused put wrote its region at byte %ld", at);
     }
     T_OK(rvx_barrier(ctx));
-    for (r = 0; r < NR; r++) {
-        if (!ep[r]) continue;
-        rvx_rkey_release(&rk[r]);
-        rvx_ep_destroy(ep[r]);
-    }
+    t_disconnect(ep, rk, NR);
     return t_finish(ctx, w, mem, rk, 0, rm);
 }

@@ -198,6 +198,31 @@ static inline t_remote_t *t_exchange(rvx_context_t *ctx, rvx_mem_t *mem)
     return all;
 }
 
+/* Rank 0 as the initiator: an endpoint to every other rank of n and its key from the exchange
+ * (ep[0] stays NULL, as every entry on the other ranks). */
+static inline void t_connect_from0(rvx_worker_t *w, int me, int n, const t_remote_t *rm,
+                                   rvx_ep_t **ep, rvx_rkey_t *rk)
+{
+    int r;
+    memset(rk, 0, (size_t)n * sizeof(*rk));
+    for (r = 0; r < n; r++) ep[r] = NULL;
+    for (r = 1; me == 0 && r < n; r++) {
+        T_OK(rvx_ep_create(w, r, &ep[r]));
+        T_OK(rvx_rkey_unpack(ep[r], rm[r].packed, &rk[r]));
+    }
+}
+
+/* The endpoints t_connect_from0 made, with their keys, gone. */
+static inline void t_disconnect(rvx_ep_t **ep, rvx_rkey_t *rk, int n)
+{
+    int r;
+    for (r = 0; r < n; r++)
+        if (ep[r]) {
+            rvx_rkey_release(&rk[r]);
+            rvx_ep_destroy(ep[r]);
+        }
+}
+
 /* The end of a test that exchanged keys: n keys released, the worker, region and context gone,
  * the exchange's array freed; returns the test's exit status. */
 static inline int t_finish(rvx_context_t *ctx, rvx_worker_t *w, rvx_mem_t *mem, rvx_rkey_t *rk,
