@@ -7,8 +7,8 @@
  *                            am_short8 amo_add8 get8_req floor_get8 amo_fadd8 floor_amo_add8
  *
  * floor_put8 is the same 8-byte put WQE (ctrl, 16-byte address segment, raddr, inline 8) posted
- * by hand with nothing but what the NIC needs, on the DCI the endpoint holds: queue-full check,
- * moderation, the WQEBB built in registers, stored to the queue, producer index, doorbell record,
+ * by hand with nothing but what the NIC needs, on the DCI the endpoint holds: one check for a full
+ * queue and the signaled WQE, the WQEBB built in registers, stored to the queue, producer index, doorbell record,
  * BlueFlame copy, half toggle. put8 is measured against it. */
 #define RVX_TL RVX_TL_DC_MLX5
 #define BENCH_ICOUNT 1
@@ -18,7 +18,8 @@
 typedef struct floor_dci {
     uint8_t           *sq;
     uint32_t           mask, pi, limit;  /* limit: ci + room */
-    uint16_t           sig_left;
+    uint32_t           sig_pi;           /* the WQE at this index asks for a completion */
+    uint32_t           stop;             /* the first of limit and sig_pi: the put's one check */
     uint64_t           w8;               /* RDMA_WRITE << 32 | qpn << 8 | 4 */
     uint64_t           av[2];            /* the address segment: key (big-endian), av_lo */
     volatile uint32_t *dbrec;
@@ -28,6 +29,12 @@ typedef struct floor_dci {
 } floor_dci_t;
 
 RVX_COLD void floor_slow(floor_dci_t *q) { fprintf(stderr, "floor: queue full (pi %u)\n", q->pi); abort(); }
+
+/* The first of the queue's limit and the signaled WQE: one compare per put covers both. */
+static inline uint32_t floor_stop(uint32_t limit, uint32_t sig_pi)
+{
+    return (int32_t)(sig_pi - limit) < 0 ? sig_pi : limit;
+}
 
 /* The WQEBB in four registers (ctrl with CE in `hi`, address segment, raddr, inline 8), stored
  * to the queue, then the producer index, doorbell record and BlueFlame copy. */
@@ -71,15 +78,22 @@ static inline void floor_post(floor_dci_t *q, const uint64_t *src, uint64_t radd
 
 RVX_COLD void floor_put8_sig(floor_dci_t *q, const uint64_t *src, uint64_t raddr, const uint64_t *rkey_word)
 {
-    q->sig_left = RVX_MLX5_SIG_EVERY;
+    q->sig_pi = q->pi + RVX_MLX5_SIG_EVERY;
+    q->stop = floor_stop(q->limit, q->sig_pi);
     q->last_sig = q->pi;
     floor_post(q, src, raddr, rkey_word, (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24);
 }
 
+/* The put reached the stop: a full queue, or the WQE that asks for a completion. */
+RVX_COLD void floor_put8_stop(floor_dci_t *q, const uint64_t *src, uint64_t raddr, const uint64_t *rkey_word)
+{
+    if ((int32_t)(q->pi - q->limit) >= 0) floor_slow(q);
+    else floor_put8_sig(q, src, raddr, rkey_word);
+}
+
 RVX_NOINLINE void floor_put8(floor_dci_t *q, const uint64_t *src, uint64_t raddr, const uint64_t *rkey_word)
 {
-    if (RVX_UNLIKELY((int32_t)(q->pi - q->limit) >= 0)) { floor_slow(q); return; }
-    if (RVX_UNLIKELY(--q->sig_left == 0)) { floor_put8_sig(q, src, raddr, rkey_word); return; }
+    if (RVX_UNLIKELY((int32_t)(q->pi - q->stop) >= 0)) { floor_put8_stop(q, src, raddr, rkey_word); return; }
     floor_post(q, src, raddr, rkey_word, 0);
 }
 
@@ -91,7 +105,7 @@ RVX_NOINLINE void floor_put8_batch16(floor_dci_t *q, const uint64_t *src, uint64
                                      const uint64_t *rkey_word)
 {
     uint32_t pi = q->pi, k;
-    unsigned sig_left = q->sig_left;
+    uint32_t sig_pi = q->sig_pi;
     uint8_t *sq = q->sq, *wqe;
     __m128i v0 = _mm_setzero_si128(), v1, v3;
     if (RVX_UNLIKELY((int32_t)(pi + 16 - q->limit) > 0)) { floor_slow(q); return; }
@@ -102,8 +116,8 @@ RVX_NOINLINE void floor_put8_batch16(floor_dci_t *q, const uint64_t *src, uint64
                           _mm_cvtsi32_si128((int)__builtin_bswap32(8u | MLX5_INLINE_SEG)));
         __m128i v2 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr + 8 * k))),
                                                    (const double *)(const void *)rkey_word));
-        if (RVX_UNLIKELY(--sig_left == 0)) { /* the signaled one: its index remembered */
-            sig_left = RVX_MLX5_SIG_EVERY;
+        if (RVX_UNLIKELY(pi == sig_pi)) { /* the signaled one: its index remembered */
+            sig_pi = pi + RVX_MLX5_SIG_EVERY;
             q->last_sig = pi;
             hi = (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24;
         }
@@ -115,7 +129,8 @@ RVX_NOINLINE void floor_put8_batch16(floor_dci_t *q, const uint64_t *src, uint64
         _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
     }
     q->pi = pi;
-    q->sig_left = (uint16_t)sig_left;
+    q->sig_pi = sig_pi;
+    q->stop = floor_stop(q->limit, sig_pi);
     __asm__ __volatile__("" ::: "memory");
     *q->dbrec = __builtin_bswap32(pi & 0xffff);
     __asm__ __volatile__("sfence" ::: "memory");
@@ -146,13 +161,14 @@ static long floor_loop(icount_env_t *e, long n, int batch)
     q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | d->qpn << 8 | 4;
     q.av[0] = rvx_htobe64(RVX__DC_KEY);
     q.av[1] = e->ep->tl[0].av_lo;
-    q.sig_left = RVX_MLX5_SIG_EVERY;
+    q.sig_pi = q.pi + RVX_MLX5_SIG_EVERY - 1;
+    q.stop = floor_stop(q.limit, q.sig_pi);
     q.last_sig = 0;
     q.dbrec = d->sq.dbrec;
     q.bf = d->sq.bf->cur;
     q.flip = d->sq.bf->flip;
     for (i = 0; i < n; i++) {
-        int sig = batch ? q.sig_left <= 16 : q.sig_left == 1; /* a WQE of this call is signaled */
+        int sig = (int32_t)(q.pi + (batch ? 16 : 1) - q.sig_pi) > 0; /* a WQE of this call is signaled */
         if (batch) floor_put8_batch16(&q, src, e->base + 64, &e->rk.rkey_word);
         else floor_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
         if (sig) { /* retire it through its CQE */
@@ -160,6 +176,7 @@ static long floor_loop(icount_env_t *e, long n, int batch)
             rvx__mlx5_cq_advance(&ifc->cq);
             *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
             q.limit = q.last_sig + 1 + d->sq.room;
+            q.stop = floor_stop(q.limit, q.sig_pi);
         }
     }
     return *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + (batch ? 8 * 15 : 0)) != 42;

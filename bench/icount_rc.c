@@ -12,13 +12,15 @@
 #include "icount_fetch.h"
 
 /* The floor: the same 8-byte inline RDMA WRITE, hand-written on the fields it needs and nothing
- * else: queue-full check, moderation (CE every RVX_MLX5_SIG_EVERY), ctrl/raddr/inline built in
- * registers, stored to the queue, producer index, doorbell record, BlueFlame copy (or the 8-byte
- * doorbell), half toggle. What a signaled WQE needs later is one store of its index. */
+ * else: one check for a full queue and the signaled WQE (CE every RVX_MLX5_SIG_EVERY), ctrl,
+ * raddr and inline built in registers, stored to the queue, producer index, doorbell record,
+ * BlueFlame copy (or the 8-byte doorbell), half toggle. What a signaled WQE needs later is one
+ * store of its index. */
 typedef struct ref_qp {
     uint8_t           *sq;
     uint32_t           mask, pi, limit;  /* limit: ci + room */
-    uint16_t           sig_left;
+    uint32_t           sig_pi;           /* the WQE at this index asks for a completion */
+    uint32_t           stop;             /* the first of limit and sig_pi: the put's one check */
     uint64_t           w8;               /* RDMA_WRITE << 32 | qpn << 8 | 3 */
     volatile uint32_t *dbrec;
     uint8_t           *bf;               /* the half to write next */
@@ -27,6 +29,12 @@ typedef struct ref_qp {
 } ref_qp_t;
 
 RVX_COLD void ref_slow(ref_qp_t *q) { fprintf(stderr, "ref: queue full (pi %u)\n", q->pi); abort(); }
+
+/* The first of the queue's limit and the signaled WQE: one compare per put covers both. */
+static inline uint32_t floor_stop(uint32_t limit, uint32_t sig_pi)
+{
+    return (int32_t)(sig_pi - limit) < 0 ? sig_pi : limit;
+}
 
 RVX_COLD void ref_put8_sig(ref_qp_t *q, uint64_t v, uint64_t raddr, uint64_t rkey_word)
 {
@@ -38,7 +46,8 @@ RVX_COLD void ref_put8_sig(ref_qp_t *q, uint64_t v, uint64_t raddr, uint64_t rke
     __m128i v1 = _mm_set_epi64x((long long)rkey_word, (long long)__builtin_bswap64(raddr));
     __m128i v2 = _mm_set_epi64x((long long)(v >> 32), (long long)((uint64_t)__builtin_bswap32(8u | MLX5_INLINE_SEG) | v << 32));
     __m128i v3 = _mm_setzero_si128();
-    q->sig_left = RVX_MLX5_SIG_EVERY;
+    q->sig_pi = q->pi + RVX_MLX5_SIG_EVERY;
+    q->stop = floor_stop(q->limit, q->sig_pi);
     q->last_sig = pi;
     _mm_store_si128((__m128i *)(void *)wqe, v0);
     _mm_store_si128((__m128i *)(void *)(wqe + 16), v1);
@@ -60,13 +69,19 @@ RVX_COLD void ref_put8_sig(ref_qp_t *q, uint64_t v, uint64_t raddr, uint64_t rke
     q->bf = (uint8_t *)((uintptr_t)q->bf ^ q->flip);
 }
 
+/* The put reached the stop: a full queue, or the WQE that asks for a completion. */
+RVX_COLD void ref_put8_stop(ref_qp_t *q, uint64_t v, uint64_t raddr, uint64_t rkey_word)
+{
+    if ((int32_t)(q->pi - q->limit) >= 0) ref_slow(q);
+    else ref_put8_sig(q, v, raddr, rkey_word);
+}
+
 RVX_NOINLINE void ref_put8(ref_qp_t *q, const uint64_t *src, uint64_t raddr, const uint64_t *rkey_word)
 {
     uint32_t pi = q->pi;
     uint8_t *wqe, *reg;
     __m128i v0, v1, v2, v3 = _mm_setzero_si128();
-    if (RVX_UNLIKELY((int32_t)(pi - q->limit) >= 0)) { ref_slow(q); return; }
-    if (RVX_UNLIKELY(--q->sig_left == 0)) { ref_put8_sig(q, *src, raddr, *rkey_word); return; }
+    if (RVX_UNLIKELY((int32_t)(pi - q->stop) >= 0)) { ref_put8_stop(q, *src, raddr, *rkey_word); return; }
     wqe = q->sq + ((pi & q->mask) << 6);
     v0 = _mm_cvtsi64_si128((long long)__builtin_bswap64((uint64_t)(uint16_t)pi << 40 | q->w8));
     v1 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr))),
@@ -102,7 +117,7 @@ RVX_NOINLINE void floor_put8_batch16(ref_qp_t *q, const uint64_t *src, uint64_t 
                                      const uint64_t *rkey_word)
 {
     uint32_t pi = q->pi, k;
-    unsigned sig_left = q->sig_left;
+    uint32_t sig_pi = q->sig_pi;
     uint8_t *sq = q->sq, *wqe = NULL;
     __m128i v0 = _mm_setzero_si128(), v3 = _mm_setzero_si128();
     if (RVX_UNLIKELY((int32_t)(pi + 16 - q->limit) > 0)) { ref_slow(q); return; }
@@ -112,8 +127,8 @@ RVX_NOINLINE void floor_put8_batch16(ref_qp_t *q, const uint64_t *src, uint64_t 
                                   _mm_cvtsi32_si128((int)__builtin_bswap32(8u | MLX5_INLINE_SEG)));
         __m128i v1 = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)__builtin_bswap64(raddr + 8 * k))),
                                                    (const double *)(const void *)rkey_word));
-        if (RVX_UNLIKELY(--sig_left == 0)) { /* the signaled one: its index remembered */
-            sig_left = RVX_MLX5_SIG_EVERY;
+        if (RVX_UNLIKELY(pi == sig_pi)) { /* the signaled one: its index remembered */
+            sig_pi = pi + RVX_MLX5_SIG_EVERY;
             q->last_sig = pi;
             hi = (uint64_t)MLX5_WQE_CTRL_CQ_UPDATE << 24;
         }
@@ -125,7 +140,8 @@ RVX_NOINLINE void floor_put8_batch16(ref_qp_t *q, const uint64_t *src, uint64_t 
         _mm_store_si128((__m128i *)(void *)(wqe + 48), v3);
     }
     q->pi = pi;
-    q->sig_left = (uint16_t)sig_left;
+    q->sig_pi = sig_pi;
+    q->stop = floor_stop(q->limit, sig_pi);
     __asm__ __volatile__("" ::: "memory");
     *q->dbrec = __builtin_bswap32(pi & 0xffff);
     __asm__ __volatile__("sfence" ::: "memory");
@@ -160,13 +176,14 @@ static long ref_loop(icount_env_t *e, long n, int batch)
     q.pi = c->sq.pi;
     q.limit = c->sq.pi + room;
     q.w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->qpn << 8 | 3;
-    q.sig_left = RVX_MLX5_SIG_EVERY;
+    q.sig_pi = q.pi + RVX_MLX5_SIG_EVERY - 1;
+    q.stop = floor_stop(q.limit, q.sig_pi);
     q.last_sig = 0;
     q.dbrec = c->sq.dbrec;
     q.bf = c->sq.bf->cur;
     q.flip = c->sq.bf->flip;
     for (i = 0; i < n; i++) {
-        int sig = batch ? q.sig_left <= 16 : q.sig_left == 1; /* a WQE of this call is signaled */
+        int sig = (int32_t)(q.pi + (batch ? 16 : 1) - q.sig_pi) > 0; /* a WQE of this call is signaled */
         if (batch) floor_put8_batch16(&q, src, e->base + 64, &e->rk.rkey_word);
         else ref_put8(&q, &e->src, e->base + 64, &e->rk.rkey_word);
         if (sig) { /* retire it through its CQE */
@@ -174,6 +191,7 @@ static long ref_loop(icount_env_t *e, long n, int batch)
             rvx__mlx5_cq_advance(&ifc->cq);
             *ifc->cq.dbrec = __builtin_bswap32(ifc->cq.ci & 0xffffff);
             q.limit = q.last_sig + 1 + room;
+            q.stop = floor_stop(q.limit, q.sig_pi);
         }
     }
     return batch && *(uint64_t *)(void *)((uint8_t *)rvx_mem_addr(e->mem) + 64 + 8 * 15) != 42;

@@ -109,11 +109,12 @@ static void compare(const char *what, uint32_t pi, unsigned nbb)
     compared++;
 }
 
-/* fm_ce_se of the next WQE, as the model has it: a completion every RVX_MLX5_SIG_EVERY (or when
- * forced), with the fence a READ or atomic left. */
-static unsigned flags_of(uint16_t sig_left, uint8_t fence, int force)
+/* fm_ce_se of the WQE at pi, as the model has it: a completion once the WQE starts at or past the
+ * mark, RVX_MLX5_SIG_EVERY WQEBBs after the last signaled one (or when forced), with the fence a
+ * READ or atomic left. */
+static unsigned flags_of(uint32_t pi, uint32_t sig_pi, uint8_t fence, int force)
 {
-    return force || sig_left <= 1 ? MLX5_WQE_CTRL_CQ_UPDATE | fence : 0;
+    return force || (int32_t)(pi - sig_pi) >= 0 ? MLX5_WQE_CTRL_CQ_UPDATE | fence : 0;
 }
 
 /* Where the bounce ring puts len bytes next. */
@@ -181,7 +182,7 @@ int main(void)
 
     for (i = 0; i < ITERS && t_failures < 10; i++) {
         uint32_t pi = D->sq.pi;
-        uint16_t sl = D->sq.sig_left;
+        uint32_t sp = D->sq.sig_pi;
         uint8_t fence = D->sq.fence;
         uint64_t raddr = base + 64 + (uint64_t)(i % 512) * 128;
         unsigned ds, nbb;
@@ -192,7 +193,7 @@ int main(void)
             size_t len = 1 + (size_t)(i / 7) % RVX_PUT_SHORT_MAX;
             ds = 3 + RVX__MLX5_INLINE_DS(len);
             nbb = RVX__MLX5_NBB(ds);
-            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_WRITE, 0, ds, flags_of(sl, fence, 0), 0);
+            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_WRITE, 0, ds, flags_of(pi, sp, fence, 0), 0);
             expect_raddr(32, raddr, rkey);
             expect_inline(48, src + i % 64, len);
             poison(pi, nbb);
@@ -204,7 +205,7 @@ int main(void)
             v = (uint64_t)i * 0x9e3779b97f4a7c15ull;
             ds = 4;
             nbb = 1;
-            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_WRITE, 0, ds, flags_of(sl, fence, 0), 0);
+            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_WRITE, 0, ds, flags_of(pi, sp, fence, 0), 0);
             expect_raddr(32, raddr, rkey);
             expect_inline(48, &v, 8);
             poison(pi, nbb);
@@ -216,7 +217,7 @@ int main(void)
             uint8_t *b = bounce_next(len);
             ds = 4;
             nbb = 1;
-            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_WRITE, 0, ds, flags_of(sl, fence, 0), 0);
+            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_WRITE, 0, ds, flags_of(pi, sp, fence, 0), 0);
             expect_raddr(32, raddr, rkey);
             expect_data(48, (uint32_t)len, blkey, b);
             poison(pi, nbb);
@@ -232,7 +233,7 @@ int main(void)
             rvx_request_t req;
             ds = 4;
             nbb = 1;
-            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_READ, 0, ds, flags_of(sl, fence, 1), 0);
+            expect_ctrl_av(pi, MLX5_OPCODE_RDMA_READ, 0, ds, flags_of(pi, sp, fence, 1), 0);
             expect_raddr(32, raddr, rkey);
             expect_data(48, (uint32_t)len, blkey, b);
             poison(pi, nbb);
@@ -250,7 +251,7 @@ int main(void)
             rvx_request_t req;
             ds = 5;
             nbb = 2;
-            expect_ctrl_av(pi, MLX5_OPCODE_ATOMIC_FA, 0, ds, flags_of(sl, fence, 1), 0);
+            expect_ctrl_av(pi, MLX5_OPCODE_ATOMIC_FA, 0, ds, flags_of(pi, sp, fence, 1), 0);
             expect_raddr(32, base, rkey);
             a.swap_add = htobe64(3);
             a.compare = 0;
@@ -271,7 +272,7 @@ int main(void)
             rvx_status_t st;
             ds = 4;
             nbb = 1;
-            expect_ctrl_av(pi, MLX5_OPCODE_SEND_IMM, 0, ds, flags_of(sl, fence, 0), imm);
+            expect_ctrl_av(pi, MLX5_OPCODE_SEND_IMM, 0, ds, flags_of(pi, sp, fence, 0), imm);
             {
                 uint32_t bc = htobe32(16u | MLX5_INLINE_SEG);
                 expect(32, &bc, 4);
@@ -298,7 +299,7 @@ int main(void)
             t_fill(src + 4096, plen, arg);
             ds = 3;
             nbb = 1;
-            expect_ctrl_av(pi, MLX5_OPCODE_SEND_IMM, 0, ds, flags_of(sl, fence, 0), imm);
+            expect_ctrl_av(pi, MLX5_OPCODE_SEND_IMM, 0, ds, flags_of(pi, sp, fence, 0), imm);
             expect_data(32, (uint32_t)flen, blkey, b);
             poison(pi, nbb);
             st = rvx_am_medium(ep, RVX_AM_ORACLE, &arg, 1, src + 4096, plen);

@@ -58,7 +58,7 @@ check() { # binary transport
   for fn in put8 batch16 flush progress get8 amo_fadd8; do
     has "$table" $fn || fail "$tl: no column for $fn (rvx_explain_$fn missing?)"
   done
-  for p in "queue-full check" "moderation" "producer index" "ctrl segment" "raddr segment" \
+  for p in "limit check" "producer index" "ctrl segment" "raddr segment" \
            "inline data" "barrier" "doorbell record" "BlueFlame copy"; do
     need put8 "$p" 1
   done

@@ -45,7 +45,7 @@ static unsigned fill(rvx__tl_iface_t *ifc, rvx_ep_t *ep, uint64_t raddr, const r
     unsigned n = 0;
     for (;;) {
         uint32_t g = c->sq.room ? c->sq.room + 1 : 0;
-        int room = (int32_t)(c->sq.pi + 1 - c->sq.pi_limit) <= 0;
+        int room = rvx__mlx5_sq_room_for(&c->sq, 1) && !c->sq.hold;
         uint32_t need = (c->sq.pi - c->sq.ci + 2 + RVX__RC_GRANT - 1) / RVX__RC_GRANT * RVX__RC_GRANT;
         if (!room && (need > cap || ifc->tx_free < need - g)) return n;
         T_OK(rvx_put(ep, &v, 8, raddr, rk));

@@ -54,7 +54,7 @@ static rvx__rc_conn_t *C;    /* the connection: read for pre-post state only */
 /* The model: the state a WQE's bytes depend on. */
 typedef struct model {
     uint32_t pi;
-    uint16_t sig_left;
+    uint32_t sig_pi;
     uint8_t  fence;
     uint64_t b_head;
 } model_t;
@@ -117,7 +117,7 @@ static uint64_t reported64(void)
 static void m_read(model_t *m)
 {
     m->pi = C->sq.pi;
-    m->sig_left = C->sq.sig_left;
+    m->sig_pi = C->sq.sig_pi;
     m->fence = C->sq.fence;
     m->b_head = C->bs->head;
     nxq = 0;
@@ -140,8 +140,8 @@ static uint8_t *m_bounce(model_t *m, size_t len)
 }
 
 /* A new WQE at m->pi: ctrl segment through rdma-core, fm_ce_se from the pre-post state: CE when
- * forced or when this is the last WQE the moderation lets go unsignaled (sig_left 1), the fence
- * bit when a READ or atomic left one pending. */
+ * forced or when the WQE starts at or past the moderation's mark (RVX_MLX5_SIG_EVERY WQEBBs after
+ * the last signaled WQE), the fence bit when a READ or atomic left one pending. */
 static xwqe_t *x_begin(model_t *m, int kind, const char *what, unsigned opcode, unsigned opmod,
                        unsigned ds, int force, uint32_t imm)
 {
@@ -149,11 +149,9 @@ static xwqe_t *x_begin(model_t *m, int kind, const char *what, unsigned opcode, 
     uint8_t fm = m->fence ? MLX5_WQE_CTRL_FENCE : 0;
     if (nxq > MAXX) { fprintf(stderr, "too many WQEs in one operation\n"); exit(1); }
     m->fence = 0;
-    if (force || m->sig_left <= 1) {
+    if (force || (int32_t)(m->pi - m->sig_pi) >= 0) {
         fm |= MLX5_WQE_CTRL_CQ_UPDATE;
-        m->sig_left = RVX_MLX5_SIG_EVERY;
-    } else {
-        m->sig_left--;
+        m->sig_pi = m->pi + RVX_MLX5_SIG_EVERY;
     }
     memset(x, 0, sizeof(*x));
     x->pi = m->pi;
@@ -169,11 +167,12 @@ static xwqe_t *x_begin(model_t *m, int kind, const char *what, unsigned opcode, 
 }
 
 /* After a READ or an atomic the next WQE waits for it (fence) and, by rvx's moderation rule, is
- * signaled too (tl/mlx5/wqe.h: rvx__mlx5_set_fence). */
+ * signaled too: the mark moves to the READ's or atomic's own start (tl/mlx5/sq.h:
+ * rvx__mlx5_set_fence). */
 static void m_fence(model_t *m)
 {
     m->fence = MLX5_WQE_CTRL_FENCE;
-    m->sig_left = 1;
+    m->sig_pi = xq[nxq - 1].pi;
 }
 
 static void x_raddr(xwqe_t *x, unsigned off, uint64_t raddr, uint32_t key)
@@ -352,8 +351,8 @@ static void check(const model_t *m, const char *op)
     }
     T_CHECK(C->sq.pi == m->pi, "%s: rvx's producer index is %u, the model's %u (%s WQEs than expected)",
             op, C->sq.pi, m->pi, (int32_t)(C->sq.pi - m->pi) > 0 ? "more" : "fewer");
-    T_CHECK(C->sq.sig_left == m->sig_left, "%s: moderation counter %u, expected %u", op, C->sq.sig_left,
-            m->sig_left);
+    T_CHECK(C->sq.sig_pi == m->sig_pi, "%s: moderation mark %u, expected %u", op, C->sq.sig_pi,
+            m->sig_pi);
     T_CHECK(C->sq.fence == m->fence, "%s: pending fence 0x%x, expected 0x%x", op, C->sq.fence, m->fence);
     T_CHECK(C->bs->head == m->b_head, "%s: bounce ring head %llu, expected %llu", op,
             (unsigned long long)C->bs->head, (unsigned long long)m->b_head);

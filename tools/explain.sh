@@ -43,15 +43,15 @@ _gen\(	out-of-line path
 rvx__mlx5_cq_await|fetch_ifc\)\(ep\)->cq	CQE wait
 tx\.head == RVX__MLX5_REC_NIL|tx\.flush_head|fetch_quiet|return !ep->(c->)?ifc->wflush|bs->lim - |b_head == d->b_tail|!c->failed &&|fetch_ok\(	fetch-path check
 CQW_MASK|rvx__mlx5_cqw|next_op_own - 7|qpn8 << 24|~end = q->sq\.pi|~pi = end - nbb	completion match
-sq_retired|last_sig_pi = end|fetch_retired|fast_limit|pi_limit = end	retire completed WQEs
+sq_retired|last_sig_pi = end	retire completed WQEs
 memcpy\(dst, slot	answer copy
 fetch_slot|bs->buf|bs->head|b_head|RVX__RC_BOUNCE_SEG|RVX_DC_BOUNCE_BYTES|chunk_lkey|\(uintptr_t\)slot	bounce slot
 atomic\[|operands\[	atomic segment
 ep->c~|->ifc~|ep->dci~|&w->iface|~rvx__tl_progress~|~rvx__tl_ep_flush~|~rvx_progress~|~rvx_ep_flush_nb~	connection lookup
-b->(ep|q|buf|mask|fast|ctrl_w8) = |b->pi = [a-z]+->sq\.pi|rvx__mlx5_batch_fast|~sig = sq->pi|sig - limit|_batch_reload|_batch_begin|\(ep_q\)|(~|_)q_fast	batch state load
-rvx__mlx5_batch_sync|_batch_sync|batch_written|sig_left - n\)|b->pi - b->q->sq\.pi|_batch_end\(	batch state sync
-pi_limit|->room~|RVX__RC_NEED|wait_room|pi_fast|pi - b->fast	queue-full check
-sig_left|RVX__MLX5_CE|mark_sig|rvx__mlx5_moderate\(|set_fence|->fence	moderation
+b->(ep|q|buf|mask|fast|ctrl_w8) = |b->pi = [a-z]+->sq\.pi|_batch_reload|_batch_begin|\(ep_q\)|(~|_)q_fast	batch state load
+rvx__mlx5_batch_sync|_batch_sync|batch_written|b->pi - b->q->sq\.pi|_batch_end\(	batch state sync
+pi_limit|->room~|RVX__RC_NEED|wait_room|sq_room_for|sq_restop|pi - b->fast	limit check
+sig_pi|RVX__MLX5_CE|mark_sig|rvx__mlx5_moderate\(|set_fence|->fence	moderation
 _barrier\(|rvx_wc_start|rvx_wc_flush	barrier
 cq->ci~|RVX_LIKELY\(ci & cq->mask\)|next_op_own \+=|cq_advance|cq_step|cq->owner = !!|&rvx__mlx5_cqe\(cq, ci\)	consumer index
 op_own|cqe_ready|cqe_req_ok|cq->(owner|cnt|buf|shift|mask)|OWNER_BIT|OP_INVALID|REQ_OK_MASK|MLX5_CQE_INVALID|MLX5_CQE_REQ~|rvx__mlx5_cqe\(	CQE owner check
@@ -77,7 +77,7 @@ RULES
 )
 export EXPLAIN_RULES
 # Display order (the path an operation takes), then the rest.
-order="connection lookup|batch state load|queue-full check|fetch-path check|moderation|producer index|ctrl segment|address vector|raddr segment|inline data|atomic segment|bounce slot|WQE store|barrier|doorbell record|BlueFlame copy|doorbell write|batch state sync|nothing-to-do check|CQE wait|CQE owner check|completion match|consumer index|retire completed WQEs|answer copy|completion dispatch|worker flush|out-of-line path|return value|register saves|call and return|loop of the wrapper|alignment padding|unclassified"
+order="connection lookup|batch state load|limit check|fetch-path check|moderation|producer index|ctrl segment|address vector|raddr segment|inline data|atomic segment|bounce slot|WQE store|barrier|doorbell record|BlueFlame copy|doorbell write|batch state sync|nothing-to-do check|CQE wait|CQE owner check|completion match|consumer index|retire completed WQEs|answer copy|completion dispatch|worker flush|out-of-line path|return value|register saves|call and return|loop of the wrapper|alignment padding|unclassified"
 
 # The functions: the rvx_explain_* wrappers the binary has, in the order below (others after
 # them), then the out-of-line CQ poll that progress calls when a CQE is there.

@@ -53,7 +53,7 @@ RVX_COLD rvx_status_t rvx__dc_publish_slow(rvx__dc_ep_t *ep, unsigned chan, void
 {
 #if defined(__x86_64__)
     rvx__dc_dci_t *d = ep->dci;
-    if (d && d->ctrl_send && !rvx__mlx5_sq_full(&d->sq, 1) &&
+    if (d && d->ctrl_send && rvx__mlx5_sq_room_for(&d->sq, 1) &&
         (uint8_t *)body == (uint8_t *)ep->ifc->scratch + RVX__DC_PREFIX) {
         uint32_t pi = d->sq.pi;
         unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
@@ -88,7 +88,7 @@ RVX_INLINE rvx_status_t rvx__dc_am_publish_m(rvx__dc_ep_t *ep, unsigned chan, vo
         uint32_t pi;
         pi = d->sq.pi;
         ctrl = d->ctrl_send;
-        if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0 || --d->sq.sig_left == 0))
+        if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0))
             return rvx__dc_publish_slow(ep, chan, body, len, info, more);
         rvx__mlx5_bb_dc_send(&bb, ctrl, pi, 0, rvx_htobe32(info | chan << 16),
                              rvx_htobe64(RVX__DC_KEY), &ep->av_lo, (uint8_t *)body - RVX__DC_PREFIX,

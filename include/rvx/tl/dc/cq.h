@@ -70,7 +70,6 @@ RVX_COLD void rvx__dc_req_ok(rvx__dc_dci_t *d, uint16_t idx)
 {
     uint64_t b = rvx__mlx5_tx_req_ok(&d->sq, &d->tx, idx, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
-    rvx__dc_fast_limit(d);
 }
 
 /* A syndrome that says the peer no longer answers. On work of a destroyed endpoint (sends,
@@ -101,6 +100,8 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
         d->failed = 1;
         d->fail_st = st;
         d->ctrl_w8 = d->ctrl_send = 0; /* one-WQEBB posts go to the slow path, which waits */
+        d->sq.hold = 1;
+        rvx__mlx5_sq_restop(&d->sq);
         if (ep || !rvx__dc_gone_synd(e->syndrome))
             rvx__log("dc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, DCI "
                      "0x%x WQE %u): the endpoint is marked failed, the DCI recovers",
@@ -114,7 +115,6 @@ RVX_COLD void rvx__dc_req_err(rvx__dc_dci_t *d, const struct mlx5_err_cqe *e)
     }
     b = rvx__mlx5_tx_req_err(&d->sq, &d->tx, idx, st, rvx__dc_flush_status(d));
     if (b) d->b_tail = b;
-    rvx__dc_fast_limit(d);
     if (d->sq.ci == d->sq.pi) rvx__dc_dci_recover(d);
 }
 

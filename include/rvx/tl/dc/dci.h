@@ -80,12 +80,6 @@ RVX_INLINE uint8_t *rvx__dc_begin(rvx__dc_dci_t *d, const rvx__dc_ep_t *ep, unsi
     return rvx__dc_set_av(d, ep, *wqe);
 }
 
-/* After a completion (or a change of form): where the one-WQEBB fast paths stop. */
-RVX_INLINE void rvx__dc_fast_limit(rvx__dc_dci_t *d)
-{
-    d->pi_fast = d->ctrl_w8 ? d->sq.pi_limit : d->sq.pi;
-}
-
 /* The one commit point of every dc WQE (ep's, of nbb WQEBBs at pi; bb: the one-WQEBB form built
  * in registers; more: leave the doorbell to the next ring). Under the fixed policy the DCI is
  * shared, so the slot remembers its endpoint. */
@@ -116,9 +110,9 @@ RVX_INLINE rvx__dc_dci_t *rvx__dc_get(rvx__dc_ep_t *ep, uint32_t nbb)
 {
     rvx__dc_dci_t *d = ep->dci;
 #if RVX_DC_DCI_POLICY == RVX_DC_DCI_FIXED
-    if (RVX_LIKELY(!rvx__mlx5_sq_full(&d->sq, nbb) && !d->failed)) return d;
+    if (RVX_LIKELY(rvx__mlx5_sq_room_for(&d->sq, nbb) && !d->failed)) return d;
 #else
-    if (RVX_LIKELY(!rvx__mlx5_sq_full(&d->sq, nbb))) return d;
+    if (RVX_LIKELY(rvx__mlx5_sq_room_for(&d->sq, nbb))) return d;
 #endif
     return rvx__dc_get_slow(ep, nbb);
 }
@@ -223,7 +217,7 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_get_slow(rvx__dc_ep_t *ep, uint32_t nbb)
             }
         }
 #endif
-        if (d && !rvx__mlx5_sq_full(&d->sq, nbb)) return d;
+        if (d && rvx__mlx5_sq_room_for(&d->sq, nbb)) return d;
         /* something must be signaled, or no CQE would ever free a queue */
         if (d) { rvx__dc_sig_tail(d); rvx__dc_hold(d); }
         else for (k = 0; k < RVX_DC_NUM_DCI; k++) { rvx__dc_sig_tail(&ifc->dci[k]); rvx__dc_hold(&ifc->dci[k]); }
@@ -319,7 +313,8 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d)
     d->ctrl_w8 = ifc->av_bytes == RVX__DC_AV_BASE ?
                  (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
-    rvx__dc_fast_limit(d);
+    d->sq.hold = !d->ctrl_w8; /* no one-WQEBB form: every post goes the general way */
+    rvx__mlx5_sq_restop(&d->sq);
     d->wflush_pi = 0;
     d->ka_ep = NULL; /* a keepalive in flight came back with the rest */
     d->ka_pi = 0;

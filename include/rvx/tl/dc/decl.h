@@ -79,9 +79,6 @@ typedef struct rvx__dc_dci {
                                         * word before the byte swap (0: no one-WQEBB put8, the
                                         * address segment is the 48-byte form) */
     uint64_t              ctrl_send;   /* the same for a one-WQEBB SEND_IMM (0 likewise) */
-    uint32_t              pi_fast;     /* the one-WQEBB fast paths go while pi is before this:
-                                        * sq.pi_limit as of the last completion, or (no
-                                        * one-WQEBB form, failed) pi then, already reached */
     uint8_t               failed;      /* in ERR: its WQEs come back flushed, then it recovers */
     rvx_status_t          fail_st;     /* the status of the error CQE that failed it */
     uint8_t               am_claim;    /* a frame claimed in its bounce ring is not published yet:
@@ -203,7 +200,8 @@ typedef struct rvx__dc_iface {
     struct ibv_qp  *dct;
     rvx__dc_dci_t   dci[RVX_DC_NUM_DCI];
     rvx__dc_dci_t   no_dci;      /* what an endpoint without a DCI points to: a queue that is
-                                  * always full and always done, so hot paths test no pointer */
+                                  * always full (held, no room) and always done, so hot paths
+                                  * test no pointer */
     unsigned        next_dci;    /* where the search for a free DCI starts (round robin) */
     unsigned long   dci_taken;   /* DCIs taken from an endpoint whose work had completed */
     unsigned long   pool_waits;  /* times a post found every DCI holding outstanding work */

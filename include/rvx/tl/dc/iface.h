@@ -84,6 +84,7 @@ RVX_COLD rvx_status_t rvx__dc_iface_init(rvx__dc_iface_t *ifc, rvx__mlx5_ctx_t *
     ifc->quiet = RVX__DC_TICK;
     rvx__mlx5_txpool_init(&ifc->txrecs);
     rvx__mlx5_tx_fresh(&ifc->no_dci.tx, &ifc->txrecs, &ifc->outstanding); /* holds no record */
+    ifc->no_dci.sq.hold = 1; /* and no room: its limit stays at pi, 0 */
 #if RVX_CAN_RECEIVE
     { /* the prefix of frames built in the scratch area names this rank from the start */
         rvx__dc_prefix_t pre;

@@ -49,7 +49,7 @@ RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__dc_ep_t *ep, const void *src, uint6
                                         const rvx__mlx5_rkey_t *rkey, int more)
 {
     rvx__dc_dci_t *d = ep->dci;
-    if (d->ctrl_w8 && !rvx__mlx5_sq_full(&d->sq, 1)) {
+    if (d->ctrl_w8 && rvx__mlx5_sq_room_for(&d->sq, 1)) {
         uint32_t pi = d->sq.pi;
         unsigned flags = rvx__mlx5_moderate(&d->sq, 0);
         rvx__mlx5_bb_t bb;
@@ -72,8 +72,7 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__dc_ep_t *ep, const void *src, uint64_t
     rvx__mlx5_bb_t bb;
     uint32_t pi;
     pi = d->sq.pi;
-    if (RVX_UNLIKELY((int32_t)(pi - d->pi_fast) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey, more);
-    if (RVX_UNLIKELY(--d->sq.sig_left == 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey, more);
+    if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey, more);
     rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), &ep->av_lo, src, raddr,
                            rkey);
     rvx__dc_commit(d, ep, pi, 1, NULL, &bb, more);
@@ -193,10 +192,11 @@ RVX_INLINE rvx__dc_dci_t *rvx__dc_ep_q(rvx__dc_ep_t *ep)
     return ep->dci;
 }
 
-/* The one-WQEBB form's limit: pi itself for no DCI held, a failed DCI, the 48-byte address form. */
+/* The one-WQEBB form's limit: pi itself for no DCI held, a failed DCI, the 48-byte address form
+ * (each holds its queue). */
 RVX_INLINE uint32_t rvx__dc_q_fast(const rvx__dc_dci_t *d)
 {
-    return d->pi_fast;
+    return d->sq.pi_limit;
 }
 
 #if defined(__x86_64__)
@@ -217,12 +217,12 @@ RVX_INLINE void rvx__dc_bb_put8(rvx__mlx5_bb_t *bb, uint64_t ctrl_w8, uint32_t p
 
 #include "../mlx5/batch.h"
 
-/* The one-WQEBB form has room for nbb WQEBBs (pi_fast: no DCI held, a failed DCI, the 48-byte
+/* The one-WQEBB form has room for nbb WQEBBs (the limit: no DCI held, a failed DCI, the 48-byte
  * address form all go the general way) and nothing of the bounce ring is in flight. */
 RVX_INLINE int rvx__dc_fetch_ok(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t nbb)
 {
     (void)ep;
-    return (int32_t)(d->sq.pi + nbb - d->pi_fast) <= 0 && d->b_head == d->b_tail;
+    return !rvx__mlx5_sq_full(&d->sq, nbb) && d->b_head == d->b_tail;
 }
 
 /* The slot at the head of the DCI's bounce ring. */
@@ -253,12 +253,6 @@ RVX_INLINE void rvx__dc_fetch_commit(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_
 RVX_INLINE int rvx__dc_fetch_quiet(rvx__dc_ep_t *ep)
 {
     return !ep->ifc->wflush;
-}
-
-RVX_INLINE void rvx__dc_fetch_retired(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
-{
-    (void)ep;
-    rvx__dc_fast_limit(d);
 }
 
 RVX_INLINE rvx__dc_iface_t *rvx__dc_fetch_ifc(rvx__dc_ep_t *ep)

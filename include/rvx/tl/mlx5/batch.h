@@ -7,7 +7,8 @@
  * The transport's steps (RVX__MLX5_NET(x), bound in its decl.h), defined in its rma.h before it
  * includes this file:
  *   ep_q(ep)              the queue the endpoint's next WQE goes to (its ctrl_w8 and sq)
- *   q_fast(q)             the one-WQEBB put goes while pi is before this (0 room: pi itself)
+ *   q_fast(q)             the one-WQEBB put goes while pi is before this (sq.pi_limit: room,
+ *                         no completion to ask for, no hold)
  *   ep_av(ep, &av)        the endpoint's address segment (dc_mlx5), kept in the batch
  *   bb_put8(bb, ctrl_w8, pi, av, src, raddr, rkey)   the 8-byte put's WQEBB, built in registers;
  *                         RVX__MLX5_NET_BB_PUT8 is 0 where the transport has no such form
@@ -28,15 +29,6 @@ typedef struct rvx__mlx5_batch {
 #endif
 } rvx__mlx5_batch_t;
 
-/* One limit per WQE: the fast one-WQEBB path goes while pi is before both the queue's limit
- * and the WQE that must ask for a completion (sig_left counts down to it); past it, the queue's
- * own path does that WQE. */
-RVX_INLINE uint32_t rvx__mlx5_batch_fast(const rvx__mlx5_sq_t *sq, uint32_t limit)
-{
-    uint32_t sig = sq->pi + sq->sig_left - 1; /* sig_left 1: the next WQE is signaled */
-    return (int32_t)(sig - limit) < 0 ? sig : limit;
-}
-
 /* The queue's state into b (again after a post that went through the endpoint: on dc_mlx5 it may
  * have taken another DCI). */
 RVX_INLINE void rvx__mlx5_batch_reload(rvx__mlx5_batch_t *b)
@@ -46,7 +38,7 @@ RVX_INLINE void rvx__mlx5_batch_reload(rvx__mlx5_batch_t *b)
     b->buf = q->sq.buf;
     b->mask = q->sq.mask;
     b->pi = q->sq.pi;
-    b->fast = rvx__mlx5_batch_fast(&q->sq, RVX__MLX5_NET(q_fast)(q));
+    b->fast = RVX__MLX5_NET(q_fast)(q); /* past it, the queue's own path does the WQE */
     b->ctrl_w8 = q->ctrl_w8;
 }
 
@@ -59,7 +51,7 @@ RVX_INLINE void rvx__mlx5_batch_begin(RVX__MLX5_NET(ep_t) *ep, rvx__mlx5_batch_t
     rvx__mlx5_batch_reload(b);
 }
 
-/* The queue's own pi and sig_left stay as the last reload left them (nothing else posts to it
+/* The queue's own pi stays as the last reload left it (nothing else posts to it
  * in the scope): the WQEs since are the ones between its pi and b's. */
 RVX_INLINE uint32_t rvx__mlx5_batch_written(const rvx__mlx5_batch_t *b)
 {
@@ -72,15 +64,12 @@ RVX_INLINE uint8_t *rvx__mlx5_batch_slot(const rvx__mlx5_batch_t *b, uint32_t pi
 }
 
 /* b's state back into the queue: the one-WQEBB WQEs written since the last reload are "more
- * coming" ones, and sig_left counts one down for each. */
+ * coming" ones (none of them asks for a completion: the limit stopped before that WQE). */
 RVX_INLINE void rvx__mlx5_batch_sync(rvx__mlx5_batch_t *b)
 {
     rvx__mlx5_sq_t *sq = &b->q->sq;
     uint32_t n = rvx__mlx5_batch_written(b);
-    if (n) {
-        sq->sig_left = (uint16_t)(sq->sig_left - n);
-        rvx__mlx5_more(sq, b->pi - 1, b->pi);
-    }
+    if (n) rvx__mlx5_more(sq, b->pi - 1, b->pi);
 }
 
 /* A put of the batch: 8 bytes from registers, to the queue only (as the single put without its
@@ -116,7 +105,6 @@ RVX_INLINE void rvx__mlx5_batch_end(rvx__mlx5_batch_t *b)
     rvx__mlx5_sq_t *sq = &b->q->sq;
     uint32_t n = rvx__mlx5_batch_written(b);
     if (n) {
-        sq->sig_left = (uint16_t)(sq->sig_left - n);
         rvx__mlx5_commit(sq, b->pi, rvx__mlx5_batch_slot(b, b->pi - 1), RVX__MLX5_DB_ONLY, NULL);
         return;
     }

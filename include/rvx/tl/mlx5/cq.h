@@ -70,7 +70,7 @@ RVX_INLINE uint32_t rvx__mlx5_wqe_start(const rvx__mlx5_sq_t *sq, uint16_t wqe_c
 RVX_INLINE void rvx__mlx5_sq_retired(rvx__mlx5_sq_t *sq, uint32_t end)
 {
     sq->ci = end;
-    sq->pi_limit = end + sq->room;
+    rvx__mlx5_sq_restop(sq);
 }
 
 /* ---- error CQEs (cold) ---------------------------------------------------------------------- */

@@ -22,7 +22,6 @@
  *   ep_av(ep, &seg)         1 with the address segment in seg; 0: none (rc_mlx5)
  *   fetch_commit(ep, q, pi, nbb, wqe, bb)   the transport's commit of the WQE
  *   fetch_quiet(ep)         no worker flush or re-connection waits on a CQE
- *   fetch_retired(ep, q)    after an inline retirement
  *   fetch_ifc(ep)           the iface (its CQ, the general wait)
  *   chunk_lkey(ep, q)       the ring's lkey (tl/mlx5/chunk.h) */
 #ifndef RVX_TL_MLX5_FETCH_H
@@ -115,7 +114,6 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_wait(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q,
     rvx__mlx5_cq_step(cq);
     rvx__mlx5_sq_retired(&q->sq, end);
     q->tx.last_sig_pi = end;
-    RVX__MLX5_NET(fetch_retired)(ep, q);
     slot = RVX__MLX5_NET(fetch_slot)(ep, q);
     memcpy(dst, slot, len); /* len is a constant of the call */
     return RVX_OK;
@@ -146,7 +144,7 @@ RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, rvx_
     uint32_t nbb = RVX__MLX5_NBB(ds);
     uint64_t w = (uint64_t)opcode << 32 | q->sq.qpn8 | ds;
     /* signaled; no fence and no moderation: no READ or atomic is in flight (each has an op
-     * record, and rvx__mlx5_fetch_ok found none), and the CE does not count against sig_left */
+     * record, and rvx__mlx5_fetch_ok found none), and the CE does not move the moderation */
     c = _mm_set_epi64x((long long)((uint64_t)RVX__MLX5_CE << 24), (long long)rvx__mlx5_ctrl_lo(w, q->sq.pi));
     r = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
                                       (const double *)(const void *)&rkey->rkey_word));

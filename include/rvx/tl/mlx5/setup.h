@@ -367,13 +367,15 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_obj(struct ibv_qp *qp, struct mlx5dv_qp *dq)
 RVX_COLD void rvx__mlx5_sq_init(rvx__mlx5_sq_t *sq, const struct mlx5dv_qp *dq, uint32_t qpn,
                                 rvx__mlx5_bf_t *bf, uint32_t reserve)
 {
+    uint32_t room = dq->sq.wqe_cnt - reserve;
     sq->buf = (uint8_t *)dq->sq.buf;
     sq->mask = dq->sq.wqe_cnt - 1;
-    sq->room = dq->sq.wqe_cnt - reserve;
+    sq->room = (uint16_t)(room > UINT16_MAX ? UINT16_MAX : room);
     sq->pi = sq->ci = 0;
-    sq->pi_limit = sq->room;
-    sq->sig_left = RVX_MLX5_SIG_EVERY;
+    sq->sig_pi = RVX_MLX5_SIG_EVERY - 1; /* the first signaled WQE is the SIG_EVERY-th */
     sq->fence = 0;
+    sq->hold = 0;
+    rvx__mlx5_sq_restop(sq);
     sq->dbrec = &dq->dbrec[MLX5_SND_DBR];
     sq->bf = bf;
     sq->qpn8 = qpn << 8;

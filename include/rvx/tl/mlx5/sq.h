@@ -21,19 +21,24 @@ typedef struct rvx__mlx5_bf {
 /* A send queue: the geometry mlx5dv_init_obj reports, the producer and retired indexes, and the
  * completion moderation. 56 bytes: with one word of its owner's, the cache line a put reads.
  * WQEs written with "more coming" (rvx__mlx5_more) sit between the doorbell record and pi until
- * rvx__mlx5_ring; `last` is where the newest of them starts, which the doorbell names. */
+ * rvx__mlx5_ring; `last` is where the newest of them starts, which the doorbell names.
+ *
+ * pi_limit is the one check of the one-WQEBB fast paths: before it, the queue has room and the
+ * WQE at pi needs no completion. It is rvx__mlx5_sq_stop's, recomputed wherever a term moves
+ * (rvx__mlx5_sq_restop). */
 typedef struct rvx__mlx5_sq {
     uint8_t           *buf;
     uint32_t           mask;      /* wqe_cnt - 1 */
     uint32_t           pi;        /* producer index in WQEBBs (free running) */
-    uint32_t           pi_limit;  /* pi may not pass this: ci + room */
-    uint16_t           sig_left;  /* WQEs until one must be signaled (1: the next one) */
-    uint8_t            fence;     /* fence bit for the next WQE (after a READ or atomic) */
-    uint8_t            rsvd;
+    uint32_t           pi_limit;  /* the fast paths go while pi is before this */
+    uint32_t           sig_pi;    /* a WQE that starts here or later asks for a completion */
     volatile uint32_t *dbrec;     /* &dbrec[MLX5_SND_DBR] */
     rvx__mlx5_bf_t    *bf;        /* the register (shared by queues with the same register) */
     uint32_t           ci;        /* first WQEBB not yet known complete */
-    uint32_t           room;      /* WQEBBs usable: wqe_cnt - a reserve */
+    uint16_t           room;      /* WQEBBs usable: wqe_cnt - a reserve (at most 65535) */
+    uint8_t            fence;     /* fence bit for the next WQE (after a READ or atomic) */
+    uint8_t            hold;      /* 1: every post takes its transport's slow path (rc_mlx5: a
+                                   * conn out of the worker's flush list) */
     uint32_t           qpn8;      /* QPN << 8, to OR with DS */
     uint32_t           last;      /* the newest WQE's start (pi of it), for a deferred doorbell */
 } rvx__mlx5_sq_t;
@@ -59,34 +64,50 @@ RVX_INLINE uint8_t *rvx__mlx5_next_seg(const rvx__mlx5_sq_t *sq, uint8_t *seg)
     return seg == rvx__mlx5_sq_end(sq) ? sq->buf : seg;
 }
 
-/* nbb more WQEBBs would pass the limit: the caller must wait for completions. */
+/* nbb more WQEBBs would pass the limit: no room, a completion to ask for or a hold; the caller's
+ * slow path sorts out which (the room itself: rvx__mlx5_sq_room_for). */
 RVX_INLINE int rvx__mlx5_sq_full(const rvx__mlx5_sq_t *sq, uint32_t nbb)
 {
     return (int32_t)(sq->pi + nbb - sq->pi_limit) > 0;
 }
 
-/* fm_ce_se for the next WQE: CE once every RVX_MLX5_SIG_EVERY WQEs (or when forced), the fence
- * a READ or atomic left for whatever follows it. */
+/* The queue itself has room for nbb more WQEBBs. */
+RVX_INLINE int rvx__mlx5_sq_room_for(const rvx__mlx5_sq_t *sq, uint32_t nbb)
+{
+    return sq->pi - sq->ci + nbb <= sq->room;
+}
+
+/* Where the fast paths stop: at pi while held, else at the end of the room or at the WQE that must
+ * ask for a completion, whichever comes first. */
+RVX_INLINE void rvx__mlx5_sq_restop(rvx__mlx5_sq_t *sq)
+{
+    uint32_t end = sq->ci + sq->room;
+    if (sq->hold) end = sq->pi;
+    else if ((int32_t)(sq->sig_pi - end) < 0) end = sq->sig_pi;
+    sq->pi_limit = end;
+}
+
+/* fm_ce_se for the WQE at pi: CE once the WQE starts RVX_MLX5_SIG_EVERY WQEBBs after the last
+ * signaled one (or when forced), with the fence a READ or atomic left for whatever follows it.
+ * Only a signaled WQE moves the fast paths' limit. */
 RVX_INLINE unsigned rvx__mlx5_moderate(rvx__mlx5_sq_t *sq, int force_sig)
 {
-    unsigned f = 0;
-    /* sig_left may already be 0: the put8 path counts down before handing over */
-    if (force_sig || RVX_UNLIKELY(sq->sig_left <= 1)) {
-        sq->sig_left = RVX_MLX5_SIG_EVERY;
-        f = RVX__MLX5_CE | sq->fence;
-        sq->fence = 0;
-    } else {
-        sq->sig_left--;
-    }
+    unsigned f;
+    if (!force_sig && RVX_LIKELY((int32_t)(sq->pi - sq->sig_pi) < 0)) return 0;
+    f = RVX__MLX5_CE | sq->fence;
+    sq->fence = 0;
+    sq->sig_pi = sq->pi + RVX_MLX5_SIG_EVERY;
+    rvx__mlx5_sq_restop(sq);
     return f;
 }
 
 /* A READ or an atomic was posted: the next WQE carries the fence (and, to keep the put path to
- * one counter test, is also signaled). */
+ * one limit test, is also signaled). */
 RVX_INLINE void rvx__mlx5_set_fence(rvx__mlx5_sq_t *sq)
 {
     sq->fence = RVX__MLX5_FENCE;
-    sq->sig_left = 1;
+    sq->sig_pi = sq->pi;
+    rvx__mlx5_sq_restop(sq);
 }
 
 #endif /* RVX_TL_MLX5_SQ_H */

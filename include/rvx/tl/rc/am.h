@@ -139,7 +139,7 @@ RVX_INLINE rvx_status_t rvx__rc_am_publish_m(rvx__rc_ep_t *ep, unsigned chan, vo
         c = (rvx__rc_conn_t *)(void *)((uint8_t *)body - offsetof(rvx__rc_conn_t, scratch));
         pi = c->sq.pi;
         rvx__mlx5_bb_t bb;
-        if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0 || --c->sq.sig_left == 0))
+        if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0))
             return rvx__rc_publish_slow(c, chan, body, len, info, more);
         if (len == 8)
             rvx__mlx5_bb_send8(&bb, c->ctrl_send2, pi, body, rvx_htobe32(info | chan << 16));

@@ -68,18 +68,19 @@ RVX_COLD void rvx__rc_qpt_set(rvx__rc_iface_t *ifc, uint32_t qpn, int32_t val)
 /* ---- the list of conns with work ------------------------------------------------------------ */
 
 /* A worker flush looks only at the conns in the iface's flush list (ifc->wf_head, linked by their
- * wf_next): those that posted since a flush last found them idle. A conn out of the list has its send queue's limit at pi, so that its next post
- * of any kind takes the slow path (rvx__rc_wait_room), which puts it back: the list costs the
- * data path nothing. */
+ * wf_next): those that posted since a flush last found them idle. A conn out of the list holds its send queue (sq.hold: the limit at pi),
+ * so that its next post of any kind takes the slow path (rvx__rc_wait_room), which puts it back:
+ * the list costs the data path nothing. */
 RVX_COLD void rvx__rc_busy(rvx__rc_conn_t *c)
 {
     rvx__rc_iface_t *ifc = c->ifc;
     c->in_wf = 1;
+    c->sq.hold = 0;
     c->wflush_pi = c->sq.pi; /* flushes asked before this post do not wait for it */
     c->wf_next = ifc->wf_head;
     ifc->wf_head = (uint32_t)rvx__rc_rank(c);
     ifc->nwf++;
-    c->sq.pi_limit = c->sq.ci + c->sq.room;
+    rvx__mlx5_sq_restop(&c->sq);
 }
 
 /* The conn *at links to is idle: out of the list, its next post comes back. */
@@ -87,7 +88,8 @@ RVX_COLD void rvx__rc_idle(rvx__rc_iface_t *ifc, uint32_t *at)
 {
     rvx__rc_conn_t *c = &ifc->conns[*at];
     c->in_wf = 0;
-    c->sq.pi_limit = c->sq.pi;
+    c->sq.hold = 1;
+    rvx__mlx5_sq_restop(&c->sq);
     *at = c->wf_next;
     ifc->nwf--;
 }
@@ -149,8 +151,8 @@ RVX_COLD rvx_status_t rvx__rc_adopt(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c, str
     c->qpn = qp->qp_num;
     c->qpn_be = rvx_htobe32(c->qpn);
     rvx__mlx5_sq_init(&c->sq, &dq, c->qpn, bf, RVX__RC_SQ_RESERVE);
+    c->sq.hold = !c->in_wf; /* out of the flush list: the first post puts it there */
     rvx__rc_grant_adopt(ifc, c); /* room: the conn's share of the worker's send budget */
-    if (!c->in_wf) c->sq.pi_limit = c->sq.pi; /* out of the flush list: the first post puts it there */
     c->ctrl_w8 = (uint64_t)MLX5_OPCODE_RDMA_WRITE << 32 | c->sq.qpn8 | RVX__MLX5_DS_RDMA;
     c->ctrl_send2 = (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | c->sq.qpn8 | 2;
     c->wflush_pi = 0;

@@ -91,7 +91,7 @@ typedef struct rvx__rc_conn {
                                           * word before the byte swap, WQE index excluded */
     uint64_t              ctrl_send2;  /* the same for an 8-byte SEND_IMM (DS 2) */
     uint8_t               failed;
-    uint8_t               in_wf;       /* in the iface's flush list (else sq.pi_limit is pi) */
+    uint8_t               in_wf;       /* in the iface's flush list (else sq.hold) */
     uint8_t               connected;   /* went to RTS */
     int8_t                err;         /* an rvx_status_t: RVX_OK, or why the conn failed */
     uint32_t              qpn_be;      /* the QPN as the CQE's sop_drop_qpn carries it */

@@ -22,9 +22,9 @@ RVX_INLINE void rvx__rc_put8_post(rvx__rc_conn_t *c, uint32_t pi, const void *sr
     rvx__mlx5_post_bb(&c->sq, pi, &bb, more);
 }
 
-/* Full queue, or the WQE that asks for a completion (sig_left reached 0) or carries a fence.
- * Arguments in the order put8 receives them, so that its tail call moves no register but
- * `more`'s. */
+/* Full queue, the WQE that asks for a completion (or carries a fence), or a conn out of the
+ * flush list. Arguments in the order put8 receives them, so that its tail call moves no
+ * register but `more`'s. */
 RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, int more)
 {
@@ -43,10 +43,10 @@ RVX_INLINE rvx_status_t rvx__rc_put8(rvx__rc_conn_t *c, const void *src, uint64_
                                        const rvx__mlx5_rkey_t *rkey, int more)
 {
     uint32_t pi = c->sq.pi;
-    /* a full queue, or the WQE that must ask for a completion (or carry a fence): out of line,
-     * as a tail call so that this path needs no stack frame */
+    /* a full queue, the WQE that must ask for a completion (or carry a fence), a conn out of the
+     * flush list: one limit (mlx5/sq.h); out of line, as a tail call so that this path needs no
+     * stack frame */
     if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0)) return rvx__rc_put8_slow(c, src, raddr, rkey, more);
-    if (RVX_UNLIKELY(--c->sq.sig_left == 0)) return rvx__rc_put8_slow(c, src, raddr, rkey, more);
     rvx__rc_put8_post(c, pi, src, raddr, rkey, 0, more);
     return RVX_OK;
 }
@@ -194,8 +194,9 @@ RVX_INLINE rvx__rc_conn_t *rvx__rc_ep_q(rvx__rc_ep_t *ep)
     return ep->c;
 }
 
-/* The one-WQEBB put's limit: ci + room (the send budget, tl/rc/send.h); pi while the conn is out
- * of the flush list, so that its first post puts it back. */
+/* The one-WQEBB put's limit: the end of the room (the send budget, tl/rc/send.h) or the WQE that
+ * asks for a completion; pi while the conn is out of the flush list, so that its first post puts
+ * it back. */
 RVX_INLINE uint32_t rvx__rc_q_fast(const rvx__rc_conn_t *c)
 {
     return c->sq.pi_limit;
@@ -252,11 +253,6 @@ RVX_INLINE void rvx__rc_fetch_commit(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32
 RVX_INLINE int rvx__rc_fetch_quiet(rvx__rc_ep_t *ep)
 {
     return !ep->c->ifc->wflush && !ep->c->ifc->nrec;
-}
-
-RVX_INLINE void rvx__rc_fetch_retired(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
-{
-    (void)ep; (void)c;
 }
 
 RVX_INLINE rvx__rc_iface_t *rvx__rc_fetch_ifc(rvx__rc_ep_t *ep)

@@ -9,14 +9,16 @@
  *
  * Send budget. All QPs of a worker together have at most RVX_MLX5_TX_BUDGET WQEBBs outstanding:
  * a conn holds a grant g from the worker's budget (sq.room = g - 1, the last WQEBB kept for a
- * flush NOP; no grant: room 0), so the put path's one check against sq.pi_limit = ci + room is
- * the budget check too. A conn whose grant is used up takes more in the cold path (doubling, up
+ * flush NOP; no grant: room 0), so the put path's one check against sq.pi_limit (at most
+ * ci + room: mlx5/sq.h) is the budget check too. A conn whose grant is used up takes more in the cold path (doubling, up
  * to what its queue holds); when the budget is short, idle conns give theirs back and busy ones
  * what they do not use; failing that the call polls the CQ, as for a full queue. */
 #ifndef RVX_TL_RC_SEND_H
 #define RVX_TL_RC_SEND_H
 
-/* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). */
+/* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). The limit
+ * also stops at the WQE that asks for a completion and at a held conn: the cold path finds room
+ * and returns, or puts the conn in the flush list. */
 #define RVX__RC_NEED(c, nbb) \
     if (RVX_UNLIKELY(rvx__mlx5_sq_full(&(c)->sq, (nbb)))) rvx__rc_wait_room((c), (nbb))
 
@@ -52,8 +54,8 @@ RVX_COLD void rvx__rc_grant_set(rvx__rc_iface_t *ifc, unsigned i, uint32_t g)
 {
     rvx__rc_conn_t *c = ifc->holders[i];
     ifc->holder_g[i] = g;
-    c->sq.room = g ? g - 1 : 0;
-    c->sq.pi_limit = c->sq.ci + c->sq.room;
+    c->sq.room = (uint16_t)(g ? g - 1 : 0);
+    rvx__mlx5_sq_restop(&c->sq);
     if (!g) { /* no longer a holder */
         ifc->nholders--;
         ifc->holders[i] = ifc->holders[ifc->nholders];
@@ -128,7 +130,7 @@ RVX_COLD void rvx__rc_grant_adopt(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c)
     int i = rvx__rc_holder_of(ifc, c);
     unsigned spins = 0;
     c->sq.room = 0;
-    c->sq.pi_limit = c->sq.ci;
+    rvx__mlx5_sq_restop(&c->sq);
     if (i >= 0) rvx__rc_grant_set(ifc, (unsigned)i, ifc->holder_g[i]);
     else if (c->connected)
         while (!rvx__rc_grant_grow(ifc, c, 1)) {
@@ -143,7 +145,7 @@ RVX_COLD void rvx__rc_wait_room(rvx__rc_conn_t *c, uint32_t nbb)
 {
     rvx__rc_iface_t *ifc = c->ifc;
     unsigned spins = 0;
-    while (c->sq.pi - c->sq.ci + nbb > c->sq.room) {
+    while (!rvx__mlx5_sq_room_for(&c->sq, nbb)) {
         if (rvx__rc_grant_grow(ifc, c, nbb)) break;
         rvx__rc_sig_tail(c); /* something must be signaled, or no CQE would ever free room */
         rvx__rc_hold(c); /* a failed QP frees its queue through error CQEs */
