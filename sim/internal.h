@@ -114,6 +114,7 @@ struct sim_mr {
 	int access;
 	struct sim_mr *next;
 	bool imported;               /* ibv_import_mr's handle: not in the key table */
+	bool implicit;               /* implicit ODP: addr 0, length SIZE_MAX (all of memory) */
 	/* a memory window's entry (mw.c): mr.lkey/rkey its current key, iova/length/access the
 	 * bound range and rights, mr.pd its PD */
 	uint8_t mw_type;             /* 1 or 2; 0: a memory region */
@@ -121,6 +122,18 @@ struct sim_mr {
 	uint32_t parent;             /* the bound range's memory region (its key) */
 	uint32_t qpn;                /* type 2: the QP it is bound to */
 };
+
+/* ODP per transport (RC, and DC in mlx5dv_query_device): send, receive, RDMA write and read,
+ * atomics, SRQ receives */
+#define SIM_ODP_TRANSPORT_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | \
+				IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | \
+				IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)
+
+/* The bytes a region counts in mr_bytes: an implicit ODP region's are none of its own. */
+static inline size_t sim_mr_bytes(const struct sim_mr *m)
+{
+	return m->implicit ? 0 : m->length;
+}
 
 /* A memory window: its key table entry, and the handle the application holds. */
 struct sim_mw {
@@ -411,6 +424,7 @@ void engine_write_cqe(struct sim_cq *cq, const uint8_t cqe[64], bool se);
 struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key);
 struct sim_mr *sim_mr_index(struct sim_ctx *sc, uint32_t key);
 struct sim_qp *sim_qp_lookup(struct sim_ctx *sc, uint32_t qpn);
+int sim_odp_fault(uintptr_t addr, uint64_t len, bool write, const char **why);
 void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj);
 
 /* ---- fabric (fabric.c) ---- */

@@ -125,6 +125,10 @@ void *mw_ptr(struct sim_qp *qp, const struct sim_mr *m, uint64_t addr, uint64_t 
 	else if (!(r = sim_mr_lookup(qp->sc, m->parent)) || addr < r->iova ||
 		 addr - r->iova > r->length - len)
 		*why = "the memory window's region is gone";
+	else if ((r->access & IBV_ACCESS_ON_DEMAND) &&
+		 sim_odp_fault(r->addr + (uintptr_t)(addr - r->iova), len,
+			       need & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC), why))
+		;       /* an ODP region's page fault not resolved (engine.c) */
 	else
 		return (void *)(r->addr + (uintptr_t)(addr - r->iova));
 	return NULL;

@@ -170,6 +170,7 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	sc->vctx.alloc_dm = sim_alloc_dm;
 	sc->vctx.free_dm = sim_free_dm;
 	sc->vctx.reg_dm_mr = sim_reg_dm_mr;
+	sc->vctx.advise_mr = advise_mr_op;
 	pthread_mutex_init(&c->mutex, NULL);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -297,7 +298,7 @@ static void adapter_fini(struct sim_ctx *sc)
 	while (sc->mrs) {
 		struct sim_mr *m = sc->mrs;
 		sc->mrs = m->next;
-		sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
+		sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)sim_mr_bytes(m));
 		free(m);
 	}
 	free(sc->mr_tab);
@@ -715,6 +716,15 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 	ex.pci_atomic_caps.fetch_add = ex.pci_atomic_caps.swap = ex.pci_atomic_caps.compare_swap =
 		IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP | IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
 	ex.max_dm_size = SIM_DM_SIZE;
+	/* On-Demand Paging as mlx5_ib reports it for a ConnectX-6 whose firmware has the ODP caps
+	 * (mlx5_ib_internal_fill_odp_caps): ODP and implicit ODP; RC every operation, SRQ receives
+	 * included; UD sends and SRQ receives; UC none (mlx5_ib has no UC bits); XRC none, as the
+	 * model has no XRC. */
+	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	ex.odp_caps.per_transport_caps.rc_odp_caps = SIM_ODP_TRANSPORT_CAPS;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = 0;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.xrc_odp_caps = 0;
 	memcpy(attr, &ex, MIN(size, sizeof(ex)));
 	return 0;
 }
