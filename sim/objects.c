@@ -431,8 +431,9 @@ SIM_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, voi
 	}
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && mr_access_ok((unsigned)access))
 		return IBV_REREG_MR_ERR_CMD;
-	/* rule: mlx5_ib registers again what it cannot change in place; all of memory without
-	 * ON_DEMAND is a range the kernel's ib_umem_get refuses (EINVAL) */
+	/* rule: mlx5_ib registers an ODP region again to change its access (mlx5_ib_rereg_user_mr);
+	 * all of memory without ON_DEMAND is a range the kernel's ib_umem_get refuses (EINVAL)
+	 * [inferred] */
 	if (m->implicit && (flags & IBV_REREG_MR_CHANGE_ACCESS) &&
 	    !(flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !(access & IBV_ACCESS_ON_DEMAND)) {
 		errno = EINVAL;
