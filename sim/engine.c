@@ -180,7 +180,7 @@ void qp_set_err(struct sim_qp *qp)
 	/* an SRQ-attached QP that enters the error state takes no more receive WQEs: the Last WQE
 	 * Reached affiliated event (IBA; mlx5_ib's IB_EVENT_QP_LAST_WQE_REACHED), so that its
 	 * owner knows when it may destroy the QP */
-	if (qp->srq)
+	if (qp->srq && qp->type != IBV_QPT_XRC_RECV)   /* a target is attached to no SRQ */
 		sim_async_event(qp->sc, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qp);
 }
 
@@ -297,7 +297,7 @@ void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int n
 	}
 	if (m->mw_type)
 		return mw_ptr(qp, m, addr, len, need, why);
-	if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd)) {
+	if (pd_prot(m->mr.pd) != pd_prot(qp_mem_pd(qp))) {
 		*why = "memory region of another protection domain";
 		return NULL;
 	}

@@ -201,9 +201,17 @@ struct sim_cq {
 	struct sim_cq *next;
 };
 
+struct sim_xrcd;
+struct sim_xrcd_dom;
+
 struct sim_srq {
 	struct ibv_srq srq;
 	uint32_t srqn;
+	/* an XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): its domain, the handle it was made
+	 * through, and the CQ its receive completions go to (xrc.c); NULL for a basic SRQ */
+	struct sim_xrcd_dom *xrcd;
+	struct sim_xrcd *xh;
+	struct sim_cq *cq;
 	uint8_t *buf;
 	__be32 *dbrec;
 	uint32_t stride, wqe_cnt, max_gs;
@@ -343,6 +351,10 @@ struct sim_qp {
 
 	size_t model_bytes;          /* heap held for this QP (SIM_OBJ_MODEL_BYTES) */
 	uint8_t dc_type;             /* 0, SIM_DCI or SIM_DCT */
+	/* XRC: a target QP's domain and the handle it was made through; while the engine executes
+	 * one of its requests, srq and rcq stand for the SRQ the request names (xrc.c) */
+	struct sim_xrcd_dom *xrcd;
+	struct sim_xrcd *xh;
 	struct sim_dc *dc;           /* DC state (dc.c) */
 	struct sim_qp *next;
 };
@@ -396,6 +408,7 @@ struct sim_ctx {
 	_Atomic size_t dm_used;      /* device memory allocated (dm.c) */
 	struct sim_dm *dms;          /* and its DMs, for ibv_import_dm (under lock) */
 	struct sim_pd *pds;          /* its PDs, for ibv_import_pd (under lock) */
+	struct sim_xrcd_dom *xrcds;  /* its XRC domains (xrc.c, under lock) */
 };
 
 /* the context's own record (its handle: ops, async fd) */
@@ -439,6 +452,7 @@ enum pkt_type {
 #define PKT_F_SE    8
 #define PKT_F_UC    16           /* a UC requester's packet (the BTH opcode's transport) */
 #define PKT_F_INV   32           /* SEND with Invalidate: imm is the rkey to invalidate */
+#define PKT_F_XRC   64           /* an XRC initiator's request: xrc_srqn is its XRCETH */
 
 struct pkt {
 	uint8_t type, flags, syndrome, opmod;
@@ -456,6 +470,7 @@ struct pkt {
 	uint64_t dc_key;             /* DC: the WQE's access key, connection, SL and GRH bit */
 	uint32_t dc_conn;
 	uint8_t dc_sl, dc_grh;
+	uint32_t xrc_srqn;           /* XRC: the SRQ the target delivers to */
 	uint8_t data[];
 };
 #define PKT_HDR ((uint32_t)sizeof(struct pkt))
@@ -510,6 +525,31 @@ int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
 bool dc_waits(const struct sim_qp *dct);     /* ACKs owed that did not fit yet */
 /* responder.c: the responder's handling of one request packet (RC rules) */
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
+
+/* ---- XRC (xrc.c) ---- */
+/* The XRC segment after an XRC initiator's ctrl segment (rdma-core's providers/mlx5/wqe.h has
+ * it; mlx5dv.h does not): the SRQ number in its first word, the rest reserved. */
+struct sim_xrc_seg {
+	__be32 xrc_srqn;
+	uint8_t rsvd[12];
+};
+/* The protection domain a QP's memory accesses are checked against: a target QP's is the PD
+ * of the SRQ the request names (IBA XRC: the XRC SRQ's PD), every other QP's its own. */
+static inline struct ibv_pd *qp_mem_pd(const struct sim_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV && qp->srq ? qp->srq->srq.pd : qp->qp.pd;
+}
+struct sim_srq *sim_srq_lookup(struct sim_ctx *sc, uint32_t srqn);
+struct ibv_qp *sim_create_xrc_tgt(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
+/* qp.c: a target QP's object, with no queues */
+struct ibv_qp *sim_qp_new_tgt(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
+void sim_xrcd_put(struct sim_xrcd *xh);
+struct ibv_xrcd *sim_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *a);
+int sim_close_xrcd(struct ibv_xrcd *x);
+struct ibv_srq *sim_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *a);
+/* responder.c's execution of a target QP's request through the SRQ it names; false as
+ * handle_request */
+bool xrc_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
 
 /* ---- UD QPs (ud.c) ---- */
 int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n);

@@ -640,6 +640,7 @@ SIM_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 		}
 	pthread_mutex_unlock(&sc->lock);
 	pd_put(srq->pd);
+	sim_xrcd_put(s->xh);
 	sim_count_obj(SIM_OBJ_SRQ_WQES, -(int64_t)s->wqe_cnt);
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)srq_bytes(s));
 	free(s->buf);
