@@ -206,7 +206,7 @@ struct ibv_qp *sim_create_xrc_tgt(struct ibv_context *ctx, struct ibv_qp_init_at
 		return NULL;
 	}
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		sim_unsupported("ibv_create_qp_ex(IBV_QPT_XRC_RECV with send_ops_flags)");
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	qp = sim_qp_new_tgt(ctx, a);

@@ -121,7 +121,7 @@ static void caps(void)
 	CHECK_EQ(ex.odp_caps.per_transport_caps.ud_odp_caps,
 		 IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV);
 	CHECK_EQ(ex.odp_caps.per_transport_caps.uc_odp_caps, 0);
-	CHECK_EQ(ex.xrc_odp_caps, 0);          /* no XRC on the model */
+	CHECK_EQ(ex.xrc_odp_caps, all);        /* XRC as RC */
 	memset(&dv, 0, sizeof(dv));
 	dv.comp_mask = MLX5DV_CONTEXT_MASK_DC_ODP_CAPS;
 	REQUIRE(mlx5dv_query_device(D.ctx, &dv) == 0);
