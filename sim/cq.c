@@ -237,6 +237,11 @@ SIM_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 			pthread_mutex_unlock(&sc->lock);
 			return EBUSY;
 		}
+	for (struct sim_srq *q = sc->srqs; q; q = q->next)
+		if (q->cq == cq) {     /* an XRC SRQ's completions go to it */
+			pthread_mutex_unlock(&sc->lock);
+			return EBUSY;
+		}
 	for (pp = &sc->cqs; *pp; pp = &(*pp)->next)
 		if (*pp == cq) {
 			*pp = cq->next;

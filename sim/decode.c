@@ -357,6 +357,18 @@ int decode(struct sim_qp *qp, uint32_t pc, uint32_t db, struct wqe *w, const cha
 		return 0;
 	if (w->opcode == MLX5_OPCODE_UMR)
 		return decode_umr(qp, w, off, end, why, whybuf, whylen);
+	if (qp->type == IBV_QPT_XRC_SEND) {
+		/* rule: an XRC initiator's WQE carries the XRC segment after ctrl (libmlx5
+		 * _mlx5_post_send, mlx5_send_wr_set_xrc_srqn); one that leaves no room for it
+		 * [inferred] LOCAL_QP_OP_ERR */
+		if (end < off + 16) {
+			snprintf(whybuf, whylen, "XRC WQE without its XRC segment (DS %u)", w->ds);
+			*why = whybuf;
+			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		}
+		w->xrc_srqn = be32toh(*(__be32 *)(w->b + off)) & 0xffffff;
+		off += 16;
+	}
 	if (qp->type == IBV_QPT_UC && (s = uc_opcode(w, why, whybuf, whylen)))
 		return s;
 	if ((s = decode_remote(w, &off, end, why, whybuf, whylen)) ||
@@ -375,6 +387,9 @@ void trace_wqe(struct sim_qp *qp, const struct wqe *w)
 		  (w->fm_ce_se & 0xe0) ? " FENCE" : "", be32toh(w->imm));
 	if (w->av.len)
 		av_trace(&w->av);
+	if (qp->type == IBV_QPT_XRC_SEND && w->opcode != MLX5_OPCODE_NOP &&
+	    w->opcode != MLX5_OPCODE_UMR)
+		sim_trace("    xrc srqn 0x%x", w->xrc_srqn);
 	if (w->rkey || w->raddr)
 		sim_trace("    raddr 0x%llx rkey 0x%x", (unsigned long long)w->raddr, w->rkey);
 	if (w->asize)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sched.h>
 #include <time.h>
+#include <sys/mman.h>
 
 const char *opname(uint8_t op)
 {
@@ -179,7 +180,7 @@ void qp_set_err(struct sim_qp *qp)
 	/* an SRQ-attached QP that enters the error state takes no more receive WQEs: the Last WQE
 	 * Reached affiliated event (IBA; mlx5_ib's IB_EVENT_QP_LAST_WQE_REACHED), so that its
 	 * owner knows when it may destroy the QP */
-	if (qp->srq)
+	if (qp->srq && qp->type != IBV_QPT_XRC_RECV)   /* a target is attached to no SRQ */
 		sim_async_event(qp->sc, IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qp);
 }
 
@@ -227,8 +228,63 @@ void engine_qp_reset(struct sim_qp *qp)
 
 /* ------------------------------------------------------------------ memory access checks */
 
+/* On-Demand Paging: an ODP region pins nothing; the adapter takes its pages when an access
+ * needs them (a page fault that mlx5_ib resolves through the process's page tables, asking for a
+ * writable page when the access writes: the kernel's mlx5_ib odp.c, pagefault_mr). The model
+ * does the same with MADV_POPULATE_READ/WRITE over the pages of [addr, addr+len), which faults
+ * them in as an access would without touching them, or fails as that access would: not mapped
+ * (ENOMEM), not readable or not writable (EINVAL), SIGBUS (EFAULT). A fault that cannot be
+ * resolved is resumed with its error bit set (mlx5_ib's PAGE_FAULT_RESUME with error) and the
+ * work completes in error. Returns 0 or an errno, with why. Kernels before 5.14 lack the
+ * advice; there only a page that is not mapped at all is a fault (mincore). */
+int sim_odp_fault(uintptr_t addr, uint64_t len, bool write, const char **why)
+{
+	static int populate = -1;    /* MADV_POPULATE_* known to the kernel: 1, unknown: 0 */
+	const uintptr_t pg = 4096;
+	uintptr_t a = addr & ~(pg - 1), end = addr + len;
+	int err;
+
+	*why = "";
+	if (!len)
+		return 0;
+	if (end < addr || end > UINTPTR_MAX - pg) {
+		*why = "ODP page fault not resolved: the range wraps the address space";
+		return EFAULT;
+	}
+	end = (end + pg - 1) & ~(pg - 1);
+	if (populate < 0) {
+		static char probe[4096] __attribute__((aligned(4096)));
+		populate = !(madvise(probe, sizeof(probe), MADV_POPULATE_READ) && errno == EINVAL);
+	}
+	for (;;) {
+		if (populate)
+			err = madvise((void *)a, end - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+		else {
+			static unsigned char vec[256];
+			err = 0;
+			for (uintptr_t b = a; !err && b < end; b += sizeof(vec) * pg)
+				err = mincore((void *)b, MIN(end - b, sizeof(vec) * pg), vec);
+		}
+		if (!err)
+			return 0;
+		if (errno != EINTR && errno != EAGAIN)
+			break;
+	}
+	err = errno;
+	*why = err == ENOMEM ? "ODP page fault not resolved: page not mapped" :
+	       err == EINVAL ? (write ? "ODP page fault not resolved: page not writable" :
+				"ODP page fault not resolved: page not readable") :
+	       "ODP page fault not resolved";
+	return err;
+}
+
 /* The memory a key names, if [addr, addr+len) is inside its region, the region belongs to the
- * QP's protection domain, and its access flags include need. */
+ * QP's protection domain, and its access flags include need. An ODP region's pages must also be
+ * there (or be faulted in) for the access; the callers turn a fault that cannot be resolved into
+ * the error of a refused key (LOCAL_PROT_ERR for a local key, a remote access NAK and
+ * REMOTE_ACCESS_ERR at the requester for a remote one) [inferred: rdma-core and mlx5_ib do not
+ * say which syndrome the firmware gives a WQE whose fault was resumed with an error; these are
+ * the IB spec's errors for a local and a remote access that the memory refuses]. */
 void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int need,
 		    const char **why)
 {
@@ -241,7 +297,7 @@ void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int n
 	}
 	if (m->mw_type)
 		return mw_ptr(qp, m, addr, len, need, why);
-	if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd)) {
+	if (pd_prot(m->mr.pd) != pd_prot(qp_mem_pd(qp))) {
 		*why = "memory region of another protection domain";
 		return NULL;
 	}
@@ -253,6 +309,11 @@ void *mr_ptr(struct sim_qp *qp, uint32_t key, uint64_t addr, uint64_t len, int n
 		*why = "access flags do not allow it";
 		return NULL;
 	}
+	if ((m->access & IBV_ACCESS_ON_DEMAND) &&
+	    sim_odp_fault(m->addr + (uintptr_t)(addr - m->iova), len,
+			  need & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_ATOMIC), why))
+		return NULL;
 	return (void *)(m->addr + (uintptr_t)(addr - m->iova));
 }
 

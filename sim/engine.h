@@ -29,6 +29,7 @@ struct wqe {
 	uint32_t inl_len;
 	uint32_t total;
 	struct sim_av av;      /* DCI: the address segment */
+	uint32_t xrc_srqn;     /* XRC initiator: the XRC segment's SRQ number */
 	struct {               /* UMR (a memory window's bind or invalidation): its segments */
 		uint8_t flags, free, access;
 		uint16_t klm_octo;

@@ -114,6 +114,7 @@ struct sim_mr {
 	int access;
 	struct sim_mr *next;
 	bool imported;               /* ibv_import_mr's handle: not in the key table */
+	bool implicit;               /* implicit ODP: addr 0, length SIZE_MAX (all of memory) */
 	/* a memory window's entry (mw.c): mr.lkey/rkey its current key, iova/length/access the
 	 * bound range and rights, mr.pd its PD */
 	uint8_t mw_type;             /* 1 or 2; 0: a memory region */
@@ -121,6 +122,18 @@ struct sim_mr {
 	uint32_t parent;             /* the bound range's memory region (its key) */
 	uint32_t qpn;                /* type 2: the QP it is bound to */
 };
+
+/* ODP per transport (RC, and DC in mlx5dv_query_device): send, receive, RDMA write and read,
+ * atomics, SRQ receives */
+#define SIM_ODP_TRANSPORT_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | \
+				IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | \
+				IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)
+
+/* The bytes a region counts in mr_bytes: an implicit ODP region's are none of its own. */
+static inline size_t sim_mr_bytes(const struct sim_mr *m)
+{
+	return m->implicit ? 0 : m->length;
+}
 
 /* A memory window: its key table entry, and the handle the application holds. */
 struct sim_mw {
@@ -188,9 +201,17 @@ struct sim_cq {
 	struct sim_cq *next;
 };
 
+struct sim_xrcd;
+struct sim_xrcd_dom;
+
 struct sim_srq {
 	struct ibv_srq srq;
 	uint32_t srqn;
+	/* an XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): its domain, the handle it was made
+	 * through, and the CQ its receive completions go to (xrc.c); NULL for a basic SRQ */
+	struct sim_xrcd_dom *xrcd;
+	struct sim_xrcd *xh;
+	struct sim_cq *cq;
 	uint8_t *buf;
 	__be32 *dbrec;
 	uint32_t stride, wqe_cnt, max_gs;
@@ -330,6 +351,10 @@ struct sim_qp {
 
 	size_t model_bytes;          /* heap held for this QP (SIM_OBJ_MODEL_BYTES) */
 	uint8_t dc_type;             /* 0, SIM_DCI or SIM_DCT */
+	/* XRC: a target QP's domain and the handle it was made through; while the engine executes
+	 * one of its requests, srq and rcq stand for the SRQ the request names (xrc.c) */
+	struct sim_xrcd_dom *xrcd;
+	struct sim_xrcd *xh;
 	struct sim_dc *dc;           /* DC state (dc.c) */
 	struct sim_qp *next;
 };
@@ -383,6 +408,7 @@ struct sim_ctx {
 	_Atomic size_t dm_used;      /* device memory allocated (dm.c) */
 	struct sim_dm *dms;          /* and its DMs, for ibv_import_dm (under lock) */
 	struct sim_pd *pds;          /* its PDs, for ibv_import_pd (under lock) */
+	struct sim_xrcd_dom *xrcds;  /* its XRC domains (xrc.c, under lock) */
 };
 
 /* the context's own record (its handle: ops, async fd) */
@@ -411,6 +437,7 @@ void engine_write_cqe(struct sim_cq *cq, const uint8_t cqe[64], bool se);
 struct sim_mr *sim_mr_lookup(struct sim_ctx *sc, uint32_t key);
 struct sim_mr *sim_mr_index(struct sim_ctx *sc, uint32_t key);
 struct sim_qp *sim_qp_lookup(struct sim_ctx *sc, uint32_t qpn);
+int sim_odp_fault(uintptr_t addr, uint64_t len, bool write, const char **why);
 void sim_async_event(struct sim_ctx *sc, enum ibv_event_type type, void *obj);
 
 /* ---- fabric (fabric.c) ---- */
@@ -425,6 +452,7 @@ enum pkt_type {
 #define PKT_F_SE    8
 #define PKT_F_UC    16           /* a UC requester's packet (the BTH opcode's transport) */
 #define PKT_F_INV   32           /* SEND with Invalidate: imm is the rkey to invalidate */
+#define PKT_F_XRC   64           /* an XRC initiator's request: xrc_srqn is its XRCETH */
 
 struct pkt {
 	uint8_t type, flags, syndrome, opmod;
@@ -442,6 +470,7 @@ struct pkt {
 	uint64_t dc_key;             /* DC: the WQE's access key, connection, SL and GRH bit */
 	uint32_t dc_conn;
 	uint8_t dc_sl, dc_grh;
+	uint32_t xrc_srqn;           /* XRC: the SRQ the target delivers to */
 	uint8_t data[];
 };
 #define PKT_HDR ((uint32_t)sizeof(struct pkt))
@@ -496,6 +525,31 @@ int dc_dct_work(struct sim_ctx *sc, struct sim_qp *dct, uint64_t now);
 bool dc_waits(const struct sim_qp *dct);     /* ACKs owed that did not fit yet */
 /* responder.c: the responder's handling of one request packet (RC rules) */
 bool engine_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
+
+/* ---- XRC (xrc.c) ---- */
+/* The XRC segment after an XRC initiator's ctrl segment (rdma-core's providers/mlx5/wqe.h has
+ * it; mlx5dv.h does not): the SRQ number in its first word, the rest reserved. */
+struct sim_xrc_seg {
+	__be32 xrc_srqn;
+	uint8_t rsvd[12];
+};
+/* The protection domain a QP's memory accesses are checked against: a target QP's is the PD
+ * of the SRQ the request names (IBA XRC: the XRC SRQ's PD), every other QP's its own. */
+static inline struct ibv_pd *qp_mem_pd(const struct sim_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV && qp->srq ? qp->srq->srq.pd : qp->qp.pd;
+}
+struct sim_srq *sim_srq_lookup(struct sim_ctx *sc, uint32_t srqn);
+struct ibv_qp *sim_create_xrc_tgt(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
+/* qp.c: a target QP's object, with no queues */
+struct ibv_qp *sim_qp_new_tgt(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
+void sim_xrcd_put(struct sim_xrcd *xh);
+struct ibv_xrcd *sim_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *a);
+int sim_close_xrcd(struct ibv_xrcd *x);
+struct ibv_srq *sim_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *a);
+/* responder.c's execution of a target QP's request through the SRQ it names; false as
+ * handle_request */
+bool xrc_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p);
 
 /* ---- UD QPs (ud.c) ---- */
 int sim_ud_check_mask(int cur, int next, int mask, char *why, size_t n);

@@ -58,7 +58,8 @@ SIM_EXPORT int mlx5dv_query_device(struct ibv_context *ctx, struct mlx5dv_contex
 		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_DYN_BFREGS;
 	}
 	if (want & MLX5DV_CONTEXT_MASK_DC_ODP_CAPS) {
-		attrs->dc_odp_caps = 0;             /* DC is there; ODP is not modelled */
+		/* mlx5_ib's dc_odp_caps on a ConnectX-6 with the firmware's DC ODP caps: as RC's */
+		attrs->dc_odp_caps = SIM_ODP_TRANSPORT_CAPS;
 		attrs->comp_mask |= MLX5DV_CONTEXT_MASK_DC_ODP_CAPS;
 	}
 	if (want & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {

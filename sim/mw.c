@@ -47,7 +47,7 @@ static int umr_bind(struct sim_qp *qp, struct sim_mr *m, const struct wqe *w, bo
 	if (!r || r->mw_type)
 		return bind_err(why, n, "bind of window 0x%x: key 0x%x is no memory region",
 				m->mr.rkey, w->umr.klm_mkey);
-	if (pd_prot(r->mr.pd) != pd_prot(qp->qp.pd))
+	if (pd_prot(r->mr.pd) != pd_prot(qp_mem_pd(qp)))
 		return bind_err(why, n, "bind of window 0x%x: region 0x%x is of another PD",
 				m->mr.rkey, r->mr.lkey);
 	if (!(r->access & IBV_ACCESS_MW_BIND))
@@ -87,7 +87,7 @@ int mw_umr(struct sim_qp *qp, const struct wqe *w, char *why, size_t n)
 	if (!mw)
 		return bind_err(why, n, "UMR on key 0x%x: no memory window has that index", key, 0);
 	m = &mw->k;
-	if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd))
+	if (pd_prot(m->mr.pd) != pd_prot(qp_mem_pd(qp)))
 		return bind_err(why, n, "UMR on window 0x%x: the window is of another PD", key, 0);
 	if (type2 != (m->mw_type == IBV_MW_TYPE_2))
 		return bind_err(why, n, "UMR on window 0x%x: a type %u window bound as the other type",
@@ -114,7 +114,7 @@ void *mw_ptr(struct sim_qp *qp, const struct sim_mr *m, uint64_t addr, uint64_t 
 		*why = "a memory window's key used as a local key";
 	else if (!m->bound)
 		*why = "memory window not bound";
-	else if (pd_prot(m->mr.pd) != pd_prot(qp->qp.pd))
+	else if (pd_prot(m->mr.pd) != pd_prot(qp_mem_pd(qp)))
 		*why = "memory window of another protection domain";
 	else if (m->qpn && m->qpn != qp->qpn)
 		*why = "type 2 memory window bound to another QP";
@@ -125,6 +125,10 @@ void *mw_ptr(struct sim_qp *qp, const struct sim_mr *m, uint64_t addr, uint64_t 
 	else if (!(r = sim_mr_lookup(qp->sc, m->parent)) || addr < r->iova ||
 		 addr - r->iova > r->length - len)
 		*why = "the memory window's region is gone";
+	else if ((r->access & IBV_ACCESS_ON_DEMAND) &&
+		 sim_odp_fault(r->addr + (uintptr_t)(addr - r->iova), len,
+			       need & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC), why))
+		;       /* an ODP region's page fault not resolved (engine.c) */
 	else
 		return (void *)(r->addr + (uintptr_t)(addr - r->iova));
 	return NULL;
@@ -138,7 +142,7 @@ bool mw_invalidate(struct sim_qp *qp, uint32_t key, const char **why)
 
 	if (!mw)
 		*why = "SEND with Invalidate: no memory window has that key";
-	else if (pd_prot(mw->k.mr.pd) != pd_prot(qp->qp.pd))
+	else if (pd_prot(mw->k.mr.pd) != pd_prot(qp_mem_pd(qp)))
 		*why = "SEND with Invalidate: a window of another PD";
 	else if (mw->k.mw_type != IBV_MW_TYPE_2 || !mw->k.bound || mw->k.qpn != qp->qpn)
 		*why = "SEND with Invalidate: not a type 2 window bound to this QP";

@@ -195,12 +195,22 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	struct sim_ctx *sc = to_sctx(pd->context);
 	struct sim_mr *m;
 	uint32_t idx;
+	bool implicit;
 
 	sim_count_verb();
 	if (mr_access_ok(access))
 		return NULL;
-	/* rule: a NULL address with a length pins nothing (kernel ib_umem_get); [inferred] */
-	if (!addr && length) {
+	/* rule: an implicit ODP region (address 0, length SIZE_MAX: all of the process's memory,
+	 * libibverbs' ibv_reg_mr(pd, NULL, SIZE_MAX, ...)) must have iova 0 (EINVAL: the kernel's
+	 * mlx5_ib create_user_odp_mr); the device reports IBV_ODP_SUPPORT_IMPLICIT */
+	implicit = (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX;
+	if (implicit && iova) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* rule: a NULL address with a length pins nothing (kernel ib_umem_get); [inferred]. An ODP
+	 * region pins nothing: its pages are taken when used (engine.c, sim_odp_fault). */
+	if (!addr && length && !(access & IBV_ACCESS_ON_DEMAND)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -209,7 +219,7 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (sim_env.reg_cost_ns_per_page > 0)
+	if (sim_env.reg_cost_ns_per_page > 0 && !(access & IBV_ACCESS_ON_DEMAND))
 		reg_cost(length, addr);
 	pthread_mutex_lock(&sc->lock);
 	idx = sim_mr_tab_slot(sc);
@@ -230,12 +240,13 @@ SIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	m->addr = (uintptr_t)addr;
 	m->length = length;
 	m->access = access;
+	m->implicit = implicit;
 	sc->mr_tab[idx] = m;
 	m->next = sc->mrs;
 	sc->mrs = m;
 	pthread_mutex_unlock(&sc->lock);
 	pd_get(pd);
-	sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)length);
+	sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)sim_mr_bytes(m));
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, sizeof(*m));
 	return &m->mr;
 }
@@ -276,7 +287,7 @@ SIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	pd_put(m->mr.pd);
 	if (m->dm_refs)
 		atomic_fetch_sub(m->dm_refs, 1);
-	sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
+	sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)sim_mr_bytes(m));
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)sizeof(*m));
 	free(m);
 	return 0;
@@ -381,16 +392,17 @@ static int mr_access_ok(unsigned access)
 	const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
 			       IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE |
-			       IBV_ACCESS_MW_BIND;
+			       IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND;
 
 	/* remote write or atomic without local write: EINVAL (the kernel's ib_check_mr_access) */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return errno = EINVAL;
 	if (access & ~known) {
-		if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED |
-			      IBV_ACCESS_HUGETLB)) {
-			sim_unsupported(access & IBV_ACCESS_ON_DEMAND ? "ibv_reg_mr(IBV_ACCESS_ON_DEMAND)" :
+		/* model gaps: zero-based user regions; HUGETLB, which mlx5_ib honours only on an ODP
+		 * region (huge-page translation, its pages required to be huge) */
+		if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB)) {
+			sim_unsupported(access & IBV_ACCESS_HUGETLB ? "ibv_reg_mr(IBV_ACCESS_HUGETLB)" :
 					"ibv_reg_mr(access flag)");
 			return errno = EOPNOTSUPP;
 		}
@@ -419,6 +431,14 @@ SIM_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, voi
 	}
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && mr_access_ok((unsigned)access))
 		return IBV_REREG_MR_ERR_CMD;
+	/* rule: mlx5_ib registers an ODP region again to change its access (mlx5_ib_rereg_user_mr);
+	 * all of memory without ON_DEMAND is a range the kernel's ib_umem_get refuses (EINVAL)
+	 * [inferred] */
+	if (m->implicit && (flags & IBV_REREG_MR_CHANGE_ACCESS) &&
+	    !(flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !(access & IBV_ACCESS_ON_DEMAND)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		pd_get(pd);
 	pthread_mutex_lock(&sc->lock);
@@ -427,16 +447,76 @@ SIM_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, voi
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		mr->pd = pd;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)length - (int64_t)m->length);
+		sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)sim_mr_bytes(m));
 		mr->addr = addr;
 		mr->length = length;
 		m->addr = (uintptr_t)addr;
 		m->iova = (uintptr_t)addr;
 		m->length = length;
+		m->implicit = false;
+		sim_count_obj(SIM_OBJ_MR_BYTES, (int64_t)sim_mr_bytes(m));
 	}
 	pthread_mutex_unlock(&sc->lock);
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		pd_put(old);
+	return 0;
+}
+
+/* ibv_advise_mr (libmlx5's mlx5_advise_mr is the kernel's advise_mr; mlx5_ib's
+ * mlx5_ib_advise_mr): prefetch the pages of ODP regions. The rules: flags other than
+ * IBV_ADVISE_MR_FLAG_FLUSH and an empty SGE list are EINVAL (uverbs' ADVISE_MR method: its flags
+ * and its SGE list of at least one entry); an advice other than PREFETCH, PREFETCH_WRITE and
+ * PREFETCH_NO_FAULT is EOPNOTSUPP; each SGE's lkey must be an ODP region of this PD, writable for
+ * PREFETCH_WRITE (get_prefetchable_mr), else ENOENT when the prefetch is synchronous (FLUSH) and
+ * EINVAL when it is not (init_prefetch_work). A synchronous prefetch fails with EFAULT when a
+ * range is outside its region or its pages cannot be faulted in (pagefault_mr); an asynchronous
+ * one reports nothing of that. NO_FAULT maps only what is present: nothing to do here. */
+int advise_mr_op(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	struct sim_ctx *sc = to_sctx(pd->context);
+	bool sync = flags & IBV_ADVISE_MR_FLAG_FLUSH;
+	const unsigned writable = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
+
+	sim_count_verb();
+	if ((flags & ~IBV_ADVISE_MR_FLAG_FLUSH) || !num_sge || !sg_list)
+		return EINVAL;
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
+	/* every key first: an asynchronous prefetch is refused whole or queued whole */
+	pthread_mutex_lock(&sc->lock);
+	for (uint32_t i = 0; i < num_sge; i++) {
+		struct sim_mr *m = sim_mr_lookup(sc, sg_list[i].lkey);
+
+		if (!m || m->mw_type || !(m->access & IBV_ACCESS_ON_DEMAND) ||
+		    pd_prot(m->mr.pd) != pd_prot(pd) ||
+		    (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && !(m->access & writable))) {
+			pthread_mutex_unlock(&sc->lock);
+			return sync ? ENOENT : EINVAL;
+		}
+	}
+	for (uint32_t i = 0; i < num_sge; i++) {
+		struct sim_mr *m = sim_mr_lookup(sc, sg_list[i].lkey);
+		uint64_t a = sg_list[i].addr, len = sg_list[i].length;
+		const char *why;
+
+		if (a < m->iova || len > m->length || a - m->iova > m->length - len) {
+			if (!sync)
+				continue;
+			pthread_mutex_unlock(&sc->lock);
+			return EFAULT;
+		}
+		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+			continue;
+		if (sim_odp_fault(m->addr + (uintptr_t)(a - m->iova), len,
+				  advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, &why) && sync) {
+			pthread_mutex_unlock(&sc->lock);
+			return EFAULT;
+		}
+	}
+	pthread_mutex_unlock(&sc->lock);
 	return 0;
 }
 
@@ -560,6 +640,7 @@ SIM_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 		}
 	pthread_mutex_unlock(&sc->lock);
 	pd_put(srq->pd);
+	sim_xrcd_put(s->xh);
 	sim_count_obj(SIM_OBJ_SRQ_WQES, -(int64_t)s->wqe_cnt);
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)srq_bytes(s));
 	free(s->buf);

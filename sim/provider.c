@@ -309,6 +309,14 @@ int sim_post_send(struct sim_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 			memset(w, 0, 48);
 			err = wqe_addr(qp, wr, opcode, dc ? &dc[nreq] : NULL, w, &off);
 		}
+		/* an XRC initiator's WQE names the SRQ it delivers to: the XRC segment after ctrl,
+		 * on every WQE but a bind or local invalidation (libmlx5 _mlx5_post_send) */
+		if (!err && qp->type == IBV_QPT_XRC_SEND && opcode != MLX5_OPCODE_UMR) {
+			struct sim_xrc_seg *x = (void *)(w + off);
+			memset(x, 0, sizeof(*x));
+			x->xrc_srqn = htobe32(wr->qp_type.xrc.remote_srqn);
+			off += sizeof(*x);
+		}
 		if (!err && opcode == MLX5_OPCODE_UMR)
 			err = wqe_umr(qp, wr, w, &off);
 		else if (!err)
@@ -462,7 +470,8 @@ static void sq_complete(struct sim_qp *qp, uint16_t idx, struct ibv_wc *wc)
 	qp->sw_sq_tail = start + qp->sq_bbs[start & mask];
 }
 
-static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc);
+static bool rq_complete(struct sim_qp *qp, struct sim_srq *s, uint16_t wqe_counter,
+			struct ibv_wc *wc);
 
 static struct mlx5_cqe64 *cqe64_at(struct sim_cq *cq, uint32_t i)
 {
@@ -500,7 +509,7 @@ void cq_clean(struct sim_cq *cq, struct sim_qp *qp)
 					op == MLX5_CQE_RESP_SEND_INV ||
 					op == MLX5_CQE_RESP_WR_IMM || op == MLX5_CQE_RESP_ERR)) {
 				struct ibv_wc w;
-				rq_complete(qp, be16toh(c->wqe_counter), &w);
+				rq_complete(qp, qp->srq, be16toh(c->wqe_counter), &w);
 			}
 			freed++;
 		} else if (freed) {
@@ -519,10 +528,19 @@ void cq_clean(struct sim_cq *cq, struct sim_qp *qp)
 	pthread_spin_unlock(&cq->poll_lock);
 }
 
-static bool rq_complete(struct sim_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc)
+/* The SRQ a receive CQE retires a WQE of: the QP's, or for an XRC target the one the CQE names
+ * (libmlx5 finds it by the CQE's srqn). */
+static struct sim_srq *cqe_srq(struct sim_qp *qp, const struct mlx5_cqe64 *c)
 {
-	if (qp->srq) {
-		struct sim_srq *s = qp->srq;
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return sim_srq_lookup(qp->sc, be32toh(c->srqn_uidx) & 0xffffff);
+	return qp->srq;
+}
+
+static bool rq_complete(struct sim_qp *qp, struct sim_srq *s, uint16_t wqe_counter,
+			struct ibv_wc *wc)
+{
+	if (s) {
 		uint32_t idx = wqe_counter & (s->wqe_cnt - 1);
 		pthread_spin_lock(&s->lock);
 		wc->wr_id = s->wrid[idx];
@@ -583,7 +601,7 @@ static bool wc_resp(struct sim_qp *qp, const struct mlx5_cqe64 *c, uint8_t opcod
 		    struct ibv_wc *w)
 {
 	uint32_t fr = be32toh(c->flags_rqpn);
-	if (!rq_complete(qp, be16toh(c->wqe_counter), w))
+	if (!rq_complete(qp, cqe_srq(qp, c), be16toh(c->wqe_counter), w))
 		return false;
 	w->status = IBV_WC_SUCCESS;
 	w->byte_len = be32toh(c->byte_cnt);
@@ -616,7 +634,7 @@ static bool wc_err(struct sim_qp *qp, const struct mlx5_cqe64 *c, uint8_t opcode
 	w->vendor_err = ec->vendor_err_synd;
 	if (opcode == MLX5_CQE_REQ_ERR) {
 		sq_complete(qp, be16toh(ec->wqe_counter), w);
-	} else if (!rq_complete(qp, be16toh(ec->wqe_counter), w)) {
+	} else if (!rq_complete(qp, cqe_srq(qp, c), be16toh(ec->wqe_counter), w)) {
 		return false;
 	}
 	return true;

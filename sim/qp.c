@@ -18,9 +18,11 @@ static int size_sq(struct sim_qp *qp, struct ibv_qp_cap *cap)
 {
 	/* libmlx5's overhead: a UMR WQE for RC and UC (UC's raddr-only WQEs are smaller, but the
 	 * memory-window bind WQE is the same), ctrl + datagram segment for UD; a DCI's WQEs also
-	 * hold the 48-byte address segment (libmlx5 sq_overhead) */
+	 * hold the 48-byte address segment, an XRC initiator's the 16-byte XRC segment (libmlx5
+	 * sq_overhead) */
 	uint32_t ovh = qp->type == IBV_QPT_UD ? 64 :
-		       SIM_RC_SQ_OVERHEAD + (qp->dc_type == SIM_DCI ? 48 : 0), wqe, bytes;
+		       SIM_RC_SQ_OVERHEAD + (qp->dc_type == SIM_DCI ? 48 : 0) +
+		       (qp->type == IBV_QPT_XRC_SEND ? 16 : 0), wqe, bytes;
 
 	if (cap->max_send_wr == 0) {
 		qp->sq_wqe_cnt = 0;
@@ -145,9 +147,10 @@ static int qp_alloc_bufs(struct sim_qp *qp)
 }
 
 /* The ibv_qp the application sees, and the capabilities it got back in ia->cap. */
-static void qp_init_ibv(struct sim_qp *qp, struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+static void qp_init_ibv(struct sim_qp *qp, struct ibv_context *ctx, struct ibv_pd *pd,
+			struct ibv_qp_init_attr *ia)
 {
-	qp->qp.context = pd->context;
+	qp->qp.context = ctx;
 	qp->qp.qp_context = ia->qp_context;
 	qp->qp.pd = pd;
 	qp->qp.send_cq = ia->send_cq;
@@ -177,7 +180,8 @@ static void qp_publish(struct sim_ctx *sc, struct sim_qp *qp, struct ibv_pd *pd,
 	qp->next = sc->qps;
 	sc->qps = qp;
 	pthread_mutex_unlock(&sc->lock);
-	pd_get(pd);
+	if (pd)
+		pd_get(pd);
 	sim_count_obj(SIM_OBJ_QPS, 1);
 	qp->model_bytes = sizeof(*qp) + qp->buf_size + 64 + 4096 +
 			  MAX(qp->sq_wqe_cnt, 1u) * (sizeof(uint64_t) + sizeof(uint16_t) + 1) +
@@ -199,17 +203,31 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	sim_count_verb();
 	if (huge_refused("MLX_QP_ALLOC_TYPE"))
 		return NULL;
-	/* a model gap: XRC and raw packet QPs exist on hardware (docs/rvxsim.md) */
+	/* rule: a target QP is made in an XRC domain, not a PD (libibverbs ibv_icmd_create_qp:
+	 * IBV_QPT_XRC_RECV without IBV_QP_INIT_ATTR_XRCD, EINVAL) */
+	if (ia->qp_type == IBV_QPT_XRC_RECV) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* a model gap: raw packet QPs exist on hardware (docs/rvxsim.md) */
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC && ia->qp_type != IBV_QPT_UD &&
-	    !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
-		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UC, UD "
-			"and DC only)", ia->qp_type);
+	    ia->qp_type != IBV_QPT_XRC_SEND && !(ia->qp_type == IBV_QPT_DRIVER && dc_type)) {
+		sim_log("rvxsim: ibv_create_qp(qp_type %d): not supported by the model (RC, UC, UD, "
+			"XRC and DC only)", ia->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	/* rule: both CQs, of the PD's context (the kernel looks them up among the context's) */
-	if (!ia->send_cq || !ia->recv_cq || ia->send_cq->context != pd->context ||
-	    ia->recv_cq->context != pd->context) {
+	/* rule: both CQs, of the PD's context (the kernel looks them up among the context's); an
+	 * XRC initiator has no receive side: its receive CQ is not looked up, the send CQ stands
+	 * for it, and it has no receive queue (kernel uverbs create_qp; libibverbs sets its
+	 * max_recv_wr and max_recv_sge to 0) */
+	if (ia->qp_type == IBV_QPT_XRC_SEND) {
+		ia->cap.max_recv_wr = ia->cap.max_recv_sge = 0;
+		ia->srq = NULL;
+	}
+	if (!ia->send_cq || ia->send_cq->context != pd->context ||
+	    (ia->qp_type != IBV_QPT_XRC_SEND &&
+	     (!ia->recv_cq || ia->recv_cq->context != pd->context))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -223,7 +241,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 	qp->sq_sig_all = ia->sq_sig_all;
 	qp->srq = ia->srq ? to_ssrq(ia->srq) : NULL;
 	qp->scq = to_scq(ia->send_cq);
-	qp->rcq = to_scq(ia->recv_cq);
+	qp->rcq = to_scq(ia->qp_type == IBV_QPT_XRC_SEND ? ia->send_cq : ia->recv_cq);
 	err = dc_type ? dc_init(qp, dc_type, dc_key) : 0;
 	if (dc_type == SIM_DCT)     /* a DCT has no queues of its own: it receives through its SRQ */
 		ia->cap.max_send_wr = ia->cap.max_recv_wr = 0;
@@ -242,8 +260,35 @@ static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, 
 		errno = ENOMEM;
 		return NULL;
 	}
-	qp_init_ibv(qp, pd, ia);
+	qp_init_ibv(qp, pd->context, pd, ia);
 	qp_publish(sc, qp, pd, dc_type);
+	return &qp->qp;
+}
+
+struct ibv_qp *sim_qp_new_tgt(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	struct sim_ctx *sc = to_sctx(ctx);
+	struct ibv_qp_init_attr *ia = (struct ibv_qp_init_attr *)a;
+	struct sim_qp *qp;
+
+	sim_count_verb();
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->sc = sc;
+	qp->type = IBV_QPT_XRC_RECV;
+	memset(&ia->cap, 0, sizeof(ia->cap));
+	if (qp_alloc_bufs(qp)) {
+		qp_free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ia->send_cq = ia->recv_cq = NULL;
+	ia->srq = NULL;
+	qp_init_ibv(qp, ctx, NULL, ia);
+	qp_publish(sc, qp, NULL, 0);
 	return &qp->qp;
 }
 
@@ -268,7 +313,9 @@ SIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	sim_qp_tab_set(sc, qp->qpn, NULL);
 	pthread_mutex_unlock(&sc->lock);
 	free(qp->tx_data);
-	pd_put(ibqp->pd);
+	if (ibqp->pd)
+		pd_put(ibqp->pd);
+	sim_xrcd_put(qp->xh);
 	sim_count_obj(SIM_OBJ_QPS, -1);
 	sim_count_obj(SIM_OBJ_MODEL_BYTES, -(int64_t)qp->model_bytes);
 	pthread_spin_destroy(&qp->sq_lock);
@@ -285,9 +332,13 @@ SIM_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		       IBV_QP_MIN_RNR_TIMER | IBV_QP_RATE_LIMIT)
 
 /* The kernel's table of required and optional attributes for RC transitions; UC's is the same
- * table without RC_ONLY_ATTRS. */
-static int check_mask(int cur, int next, int mask, bool uc, char *why, size_t n)
+ * table without RC_ONLY_ATTRS; an XRC initiator's without the responder's (MAX_DEST_RD_ATOMIC,
+ * MIN_RNR_TIMER), a target's without the requester's (RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC),
+ * neither with RATE_LIMIT (ib_modify_qp_is_ok's qp_state_table, IB_QPT_XRC_INI/_TGT). */
+static int check_mask(int cur, int next, int mask, enum ibv_qp_type type, char *why, size_t n)
 {
+	bool uc = type == IBV_QPT_UC;
+
 	int req = 0, opt = 0;
 
 	mask &= ~IBV_QP_STATE;
@@ -336,6 +387,12 @@ static int check_mask(int cur, int next, int mask, bool uc, char *why, size_t n)
 	if (uc) {
 		req &= ~RC_ONLY_ATTRS;
 		opt &= ~RC_ONLY_ATTRS;
+	} else if (type == IBV_QPT_XRC_SEND) {
+		req &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_RATE_LIMIT);
+		opt &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_RATE_LIMIT);
+	} else if (type == IBV_QPT_XRC_RECV) {
+		req &= ~(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RATE_LIMIT);
+		opt &= ~(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RATE_LIMIT);
 	}
 	if ((mask & req) != req) {
 		snprintf(why, n, "required attributes 0x%x are missing", req & ~mask);
@@ -348,7 +405,9 @@ static int check_mask(int cur, int next, int mask, bool uc, char *why, size_t n)
 	}
 	return 0;
 bad:
-	snprintf(why, n, "not a valid transition for a%s QP", uc ? " UC" : "n RC");
+	snprintf(why, n, "not a valid transition for a%s QP", uc ? " UC" :
+		 type == IBV_QPT_XRC_SEND ? "n XRC initiator" :
+		 type == IBV_QPT_XRC_RECV ? "n XRC target" : "n RC");
 	return EINVAL;
 }
 
@@ -380,7 +439,7 @@ static int modify_check(struct sim_qp *qp, const struct ibv_qp_attr *a, int mask
 	if (!err)
 		err = qp->dc_type ? dc_check_mask(qp, cur, next, mask, why, n) :
 		      qp->type == IBV_QPT_UD ? sim_ud_check_mask(cur, next, mask, why, n) :
-		      check_mask(cur, next, mask, qp->type == IBV_QPT_UC, why, n);
+		      check_mask(cur, next, mask, qp->type, why, n);
 	/* rule (kernel mlx5_ib_modify_qp): a port the device has, a P_Key index within the table
 	 * (128 entries), at most 2^log_max_ra_res_qp (16) reads/atomics, an IB MTU 256-4096 */
 	if (!err && (mask & IBV_QP_PORT) && a->port_num != 1)

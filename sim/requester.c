@@ -53,6 +53,8 @@ void hdr_init(struct sim_qp *qp, struct pkt *p, uint8_t type, uint32_t seq)
 	p->seq = seq;
 	if (qp->type == IBV_QPT_UC)
 		p->flags = PKT_F_UC;
+	if (qp->type == IBV_QPT_XRC_SEND)
+		p->flags = PKT_F_XRC;
 	dc_hdr(qp, p);
 }
 
@@ -70,7 +72,7 @@ bool tx_pump(struct sim_qp *qp)
 		p->off = qp->tx_off;
 		p->len = (p->type == PKT_WRITE || p->type == PKT_SEND) ? n : 0;
 		p->flags = (qp->tx_off == 0 ? PKT_F_FIRST : 0) |
-			   (h->flags & (PKT_F_IMM | PKT_F_SE | PKT_F_UC | PKT_F_INV));
+			   (h->flags & (PKT_F_IMM | PKT_F_SE | PKT_F_UC | PKT_F_INV | PKT_F_XRC));
 		if (p->type != PKT_WRITE && p->type != PKT_SEND)
 			n = qp->tx_len;   /* READ and atomic requests are one packet */
 		if (qp->tx_off + n >= qp->tx_len)
@@ -124,6 +126,7 @@ static void sq_message(struct sim_qp *qp, struct sq_rec *r, const struct wqe *w)
 	h->raddr = w->raddr;
 	h->rkey = w->rkey;
 	h->imm = w->imm;
+	h->xrc_srqn = w->xrc_srqn;
 	if (w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM || w->opcode == MLX5_OPCODE_SEND_IMM)
 		h->flags |= PKT_F_IMM;
 	if (w->opcode == MLX5_OPCODE_SEND_INVAL)

@@ -569,6 +569,8 @@ static bool uc_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 	return p->type == PKT_WRITE ? req_write(qp, p) : req_send(sc, qp, p);
 }
 
+static bool execute(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p, bool dup);
+
 /* Execute one request packet. Returns false when it cannot proceed yet (no room to answer). */
 bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 {
@@ -586,6 +588,11 @@ bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		return uc_request(sc, qp, p);
 	if (p->flags & PKT_F_UC)
 		return true;    /* a UC opcode at an RC QP: another transport's packet */
+	/* XRC requests (with an XRCETH) go to target QPs only, and a target takes nothing else;
+	 * an initiator has no receive side at all */
+	if (qp->type == IBV_QPT_XRC_SEND ||
+	    !(p->flags & PKT_F_XRC) != (qp->type != IBV_QPT_XRC_RECV))
+		return true;
 	if ((int32_t)(p->seq - qp->exp_seq) > 0)
 		return true;    /* a gap: something before it was refused; the requester goes back */
 	dup = p->seq != qp->exp_seq;
@@ -601,6 +608,42 @@ bool handle_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
 		atomic_replay(qp, p);
 		return true;
 	}
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return xrc_request(sc, qp, p);
+	return execute(sc, qp, p, dup);
+}
+
+/* A target QP's request: the SRQ its XRCETH names must be an XRC SRQ of the target's XRC
+ * domain, else an invalid request (NAK; the requester's REMOTE_INVAL_REQ_ERR, the target to ERR
+ * with IBV_EVENT_QP_REQ_ERR) [inferred: IBA's XRC annex makes it an invalid request; which
+ * syndrome the firmware gives is not in rdma-core or mlx5_ib]. The request is then executed as
+ * an RC responder's, with that SRQ standing as the QP's: its receive WQEs, its CQ, and its PD
+ * for the memory the request reaches (IBA XRC). */
+bool xrc_request(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p)
+{
+	struct sim_srq *s = sim_srq_lookup(sc, p->xrc_srqn);
+	bool dup = p->seq != qp->exp_seq, r;
+	char why[160];
+
+	if (!s || !s->xrcd || s->xrcd != qp->xrcd) {
+		snprintf(why, sizeof(why), "XRC SRQ 0x%x %s", p->xrc_srqn,
+			 !s ? "does not exist" : !s->xrcd ? "is not an XRC SRQ" :
+			 "belongs to another XRC domain");
+		sim_log("rvxsim: qp 0x%x: request from qp 0x%x refused: %s", qp->qpn, p->src_qpn, why);
+		responder_error(qp, p, 0, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, false, 0, why);
+		return true;
+	}
+	qp->srq = s;
+	qp->rcq = s->cq;
+	r = execute(sc, qp, p, dup);
+	qp->srq = NULL;
+	qp->rcq = NULL;
+	return r;
+}
+
+/* A request in sequence (or a READ served again), by its type. */
+static bool execute(struct sim_ctx *sc, struct sim_qp *qp, struct pkt *p, bool dup)
+{
 	switch (p->type) {
 	case PKT_WRITE:
 		return req_write(qp, p);

@@ -10,7 +10,7 @@ SIM_CC     := gcc
 # sources into one program leaves it out, and with it the .symver aliases)
 SIM_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -fPIC -pthread -fvisibility=hidden -DSIM_VERSIONED
 SIM_HDRS   := sim/internal.h sim/engine.h sim/verbs.h
-SIM_VERBS_SRCS := sim/verbs.c sim/objects.c sim/cq.c sim/qp.c sim/provider.c sim/tables.c sim/engine.c sim/decode.c sim/requester.c sim/responder.c sim/doorbell.c sim/fabric.c sim/trace.c sim/dc.c sim/sysfs.c sim/ud.c sim/abi.c sim/wr.c sim/dm.c sim/mmio.c sim/mw.c
+SIM_VERBS_SRCS := sim/verbs.c sim/objects.c sim/cq.c sim/qp.c sim/provider.c sim/tables.c sim/engine.c sim/decode.c sim/requester.c sim/responder.c sim/doorbell.c sim/fabric.c sim/trace.c sim/dc.c sim/sysfs.c sim/ud.c sim/abi.c sim/wr.c sim/dm.c sim/mmio.c sim/mw.c sim/xrc.c
 SIM_VERBS_OBJS := $(patsubst sim/%.c,$(SIM_LIBDIR)/obj/%.o,$(SIM_VERBS_SRCS))
 SIM_MLX5_OBJS  := $(SIM_LIBDIR)/obj/mlx5dv.o $(SIM_LIBDIR)/obj/mlx5dv_stubs.o
 

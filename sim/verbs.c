@@ -170,6 +170,10 @@ static int ctx_handle_init(struct sim_ctx *sc, struct ibv_device *dev)
 	sc->vctx.alloc_dm = sim_alloc_dm;
 	sc->vctx.free_dm = sim_free_dm;
 	sc->vctx.reg_dm_mr = sim_reg_dm_mr;
+	sc->vctx.advise_mr = advise_mr_op;
+	sc->vctx.open_xrcd = sim_open_xrcd;
+	sc->vctx.close_xrcd = sim_close_xrcd;
+	sc->vctx.create_srq_ex = sim_create_srq_ex;
 	pthread_mutex_init(&c->mutex, NULL);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -297,7 +301,7 @@ static void adapter_fini(struct sim_ctx *sc)
 	while (sc->mrs) {
 		struct sim_mr *m = sc->mrs;
 		sc->mrs = m->next;
-		sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)m->length);
+		sim_count_obj(SIM_OBJ_MR_BYTES, -(int64_t)sim_mr_bytes(m));
 		free(m);
 	}
 	free(sc->mr_tab);
@@ -646,12 +650,19 @@ static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_ini
 {
 	struct ibv_qp *qp;
 
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
+	/* rule: a target QP names its XRC domain, every other QP its PD (libibverbs
+	 * ibv_icmd_create_qp: EINVAL without it) */
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd) {
+			errno = EINVAL;
+			return NULL;
+		}
+	} else if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD)) {
 		sim_unsupported("ibv_create_qp_ex(comp_mask)");
 		return NULL;
 	}
@@ -662,6 +673,8 @@ static struct ibv_qp *create_qp_ex_op(struct ibv_context *ctx, struct ibv_qp_ini
 		sim_unsupported("ibv_create_qp_ex(create_flags)");
 		return NULL;
 	}
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return sim_create_xrc_tgt(ctx, a);
 	/* ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr */
 	qp = rvxsim_priv_create_qp(a->pd, (struct ibv_qp_init_attr *)a, 0);
 	if (qp && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
@@ -715,6 +728,15 @@ static int query_device_ex_op(struct ibv_context *ctx, const struct ibv_query_de
 	ex.pci_atomic_caps.fetch_add = ex.pci_atomic_caps.swap = ex.pci_atomic_caps.compare_swap =
 		IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP | IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
 	ex.max_dm_size = SIM_DM_SIZE;
+	/* On-Demand Paging as mlx5_ib reports it for a ConnectX-6 whose firmware has the ODP caps
+	 * (mlx5_ib_internal_fill_odp_caps): ODP and implicit ODP; RC every operation, SRQ receives
+	 * included; UD sends and SRQ receives; UC none (mlx5_ib has no UC bits); XRC as RC
+	 * [inferred: mlx5_ib copies the firmware's xrc_odp_caps, taken to be RC's]. */
+	ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	ex.odp_caps.per_transport_caps.rc_odp_caps = SIM_ODP_TRANSPORT_CAPS;
+	ex.odp_caps.per_transport_caps.uc_odp_caps = 0;
+	ex.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV;
+	ex.xrc_odp_caps = SIM_ODP_TRANSPORT_CAPS;
 	memcpy(attr, &ex, MIN(size, sizeof(ex)));
 	return 0;
 }

@@ -13,6 +13,8 @@ struct ibv_pd *alloc_parent_domain_op(struct ibv_context *ctx,
 struct ibv_mw *alloc_mw_op(struct ibv_pd *pd, enum ibv_mw_type type);
 int dealloc_mw_op(struct ibv_mw *mw);
 int bind_mw_op(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mb);
+int advise_mr_op(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge);
 
 /* cq.c */
 int req_notify_op(struct ibv_cq *cq, int solicited);

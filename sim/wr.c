@@ -248,7 +248,7 @@ static void w_abort(struct ibv_qp_ex *x)
 	w_start(x);
 }
 
-/* Operations the model does not have (TSO, XRC, atomic write):
+/* Operations the model does not have (TSO, atomic write):
  * the QP cannot have been created with them, so the batch fails as one with a wrong opcode. */
 static void refuse(struct ibv_qp_ex *x, const char *what)
 {
@@ -292,10 +292,13 @@ static void w_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t sz, uint16_t mss
 	refuse(x, "ibv_wr_send_tso");
 }
 
+/* The SRQ the current work request delivers to (libmlx5 mlx5_send_wr_set_xrc_srqn writes it
+ * into the WQE's XRC segment, built by sim_post_send). */
 static void w_xrc_srqn(struct ibv_qp_ex *x, uint32_t srqn)
 {
-	(void)srqn;
-	refuse(x, "ibv_wr_set_xrc_srqn");
+	struct wr_slot *s = qpx_sqp(x)->wrb->err ? NULL : cur(qpx_sqp(x));
+	if (s)
+		s->wr.qp_type.xrc.remote_srqn = srqn;
 }
 
 static void w_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, const void *v)
@@ -306,7 +309,8 @@ static void w_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr, c
 
 /* The operations libmlx5 accepts per QP type on a ConnectX-6 that the model executes
  * (rdma-core 44 providers/mlx5/qp.c, MLX5_SUPPORTED_SEND_OPS_FLAGS_*: UD sends only, UC no READ
- * or atomics; memory windows and invalidation on connected QPs, not modelled on a DCI). */
+ * or atomics; memory windows and invalidation on connected QPs, not modelled on a DCI or an XRC
+ * initiator). */
 static uint64_t ops_allowed(const struct sim_qp *qp)
 {
 	uint64_t send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -319,7 +323,9 @@ static uint64_t ops_allowed(const struct sim_qp *qp)
 		return send;
 	if (qp->type == IBV_QPT_UC)
 		return send | write | mw;
-	return qp->dc_type ? rc : rc | mw;
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return 0;
+	return qp->dc_type || qp->type == IBV_QPT_XRC_SEND ? rc : rc | mw;
 }
 
 int sim_wr_init(struct sim_qp *qp, uint64_t ops)

@@ -4,7 +4,7 @@
 
 SIM_TEST_NAMES := abi geometry opcodes srq wrap cq_owner moderation faults \
                   twoproc peer_death rnr verbs_path idle_cpu many_qps stopped_peer stats \
-                  dc_objects dc_ops dc_errors dc_multi dc_resend ud_verbs ud_direct counters read_retry async_events wr_api mmio_count uc mw import
+                  dc_objects dc_ops dc_errors dc_multi dc_resend ud_verbs ud_direct counters read_retry async_events wr_api mmio_count uc mw import odp xrc
 SIM_TESTS := $(addprefix build/sim/tests/t_,$(SIM_TEST_NAMES))
 
 SIM_TEST_CC     ?= gcc
