@@ -30,8 +30,9 @@ RVX_COLD void rvx__rc_fail(rvx__rc_conn_t *c, rvx_status_t st, unsigned synd, un
         c->failed = 1;
         c->err = st;
         c->tx_limit = c->tx_sent; /* sends take the slow path, which sees the failure */
-        if (report) rvx__mlx5_wflush_note(&c->ifc->wflush_err, st);
-        if (report) rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
+        if (!report) return;
+        rvx__mlx5_wflush_note(&c->ifc->wflush_err, st);
+        rvx__log("rc_mlx5: operation to rank %d failed: %s (syndrome 0x%x, vendor 0x%x, WQE %u): "
                  "the endpoint is marked failed", rvx__rc_rank(c), rvx__mlx5_syndrome_str(synd), synd,
                  vendor, idx);
     }
