@@ -59,6 +59,7 @@ typedef struct rvx__sh_state {
     rvx__sh_peer_t *peers;
     rvx_worker_t   *w;
     int             issued;     /* a put or plain atomic since the last quiet: quiet has work */
+    uint64_t        pval;       /* the bytes of the last shmem_<T>_p, where its put reads them */
     uintptr_t       data_base;
     size_t          data_len;
     int             me, npes;

@@ -71,7 +71,8 @@ RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
 }
 
 /* shmem_<T>_p of up to 8 bytes: the value's bytes travel in a register, also to the data
- * segment's out-of-line path, so that the heap's path need not keep a copy on the stack. */
+ * segment's out-of-line path; the heap's put reads them from rvx__sh.pval, not from the stack,
+ * so that its fast path needs no frame to keep a copy in (one store; calls are serialized). */
 RVX_COLD void rvx__sh_putval_data(void *dest, uint64_t bytes, size_t len, const rvx__sh_peer_t *p)
 {
     rvx__sh_putmem_data(dest, &bytes, len, p);
@@ -85,7 +86,12 @@ RVX_INLINE void rvx__sh_putval(int pe, void *dest, uint64_t bytes, size_t len)
         rvx__sh_putval_data(dest, bytes, len, p);
         return;
     }
+#if RVX__SH_MAPPED
     rvx__sh_put_heap(p, off, &bytes, len);
+#else
+    rvx__sh.pval = bytes;
+    rvx__sh_put_heap(p, off, &rvx__sh.pval, len);
+#endif
 }
 
 #define RVX__SH_P(pe, d, v)                                                                        \
