@@ -217,12 +217,13 @@ RVX_INLINE void rvx__dc_bb_put8(rvx__mlx5_bb_t *bb, uint64_t ctrl_w8, uint32_t p
 
 #include "../mlx5/batch.h"
 
-/* The one-WQEBB form has room for nbb WQEBBs (the limit: no DCI held, a failed DCI, the 48-byte
- * address form all go the general way) and nothing of the bounce ring is in flight. */
+/* The one-WQEBB form has room for nbb WQEBBs (no DCI held, a failed DCI, the 48-byte address
+ * form hold the queue: the general way) and nothing of the bounce ring is in flight. The WQE
+ * that asks for a completion does not stop a fetch: its own WQE is signaled. */
 RVX_INLINE int rvx__dc_fetch_ok(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t nbb)
 {
     (void)ep;
-    return !rvx__mlx5_sq_full(&d->sq, nbb) && d->b_head == d->b_tail;
+    return rvx__mlx5_sq_room_for(&d->sq, nbb) && !d->sq.hold && d->b_head == d->b_tail;
 }
 
 /* The slot at the head of the DCI's bounce ring. */

@@ -30,7 +30,7 @@ RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint
 {
     unsigned f;
     uint32_t pi;
-    RVX__RC_NEED(c, 1);
+    RVX__RC_NEED_SLOW(c, 1);
     pi = c->sq.pi;
     f = rvx__mlx5_moderate(&c->sq, 0);
     if (f & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
@@ -220,12 +220,13 @@ RVX_INLINE void rvx__rc_bb_put8(rvx__mlx5_bb_t *bb, uint64_t ctrl_w8, uint32_t p
 
 #include "../mlx5/batch.h"
 
-/* Room for nbb WQEBBs, not failed, and nothing of the conn's bounce segment in flight (a conn
- * without a segment has lim == head: not this way). */
+/* Room for nbb WQEBBs, the conn in the flush list, not failed, and nothing of the conn's bounce
+ * segment in flight (a conn without a segment has lim == head: not this way). The WQE that asks
+ * for a completion does not stop a fetch: its own WQE is signaled. */
 RVX_INLINE int rvx__rc_fetch_ok(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t nbb)
 {
     (void)ep;
-    return !rvx__mlx5_sq_full(&c->sq, nbb) && !c->failed &&
+    return rvx__mlx5_sq_room_for(&c->sq, nbb) && !c->sq.hold && !c->failed &&
            c->bs->lim - c->bs->head == RVX__RC_BOUNCE_SEG;
 }
 
