@@ -580,6 +580,20 @@ static inline void st_qp_connect(struct st_dev *d, struct st_qp *q, const struct
 	st_qp_connect_ex(d, q, r, 7, 7, 14);
 }
 
+/* An RC QP through ibv_create_qp on pd, both queues on cq (8 WRs, one SGE each), in RESET: for
+ * st_ibqp_connect. */
+static inline struct ibv_qp *st_ibqp_rc(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	return ibv_create_qp(pd, &ia);
+}
+
 /* Connects QP q (made by ibv_create_qp, not st_qp_create) to QP peer on the same device. */
 static inline void st_ibqp_connect(struct st_dev *d, struct ibv_qp *q, const struct ibv_qp *peer)
 {

@@ -34,18 +34,6 @@ static int write_one(struct ibv_qp *a, struct ibv_cq *cq, uint32_t lkey, void *s
 	return (int)wc.status;
 }
 
-static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	return ibv_create_qp(pd, &ia);
-}
-
 int main(void)
 {
 	struct ibv_context *ctx2;
@@ -112,8 +100,8 @@ int main(void)
 	ca = ibv_create_cq(D.ctx, 8, NULL, NULL, 0);
 	cb = ibv_create_cq(ctx2, 8, NULL, NULL, 0);
 	REQUIRE(lm && ca && cb);
-	qa = rc_qp(D.pd, ca);
-	qb = rc_qp(pd2, cb);
+	qa = st_ibqp_rc(D.pd, ca);
+	qb = st_ibqp_rc(pd2, cb);
 	REQUIRE(qa && qb);
 	st_ibqp_connect(&D, qa, qb);
 	st_ibqp_connect(&D, qb, qa);

@@ -25,26 +25,14 @@ struct pair {
 	struct ibv_qp *qa, *qb;
 };
 
-static struct ibv_qp *rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia;
-
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	return ibv_create_qp(pd, &ia);
-}
-
 /* Two RC QPs of D's PD connected to each other (a fresh pair after an error). */
 static void pair_open(struct pair *p)
 {
 	p->ca = ibv_create_cq(D.ctx, 16, NULL, NULL, 0);
 	p->cb = ibv_create_cq(D.ctx, 16, NULL, NULL, 0);
 	REQUIRE(p->ca && p->cb);
-	p->qa = rc_qp(D.pd, p->ca);
-	p->qb = rc_qp(D.pd, p->cb);
+	p->qa = st_ibqp_rc(D.pd, p->ca);
+	p->qb = st_ibqp_rc(D.pd, p->cb);
 	REQUIRE(p->qa && p->qb);
 	st_ibqp_connect(&D, p->qa, p->qb);
 	st_ibqp_connect(&D, p->qb, p->qa);
