@@ -141,7 +141,8 @@ static uint8_t *m_bounce(model_t *m, size_t len)
 
 /* A new WQE at m->pi: ctrl segment through rdma-core, fm_ce_se from the pre-post state: CE when
  * forced or when the WQE starts at or past the moderation's mark (RVX_MLX5_SIG_EVERY WQEBBs after
- * the last signaled WQE), the fence bit when a READ or atomic left one pending. */
+ * the last WQE that reached it; only such a WQE moves it), the fence bit when a READ or atomic
+ * left one pending. */
 static xwqe_t *x_begin(model_t *m, int kind, const char *what, unsigned opcode, unsigned opmod,
                        unsigned ds, int force, uint32_t imm)
 {
@@ -149,9 +150,11 @@ static xwqe_t *x_begin(model_t *m, int kind, const char *what, unsigned opcode, 
     uint8_t fm = m->fence ? MLX5_WQE_CTRL_FENCE : 0;
     if (nxq > MAXX) { fprintf(stderr, "too many WQEs in one operation\n"); exit(1); }
     m->fence = 0;
-    if (force || (int32_t)(m->pi - m->sig_pi) >= 0) {
+    if ((int32_t)(m->pi - m->sig_pi) >= 0) {
         fm |= MLX5_WQE_CTRL_CQ_UPDATE;
         m->sig_pi = m->pi + RVX_MLX5_SIG_EVERY;
+    } else if (force) {
+        fm |= MLX5_WQE_CTRL_CQ_UPDATE; /* forced before the mark: the mark stays */
     }
     memset(x, 0, sizeof(*x));
     x->pi = m->pi;

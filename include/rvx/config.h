@@ -343,8 +343,8 @@
 /* rc_mlx5 (see tl/rc_mlx5.h):
  *   RVX_MLX5_DOORBELL   RVX_MLX5_DB_BF (default): BlueFlame 64-byte copies of one-WQEBB WQEs;
  *                       RVX_MLX5_DB_8B: the 8-byte doorbell only
- *   RVX_MLX5_SIG_EVERY  a WQE this many WQEBBs after the last signaled one asks for a completion
- *                       (default 64: one 8-byte put in 64)
+ *   RVX_MLX5_SIG_EVERY  a WQE this many WQEBBs after the last one that did so asks for a
+ *                       completion (default 64: one 8-byte put in 64)
  *   RVX_MLX5_TX_DEPTH   send work requests per QP (default 256)
  *   RVX_MLX5_RX_DEPTH   message credits per peer (default 64; AM/tag builds), halved while the
  *                       job's share of the shared receive queue would pass RVX_MLX5_SRQ_DEPTH

@@ -87,13 +87,19 @@ RVX_INLINE void rvx__mlx5_sq_restop(rvx__mlx5_sq_t *sq)
     sq->pi_limit = end;
 }
 
-/* fm_ce_se for the WQE at pi: CE once the WQE starts RVX_MLX5_SIG_EVERY WQEBBs after the last
- * signaled one (or when forced), with the fence a READ or atomic left for whatever follows it.
- * Only a signaled WQE moves the fast paths' limit. */
+/* fm_ce_se for the WQE at pi: CE once the WQE starts at the mark, RVX_MLX5_SIG_EVERY WQEBBs after
+ * the last WQE that reached it (or when forced), with the fence a READ or atomic left for
+ * whatever follows it. Only the WQE at the mark moves it on, and the fast paths' limit with it. */
 RVX_INLINE unsigned rvx__mlx5_moderate(rvx__mlx5_sq_t *sq, int force_sig)
 {
     unsigned f;
-    if (!force_sig && RVX_LIKELY((int32_t)(sq->pi - sq->sig_pi) < 0)) return 0;
+    if (RVX_LIKELY((int32_t)(sq->pi - sq->sig_pi) < 0)) {
+        if (!force_sig) return 0;
+        /* forced before the mark (a request, a READ): signaled, the mark where it was */
+        f = RVX__MLX5_CE | sq->fence;
+        sq->fence = 0;
+        return f;
+    }
     f = RVX__MLX5_CE | sq->fence;
     sq->fence = 0;
     sq->sig_pi = sq->pi + RVX_MLX5_SIG_EVERY;
@@ -107,7 +113,7 @@ RVX_INLINE void rvx__mlx5_set_fence(rvx__mlx5_sq_t *sq)
 {
     sq->fence = RVX__MLX5_FENCE;
     sq->sig_pi = sq->pi;
-    rvx__mlx5_sq_restop(sq);
+    sq->pi_limit = sq->pi; /* what sq_restop gives: the mark is at pi, the room past it */
 }
 
 #endif /* RVX_TL_MLX5_SQ_H */

@@ -30,7 +30,7 @@ RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint
 {
     unsigned f;
     uint32_t pi;
-    RVX__RC_NEED_SLOW(c, 1);
+    RVX__RC_NEED(c, 1);
     pi = c->sq.pi;
     f = rvx__mlx5_moderate(&c->sq, 0);
     if (f & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);

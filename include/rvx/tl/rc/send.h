@@ -16,16 +16,12 @@
 #ifndef RVX_TL_RC_SEND_H
 #define RVX_TL_RC_SEND_H
 
-/* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are). The limit
- * also stops at the WQE that asks for a completion and at a held conn: the cold path finds room
- * and returns, or puts the conn in the flush list. */
+/* Make sure nbb WQEBBs are free (the CQ is polled in the cold path until they are) and a held
+ * conn is back in the flush list. The room itself, not the fast paths' limit: the WQE that asks
+ * for a completion needs no wait. */
 #define RVX__RC_NEED(c, nbb) \
-    if (RVX_UNLIKELY(rvx__mlx5_sq_full(&(c)->sq, (nbb)))) rvx__rc_wait_room((c), (nbb))
-
-/* The same in a path the limit already sent out of line: the WQE that asks for a completion
- * needs no wait, so only a full queue or a held conn goes on to the cold wait. */
-#define RVX__RC_NEED_SLOW(c, nbb) \
-    if (!rvx__mlx5_sq_room_for(&(c)->sq, (nbb)) || (c)->sq.hold) rvx__rc_wait_room((c), (nbb))
+    if (RVX_UNLIKELY(!rvx__mlx5_sq_room_for(&(c)->sq, (nbb)) || (c)->sq.hold)) \
+        rvx__rc_wait_room((c), (nbb))
 
 /* Book-keeping of a signaled WQE that starts at pi and ends at end. */
 RVX_INLINE void rvx__rc_mark_sig(rvx__rc_conn_t *c, uint32_t pi, uint32_t end)
