@@ -104,14 +104,16 @@
  *       from registered memory, no copy: RVX_OK or RVX_INPROGRESS (buf reusable when req is done)
  *   rvx_status_t rvx_get(rvx_ep_t *ep, void *buf, size_t len, uint64_t raddr,
  *                        const rvx_rkey_t *rkey, rvx_request_t *req)
- *       into any buffer: RVX_OK (data there) or RVX_INPROGRESS (there when req completes)
+ *       into any buffer: RVX_OK (data there) or RVX_INPROGRESS (there when req completes);
+ *       req NULL: the call waits and returns with the data there or an error
  *   rvx_status_t rvx_get_zcopy(rvx_ep_t *ep, void *buf, size_t len, const rvx_mem_t *lmem,
  *                              uint64_t raddr, const rvx_rkey_t *rkey, rvx_request_t *req)
  *   rvx_status_t rvx_atomic64(rvx_ep_t *ep, rvx_amo_op_t op, uint64_t operand, uint64_t compare,
  *                             uint64_t raddr, const rvx_rkey_t *rkey, uint64_t *fetch,
  *                             rvx_request_t *req)
  *       raddr naturally aligned; fetch NULL: no result (GET needs one); compare for CAS only;
- *       RVX_OK (*fetch written) or RVX_INPROGRESS (written when req completes)
+ *       RVX_OK (*fetch written) or RVX_INPROGRESS (written when req completes); with a fetch
+ *       and req NULL the call waits and returns with *fetch written or an error
  *   rvx_status_t rvx_atomic32(... the same with uint32_t operand, compare and *fetch)
  *
  * Active messages (proto/am.h; RVX_AM builds). Requests fail with RVX_ERR_NO_RESOURCE when the

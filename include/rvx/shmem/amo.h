@@ -2,9 +2,10 @@
  * on the NIC where the transport has a NIC: rvx routes them), their nbi fetching forms, the
  * deprecated names of 1.3, and put-with-signal.
  *
- * A fetching atomic has completed when it returns; a non-fetching one may still be on its way
- * (complete at shmem_quiet, like a put), unless rvx answered RVX_INPROGRESS, which is waited for
- * here so that the request can live on this call's stack. Float and double travel as their
+ * A fetching atomic is rvx's blocking form (no request: it returns with the old value); a
+ * non-fetching one may still be on its way (complete at shmem_quiet, like a put), unless rvx
+ * answered RVX_INPROGRESS, which is waited for here so that the request can live on this call's
+ * stack. Float and double travel as their
  * bits. */
 #ifndef RVX_SHMEM_AMO_H
 #define RVX_SHMEM_AMO_H
@@ -24,13 +25,14 @@ RVX_INLINE uint64_t rvx__sh_amo_at(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_
     if (!fetching) rvx__sh.issued = 1; /* complete at quiet, like a put */
     if (size == 8) {
         uint64_t f = 0;
-        st = rvx_atomic64(ep, op, v, cmp, raddr, rk, fetching ? &f : NULL, &req);
+        st = rvx_atomic64(ep, op, v, cmp, raddr, rk, fetching ? &f : NULL, fetching ? NULL : &req);
         if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
         if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_amo_fail(st);
         return f;
     } else {
         uint32_t f = 0;
-        st = rvx_atomic32(ep, op, (uint32_t)v, (uint32_t)cmp, raddr, rk, fetching ? &f : NULL, &req);
+        st = rvx_atomic32(ep, op, (uint32_t)v, (uint32_t)cmp, raddr, rk, fetching ? &f : NULL,
+                          fetching ? NULL : &req);
         if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
         if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_amo_fail(st);
         return f;

@@ -133,8 +133,9 @@ static inline void rvx__sh_poll(void)
     if (RVX_UNLIKELY(f >= 0)) rvx__sh_peer_gone(f);
 }
 
-/* A get's or a fetching atomic's round trip: out of line, since it waits for the network anyway
- * (and an instruction count can leave the wait out by its name). */
+/* The wait for a request of an operation rvx answered RVX_INPROGRESS: out of line, since it waits
+ * for the network anyway (and an instruction count can leave the wait out by its name). Gets and
+ * fetching atomics use rvx's blocking forms instead, which wait inside rvx. */
 static RVX_NOINLINE rvx_status_t rvx__sh_wait(rvx_request_t *req)
 {
     return rvx_wait(rvx__sh.w, req);

@@ -110,9 +110,7 @@ RVX_COLD void rvx__sh_getmem_data(int pe, void *dst, const void *src, size_t len
 {
     const rvx__sh_peer_t *p = &rvx__sh.peers[pe];
     rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)src, len);
-    rvx_request_t req;
-    rvx_status_t st = rvx_get(p->ep, dst, len, t.raddr, t.rk, &req);
-    if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
+    rvx_status_t st = rvx_get(p->ep, dst, len, t.raddr, t.rk, NULL);
     if (st != RVX_OK) rvx__sh_get_fail(st, len);
 }
 
@@ -120,14 +118,12 @@ RVX_INLINE void rvx__sh_getmem(int pe, void *dst, const void *src, size_t len)
 {
     const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
     uintptr_t off = (uintptr_t)src - rvx__sh.heap_base;
-    rvx_request_t req;
     rvx_status_t st;
     if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
         rvx__sh_getmem_data(pe, dst, src, len);
         return;
     }
-    st = rvx_get(p->ep, dst, len, p->heap_rbase + off, &p->heap_rkey, &req);
-    if (st == RVX_INPROGRESS) st = rvx__sh_wait(&req);
+    st = rvx_get(p->ep, dst, len, p->heap_rbase + off, &p->heap_rkey, NULL);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_get_fail(st, len);
 }
 
@@ -152,6 +148,8 @@ static inline void rvx__sh_iget(int pe, void *dest, const void *src, ptrdiff_t d
 
 /* ---- typed routines -------------------------------------------------------------------------- */
 
+/* _p and _g inline whole into the caller, as rvx_put and rvx_get do (a _g left to the compiler
+ * was a call of its own: its fetch path is long) */
 #define RVX__SH_RMA_DEF(T, N)                                                                      \
     static inline void shmem_ctx_##N##_put(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)     \
     { rvx__sh_putmem(RVX__SH_CPE(c, pe), d, s, n * sizeof(T)); }                                   \
@@ -172,9 +170,9 @@ static inline void rvx__sh_iget(int pe, void *dest, const void *src, ptrdiff_t d
     static inline void shmem_ctx_##N##_p(shmem_ctx_t c, T *d, T v, int pe)                        \
     { RVX__SH_P(RVX__SH_CPE(c, pe), d, v); }                                                       \
     static inline void shmem_##N##_p(T *d, T v, int pe) { RVX__SH_P(pe, d, v); }                  \
-    static inline T shmem_ctx_##N##_g(shmem_ctx_t c, const T *s, int pe)                          \
+    RVX_INLINE T shmem_ctx_##N##_g(shmem_ctx_t c, const T *s, int pe)                             \
     { T v; rvx__sh_getmem(RVX__SH_CPE(c, pe), &v, s, sizeof(T)); return v; }                       \
-    static inline T shmem_##N##_g(const T *s, int pe)                                             \
+    RVX_INLINE T shmem_##N##_g(const T *s, int pe)                                                \
     { T v; rvx__sh_getmem(pe, &v, s, sizeof(T)); return v; }                                       \
     static inline void shmem_ctx_##N##_iput(shmem_ctx_t c, T *d, const T *s, ptrdiff_t dst,       \
                                             ptrdiff_t sst, size_t n, int pe)                      \
