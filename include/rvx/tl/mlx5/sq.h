@@ -24,8 +24,7 @@ typedef struct rvx__mlx5_bf {
  * rvx__mlx5_ring; `last` is where the newest of them starts, which the doorbell names.
  *
  * pi_limit is the one check of the one-WQEBB fast paths: before it, the queue has room and the
- * WQE at pi needs no completion. It is rvx__mlx5_sq_stop's, recomputed wherever a term moves
- * (rvx__mlx5_sq_restop). */
+ * WQE at pi needs no completion. rvx__mlx5_sq_restop recomputes it wherever a term moves. */
 typedef struct rvx__mlx5_sq {
     uint8_t           *buf;
     uint32_t           mask;      /* wqe_cnt - 1 */
@@ -93,17 +92,14 @@ RVX_INLINE void rvx__mlx5_sq_restop(rvx__mlx5_sq_t *sq)
 RVX_INLINE unsigned rvx__mlx5_moderate(rvx__mlx5_sq_t *sq, int force_sig)
 {
     unsigned f;
-    if (RVX_LIKELY((int32_t)(sq->pi - sq->sig_pi) < 0)) {
-        if (!force_sig) return 0;
-        /* forced before the mark (a request, a READ): signaled, the mark where it was */
-        f = RVX__MLX5_CE | sq->fence;
-        sq->fence = 0;
-        return f;
-    }
+    int at_mark = (int32_t)(sq->pi - sq->sig_pi) >= 0;
+    if (RVX_LIKELY(!at_mark) && !force_sig) return 0;
     f = RVX__MLX5_CE | sq->fence;
     sq->fence = 0;
-    sq->sig_pi = sq->pi + RVX_MLX5_SIG_EVERY;
-    rvx__mlx5_sq_restop(sq);
+    if (at_mark) { /* forced before it (a request, a READ), the mark stays where it was */
+        sq->sig_pi = sq->pi + RVX_MLX5_SIG_EVERY;
+        rvx__mlx5_sq_restop(sq);
+    }
     return f;
 }
 
