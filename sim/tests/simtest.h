@@ -624,6 +624,35 @@ static inline int st_poll_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return CHECKF(n == 1, "ibv_poll_cq returned %d", n);
 }
 
+/* One signaled work request of one SGE on qp (an RDMA WRITE or READ, or a fetch-and-add of add
+ * whose old value lands at laddr) and its completion from cq: the completion's status, -1 when
+ * the post failed or no completion came. */
+static inline int st_post_one(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_opcode op,
+			      uint32_t lkey, void *laddr, uint32_t len, uint32_t rkey, void *raddr,
+			      uint64_t add)
+{
+	struct ibv_sge sg = { (uintptr_t)laddr, len, lkey };
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = (uintptr_t)raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = add;
+	} else {
+		wr.wr.rdma.remote_addr = (uintptr_t)raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	if (!CHECK(ibv_post_send(qp, &wr, &bad) == 0) || !st_poll_wc(cq, &wc))
+		return -1;
+	return (int)wc.status;
+}
+
 /* Connects two QPs on one device to each other (retry_cnt 7, timeout 14). */
 static inline void st_qp_connect_pair(struct st_dev *d, struct st_qp *a, struct st_qp *b,
 				      uint8_t rnr_retry)

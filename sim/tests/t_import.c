@@ -18,20 +18,7 @@ static struct st_dev D;
 static int write_one(struct ibv_qp *a, struct ibv_cq *cq, uint32_t lkey, void *src, uint32_t rkey,
 		     void *dst, uint32_t len)
 {
-	struct ibv_sge sg = { (uintptr_t)src, len, lkey };
-	struct ibv_send_wr wr, *bad;
-	struct ibv_wc wc;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.wr.rdma.rkey = rkey;
-	wr.wr.rdma.remote_addr = (uintptr_t)dst;
-	if (!CHECK(ibv_post_send(a, &wr, &bad) == 0) || !st_poll_wc(cq, &wc))
-		return -1;
-	return (int)wc.status;
+	return st_post_one(a, cq, IBV_WR_RDMA_WRITE, lkey, src, len, rkey, dst, 0);
 }
 
 int main(void)

@@ -48,26 +48,7 @@ static void pair_close(struct pair *p)
 static int post_one(struct pair *p, enum ibv_wr_opcode op, uint32_t lkey, void *laddr, uint32_t len,
 		    uint32_t rkey, void *raddr)
 {
-	struct ibv_sge sg = { (uintptr_t)laddr, len, lkey };
-	struct ibv_send_wr wr, *bad;
-	struct ibv_wc wc;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = (uintptr_t)raddr;
-		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = 5;
-	} else {
-		wr.wr.rdma.remote_addr = (uintptr_t)raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
-	if (!CHECK(ibv_post_send(p->qa, &wr, &bad) == 0) || !st_poll_wc(p->ca, &wc))
-		return -1;
-	return (int)wc.status;
+	return st_post_one(p->qa, p->ca, op, lkey, laddr, len, rkey, raddr, 5); /* an add adds 5 */
 }
 
 /* Fresh anonymous pages, never touched. */
@@ -77,6 +58,17 @@ static uint8_t *fresh(size_t pages)
 
 	REQUIRE(b != MAP_FAILED);
 	return b;
+}
+
+/* Two fresh buffers of pages pages, each registered for on-demand paging. */
+static void odp_regions(size_t pages, uint8_t **l, uint8_t **r, struct ibv_mr **lm,
+			struct ibv_mr **rm)
+{
+	*l = fresh(pages);
+	*r = fresh(pages);
+	*lm = ibv_reg_mr(D.pd, *l, pages * PG, ODP_RW);
+	*rm = ibv_reg_mr(D.pd, *r, pages * PG, ODP_RW);
+	REQUIRE(*lm && *rm);
 }
 
 static int resident(const void *page)
@@ -120,14 +112,12 @@ static void caps(void)
 /* ODP regions over untouched pages: every operation faults its pages in and moves the bytes. */
 static void traffic(void)
 {
-	uint8_t *l = fresh(4), *r = fresh(4);
+	uint8_t *l, *r;
 	struct ibv_mr *lm, *rm;
 	struct pair p;
 
 	st_ctx = "traffic";
-	lm = ibv_reg_mr(D.pd, l, 4 * PG, ODP_RW);
-	rm = ibv_reg_mr(D.pd, r, 4 * PG, ODP_RW);
-	REQUIRE(lm && rm);
+	odp_regions(4, &l, &r, &lm, &rm);
 	CHECK(!resident(r) && !resident(r + PG));   /* registering took no page */
 	pair_open(&p);
 	memset(l, 0x11, PG);
@@ -267,14 +257,12 @@ static void advise(void)
 /* Pages that cannot be faulted in: the access fails as a refused key does, writing nothing. */
 static void faults(void)
 {
-	uint8_t *l = fresh(3), *r = fresh(3);
+	uint8_t *l, *r;
 	struct ibv_mr *lm, *rm;
 	struct pair p;
 
 	st_ctx = "faults";
-	lm = ibv_reg_mr(D.pd, l, 3 * PG, ODP_RW);
-	rm = ibv_reg_mr(D.pd, r, 3 * PG, ODP_RW);
-	REQUIRE(lm && rm);
+	odp_regions(3, &l, &r, &lm, &rm);
 	memset(l, 0x55, 3 * PG);
 	memset(r, 0, 3 * PG);
 	CHECK(munmap(r + PG, PG) == 0);
