@@ -16,7 +16,7 @@
 # rvxsim row, the median is kept, default 3)
 set -u
 cd "$(dirname "$0")/.."
-N=${1:-1000}
+N=${1:-2000}
 REPS=${COMPARE_SHMEM_REPS:-3}
 command -v valgrind >/dev/null || { echo "compare-shmem: valgrind is not installed (make deps)"; exit 1; }
 for t in shm rc dc; do

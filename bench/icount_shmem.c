@@ -98,23 +98,19 @@ int main(int argc, char **argv)
         call;                                                                                      \
         if ((i & 31) == 31) SYNC_ALL();                                                            \
     }
-    /* gets and fetching atomics complete before they return: nothing for a quiet to do (and
-     * after a flush, rc_mlx5's first fetch goes the general way to put its QP back on the flush
-     * list, whose wait the count would include) */
-#define LOOP_BLOCKING(call) for (i = 0; i < n; i++) { call; }
     if (!strcmp(op, "putmem8")) { LOOP(bench_sh_putmem8(&x[1], &src, pe)) }
     else if (!strcmp(op, "long_p")) { LOOP(bench_sh_long_p(&x[1], i, pe)) }
     else if (!strcmp(op, "quiet")) { LOOP(bench_sh_quiet()) }
-    else if (!strcmp(op, "long_g")) { LOOP_BLOCKING(errors += bench_sh_long_g(&x[2], pe) != 7) }
-    else if (!strcmp(op, "fetch_add")) { LOOP_BLOCKING(errors += bench_sh_fetch_add(&x[3], pe) != i) }
+    else if (!strcmp(op, "long_g")) { LOOP(errors += bench_sh_long_g(&x[2], pe) != 7) }
+    else if (!strcmp(op, "fetch_add")) { LOOP(errors += bench_sh_fetch_add(&x[3], pe) != i) }
 #ifndef BENCH_OSHMEM
     else {
         rvx__sh_peer_t *p = &rvx__sh.peers[pe];
         uint64_t raddr = p->heap_rbase + (uint64_t)((uintptr_t)&x[4] - rvx__sh.heap_base), s8 = 42;
         if (!strcmp(op, "rvx_put8")) { LOOP(errors += bench_rvx_put8(p->ep, &s8, raddr, &p->heap_rkey) != RVX_OK) }
         else if (!strcmp(op, "rvx_flush")) { LOOP(errors += bench_rvx_flush(rvx__sh.w) != RVX_OK) }
-        else if (!strcmp(op, "rvx_get8")) { LOOP_BLOCKING(errors += bench_rvx_get8(p->ep, raddr, &p->heap_rkey) != 9) }
-        else if (!strcmp(op, "rvx_fadd8")) { LOOP_BLOCKING(errors += bench_rvx_fadd8(p->ep, raddr + 8, &p->heap_rkey) != (uint64_t)i) }
+        else if (!strcmp(op, "rvx_get8")) { LOOP(errors += bench_rvx_get8(p->ep, raddr, &p->heap_rkey) != 9) }
+        else if (!strcmp(op, "rvx_fadd8")) { LOOP(errors += bench_rvx_fadd8(p->ep, raddr + 8, &p->heap_rkey) != (uint64_t)i) }
         else { fprintf(stderr, "icount_shmem: unknown op %s\n", op); return 2; }
     }
 #else
