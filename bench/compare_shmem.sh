@@ -130,8 +130,9 @@ fi
   echo "\`bench/compare_shmem.sh $N\` on $(date -u +%Y-%m-%d), callgrind, N and 2N calls of one noinline"
   echo "wrapper per operation (bench/icount_shmem.c, built by rvxshcc), PE 0 of 2 on PE 1; rc_mlx5 and"
   echo "dc_mlx5 on rvxsim, each such row the median of $REPS runs. Gets and fetching atomics are rvx's"
-  echo "blocking forms on both sides; their wait for the CQE (rvx__mlx5_cq_await) is left out. Goal (issue 29): putmem and long_p <= rvx put8 + 5, quiet <= rvx flush + 5, long_g"
-  echo "and fetch_add <= rvx's get8 and fetching add + 10."
+  echo "blocking forms on both sides; their wait for the CQE (rvx__mlx5_cq_await) is left out."
+  echo "Goal (issue 29): putmem and long_p <= rvx put8 + 5, quiet <= rvx flush + 5, long_g and"
+  echo "fetch_add <= rvx's blocking get8 and fetching add + 10."
   echo
   echo "| transport | call | rvx OpenSHMEM | rvx's own | goal |"
   echo "|---|---|---|---|---|"

@@ -5,8 +5,7 @@
  * A fetching atomic is rvx's blocking form (no request: it returns with the old value); a
  * non-fetching one may still be on its way (complete at shmem_quiet, like a put), unless rvx
  * answered RVX_INPROGRESS, which is waited for here so that the request can live on this call's
- * stack. Float and double travel as their
- * bits. */
+ * stack. Float and double travel as their bits. */
 #ifndef RVX_SHMEM_AMO_H
 #define RVX_SHMEM_AMO_H
 

@@ -223,8 +223,8 @@ RVX_INLINE void rvx__rc_bb_put8(rvx__mlx5_bb_t *bb, uint64_t ctrl_w8, uint32_t p
 /* Room for nbb WQEBBs, not failed, and nothing of the conn's bounce segment in flight (a conn
  * without a segment has lim == head: not this way). Neither the WQE that asks for a completion
  * nor a conn out of the flush list stops a fetch: its own WQE is signaled and the call waits for
- * it, so a worker flush has nothing of it to find (the first fetch after a quiet stays on this
- * path). */
+ * it, so a worker flush has nothing of it to find (the first fetch after a worker flush stays on
+ * this path). */
 RVX_INLINE int rvx__rc_fetch_ok(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t nbb)
 {
     (void)ep;
