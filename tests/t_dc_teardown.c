@@ -61,18 +61,28 @@ static int failure_lines(FILE *f)
     return n;
 }
 
-/* rvx_worker_destroy with stderr captured; returns its time, *bad the failure lines. */
-static double destroy_quietly(rvx_worker_t *w, int *bad)
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* rvx_worker_destroy with stderr captured; returns its time, *cpu the calling thread's CPU time
+ * in it (the model's engine thread not counted), *bad the failure lines. */
+static double destroy_quietly(rvx_worker_t *w, double *cpu, int *bad)
 {
     FILE *log = tmpfile();
     int saved;
-    double t0, took;
+    double t0, c0, took;
     if (!log) { perror("tmpfile"); exit(1); }
     fflush(stderr);
     saved = dup(2);
     dup2(fileno(log), 2);
     t0 = t_now();
+    c0 = thread_cpu();
     rvx_worker_destroy(w);
+    *cpu = thread_cpu() - c0;
     took = t_now() - t0;
     fflush(stderr);
     dup2(saved, 2);
@@ -87,7 +97,7 @@ int main(int argc, char **argv)
     rvx_context_t *ctx;
     rvx_worker_t *w;
     rvx_ep_t *next, *prev, *eps[32];
-    double took;
+    double took, cpu;
     int me, n, i, bad;
 
     setenv("RVXSIM_RETRY_TIMEOUT_MS", "8000", 0); /* waiting for a departed peer takes 8 s */
@@ -103,14 +113,14 @@ int main(int argc, char **argv)
     for (i = 1; i < n; i++) ping(w, eps[i], ROUNDS + i); /* more peers hold credits than DCIs */
     T_OK(rvx_barrier(ctx)); /* every rank has had its pongs: the exchange is over */
     if (me % 2) {
-        took = destroy_quietly(w, &bad);
+        took = destroy_quietly(w, &cpu, &bad);
         T_OK(rvx_barrier(ctx));
     } else {
         T_OK(rvx_barrier(ctx)); /* the odd ranks' workers are gone */
-        took = destroy_quietly(w, &bad);
+        took = destroy_quietly(w, &cpu, &bad);
     }
-    printf("rank %d of %d: worker destroyed in %.1f ms (%s), %d failure line(s)\n", me, n,
-           took * 1e3, me % 2 ? "neighbours there" : "a neighbour gone", bad);
+    printf("rank %d of %d: worker destroyed in %.1f ms, %.1f ms of its CPU (%s), %d failure line(s)\n",
+           me, n, took * 1e3, cpu * 1e3, me % 2 ? "neighbours there" : "a neighbour gone", bad);
     T_CHECK(bad == 0, "a clean job reported %d failure(s) at teardown", bad);
     T_CHECK(took < 4.0, "rvx_worker_destroy waited %.2f s for a peer that had left", took);
     T_OK(rvx_barrier(ctx));
