@@ -12,8 +12,8 @@
  * (RVXSIM_RETRY_TIMEOUT_MS), so a destroy that waited for a departed peer takes 8 s and one that
  * did not takes milliseconds; the bound of 4 s lies between, far from what load adds to the
  * latter (the time is printed). Before the fix: 8 s per departed neighbour (16 s on 4 ranks) and
- * "transport retries exceeded"; after: 4 ms at 2 ranks to 233 ms at 32 on 2 cores, the CPU work
- * of the destruction (3 to 9 ms a process, most of it unmapping) queued for the cores. */
+ * "transport retries exceeded"; after: 4 ms at 2 ranks to 315 ms at 32 on 2 cores, the CPU work
+ * of the destruction (3 to 11 ms a process, most of it unmapping) queued for the cores. */
 #define RVX_DC_CREDIT_IDLE_US 10000000 /* no sweep reports frames taken during the test */
 #define RVX_AM_HANDLERS(X) X(PING, on_ping) X(PONG, on_pong)
 #include <rvx/rvx.h>
