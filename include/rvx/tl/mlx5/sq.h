@@ -63,13 +63,6 @@ RVX_INLINE uint8_t *rvx__mlx5_next_seg(const rvx__mlx5_sq_t *sq, uint8_t *seg)
     return seg == rvx__mlx5_sq_end(sq) ? sq->buf : seg;
 }
 
-/* nbb more WQEBBs would pass the limit: no room, a completion to ask for or a hold; the caller's
- * slow path sorts out which (the room itself: rvx__mlx5_sq_room_for). */
-RVX_INLINE int rvx__mlx5_sq_full(const rvx__mlx5_sq_t *sq, uint32_t nbb)
-{
-    return (int32_t)(sq->pi + nbb - sq->pi_limit) > 0;
-}
-
 /* The queue itself has room for nbb more WQEBBs. */
 RVX_INLINE int rvx__mlx5_sq_room_for(const rvx__mlx5_sq_t *sq, uint32_t nbb)
 {
