@@ -39,6 +39,10 @@
  *                   operations outstanding at once (here the N-1 receives posted before the sends,
  *                   and as many sends in flight as the timing allows), so with N in this exchange,
  *                   but with what the application keeps in flight in general, not with the job
+ *   qp_heap_kib     of heap_kib, rc_mlx5 only: what it keeps because each peer has a QP of its own
+ *                   (the goal allows rc_mlx5 one QP per peer): each conn's send-queue state (the
+ *                   queue's geometry and indexes, its op-record book-keeping, its precomputed ctrl
+ *                   words, QPN and QP handle), the QPN -> rank table and the BlueFlame records
  *
  * Where the process's resident memory is after the exchange (KiB; rss_kib = rvx_kib + model_kib +
  * rest_kib + tool_kib):
@@ -93,15 +97,17 @@
 #define TAG_HELLO 0x5ca1e000ull
 
 enum { F_CREATE, F_CPU, F_WCPU, F_QPS, F_REG, F_CQE, F_SRQ, F_VERBS, F_HEAP, F_HEAPP, F_RSS, F_EXCH, F_OPS,
-       F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_FILE, F_TOOL, F_N };
+       F_QPHEAP, F_RSSNOW, F_RVX, F_REGRSS, F_QUEUE, F_SHM, F_MODEL, F_FABRIC, F_REST, F_FILE, F_TOOL, F_N };
 static const char *const field_name[F_N] = {
     "create_s", "create_cpu_s", "wireup_cpu_s", "qps", "registered_mib", "cq_entries", "srq_entries", "verbs", "heap_kib",
-    "heap_proc_kib", "rss_mib", "exchange_s", "op_pool_kib", "rss_kib", "rvx_kib", "reg_rss_kib", "queue_kib",
+    "heap_proc_kib", "rss_mib", "exchange_s", "op_pool_kib", "qp_heap_kib", "rss_kib", "rvx_kib", "reg_rss_kib", "queue_kib",
     "shm_kib", "model_kib", "fabric_kib", "rest_kib", "file_kib", "tool_kib",
 };
 /* fields only rvxsim can give (heap_kib takes the registered bytes off; on rdma-core it is the
  * executable's heap including registered memory, so it is not printed either) */
-static const int field_sim[F_N] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0};
+static const int field_sim[F_N] = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0};
+/* qp_heap_kib is rc_mlx5's alone: dc_mlx5's queues do not follow the peers */
+#define FIELD_HERE(f) ((f) != F_QPHEAP || RVX_TL == RVX_TL_RC_MLX5)
 
 /* ---- the executable's heap: malloc and its relatives, interposed ------------------------------
  * Each block allocated while `own_on` by a caller inside this executable's text is remembered
@@ -424,6 +430,21 @@ int main(void)
 #if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
     if (w->iface[0].txrecs.r) v[F_OPS] += (double)malloc_usable_size(w->iface[0].txrecs.r) / 1024.0;
 #endif
+    v[F_QPHEAP] = 0;
+#if RVX_TL == RVX_TL_RC_MLX5
+    {
+        const rvx__rc_iface_t *ifc = &w->iface[0];
+        const rvx__rc_conn_t *c0 = NULL;
+        const rvx__mlx5_bf_t *b;
+        size_t per_qp = sizeof(c0->sq) + sizeof(c0->tx) + sizeof(c0->ctrl_w8) + sizeof(c0->ctrl_send2) +
+                        sizeof(c0->qpn_be) + sizeof(c0->qpn) + sizeof(c0->rqpn) + sizeof(c0->qp) +
+                        sizeof(c0->wflush_pi);
+        for (r = 0; r < n; r++) if (ifc->conns[r].qp) v[F_QPHEAP] += (double)per_qp;
+        v[F_QPHEAP] += (double)(malloc_usable_size(ifc->qpt_qpn) + malloc_usable_size(ifc->qpt_rank));
+        for (b = ifc->bfs; b; b = b->next) v[F_QPHEAP] += (double)malloc_usable_size((void *)b);
+        v[F_QPHEAP] /= 1024.0;
+    }
+#endif
     {
         maps_rss_t m = maps_rss();
         v[F_RSSNOW] = m.total;
@@ -462,7 +483,7 @@ int main(void)
         printf("scale-build %s %d %s\n", RVX_TL_NAME, n, SCALE_MSG ? "am+tag" : "rma");
         for (f = 0; f < F_N; f++) {
             double worst = all[f];
-            if (field_sim[f] && !sim) continue;
+            if ((field_sim[f] && !sim) || !FIELD_HERE(f)) continue;
             for (r = 1; r < n; r++)
                 if (all[(size_t)r * F_N + f] > worst) worst = all[(size_t)r * F_N + f];
             printf("scale %s %d %s %.6g\n", RVX_TL_NAME, n, field_name[f], worst);

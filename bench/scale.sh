@@ -7,6 +7,7 @@
 # and 16,384. Output (stdout, and build/scale/scale.txt):
 #   scale <tl> <N> <field> <value>          measured: the worst rank of the job
 #   scale-fit <tl> <field> <a> <b>          the fitted line (b: per added rank)
+#   scale-fit-from <tl> <N>                 the smallest N the lines of <tl> are fitted over
 #   scale-proj <tl> <N> <field> <value>     projected from the fit
 #   scale-goal <tl> <what> <value> <limit> <met|not met>
 #   scale-cap <tl> <N> <reason>             a point not run (or failed twice), and why
@@ -169,11 +170,20 @@ if [ -z "${SCALE_INPUT:-}" ] && [ "${SCALE_UCX:-${SCALE_RESULTS:-0}}" = 1 ]; the
 fi
 
 # Least squares per transport and field over the measured points; projections; goals.
-awk '
-  $1 == "scale" { k = $2 SUBSEP $4; n[k]++; sx[k] += $3; sy[k] += $5; sxx[k] += $3 * $3; sxy[k] += $3 * $5
+# A line is fitted over the points at N >= SCALE_FIT_FROM (16) where a label has three of them:
+# below it rvx grows its receive buffers, registrations and SRQ with the peers up to caps it
+# reaches by N = 8, and a line through those points would project the cap as growing. Fewer than
+# three such points (a short run, UCX's up to 32), and the line runs over every point.
+awk -v from="${SCALE_FIT_FROM:-16}" '
+  $1 == "scale" { np++; pt[np] = $2; pn[np] = $3; pf[np] = $4; pv[np] = $5; if ($3 >= from) hi[$2, $4]++
                   if (!($2 in tl)) { tl[$2] = 1; tls[++ntl] = $2 } }
   END {
-    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s op_pool_kib " \
+    for (i = 1; i <= np; i++) {
+      if (hi[pt[i], pf[i]] >= 3 && pn[i] < from) continue
+      k = pt[i] SUBSEP pf[i]; x = pn[i]; y = pv[i]
+      n[k]++; sx[k] += x; sy[k] += y; sxx[k] += x * x; sxy[k] += x * y; lo[k] = lo[k] == "" || x < lo[k] ? x : lo[k]
+    }
+    split("qps registered_mib rss_mib cq_entries create_s create_cpu_s srq_entries verbs heap_kib heap_proc_kib exchange_s op_pool_kib qp_heap_kib " \
           "rss_kib rvx_kib reg_rss_kib queue_kib shm_kib model_kib fabric_kib rest_kib file_kib tool_kib wireup_cpu_s", order, " ")
     for (j = 1; j <= ntl; j++) for (i = 1; i in order; i++) {
       t = tls[j]; f = order[i]; k = t SUBSEP f
@@ -183,6 +193,7 @@ awk '
       a = (sy[k] - b * sx[k]) / n[k]
       A[t, f] = a; B[t, f] = b
       printf "scale-fit %s %s %.6g %.6g\n", t, f, a, b
+      if (!(t in said)) { said[t] = 1; printf "scale-fit-from %s %d\n", t, lo[k] }
       printf "scale-proj %s 1024 %s %.6g\n", t, f, a + b * 1024
       printf "scale-proj %s 16384 %s %.6g\n", t, f, a + b * 16384
     }
@@ -198,13 +209,18 @@ awk '
     goal("rc_mlx5", "heap_kib", 0, 1024, 256, "heap_bytes_per_peer")
     goal("rc_mlx5", "cq_entries", 0, 1, 0, "cq_entries_per_peer")
     beside("rc_mlx5", "heap_kib", "op_pool_kib", 256, "heap_bytes_per_peer_beside_op_pool")
-    # on rc_mlx5 rvx may grow by one QP per peer; what grows besides is held to the dc_mlx5 goal
-    beside("rc_mlx5", "rvx_kib", "queue_kib", 4096, "rvx_rss_bytes_per_peer_beside_qp")
+    # on rc_mlx5 rvx may grow by one QP per peer (its buffers and the state that drives it); what
+    # grows besides is held to the dc_mlx5 goal
+    beside("rc_mlx5", "heap_kib", "op_pool_kib qp_heap_kib", 256, "heap_bytes_per_peer_beside_op_pool_and_qp")
+    beside("rc_mlx5", "rvx_kib", "queue_kib qp_heap_kib", 4096, "rvx_rss_bytes_per_peer_beside_qp")
   }
-  # The slope of f less that of its part g, in bytes per added rank, against its limit.
-  function beside(t, f, g, lim, name,   val) {
-    if (!((t, f) in B) || !((t, g) in B)) return
-    val = (B[t, f] - B[t, g]) * 1024
+  # The slope of f less those of its parts (a list), in bytes per added rank, against its limit.
+  function beside(t, f, parts, lim, name,   val, g, i, ng) {
+    if (!((t, f) in B)) return
+    val = B[t, f]
+    ng = split(parts, g, " ")
+    for (i = 1; i <= ng; i++) { if (!((t, g[i]) in B)) return; val -= B[t, g[i]] }
+    val *= 1024
     printf "scale-goal %s %s %.4g %s %s\n", t, name, val, lim, val <= lim + 1e-6 ? "met" : "not met"
   }
   # A fitted figure against its limit; a slope within rounding of the limit meets it (fits of

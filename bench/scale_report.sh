@@ -43,7 +43,9 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "process's own (clock, getrusage). Heap: rvx's own, the blocks the program's code allocated from"
   echo "before creation to after the exchange and still holds (malloc interposed), less the registered"
   echo "bytes among them; of it, the pools of operation records (tag layer and transport, \`op_pool_kib\`)"
-  echo "grow with the operations in flight (N-1 receives here), not with the job. Peak RSS includes the model's"
+  echo "grow with the operations in flight (N-1 receives here), not with the job; and on rc_mlx5,"
+  echo "\`qp_heap_kib\`, the state it keeps because each peer has a QP (each conn's send-queue state, the"
+  echo "QPN table, the BlueFlame records). Peak RSS includes the model's"
   echo "objects and the pages of the fabric inboxes the process touched (the next table says how much)."
   echo "Verbs calls: control verbs of worker and endpoint creation (a kernel command each on hardware)."
   echo
@@ -72,8 +74,10 @@ heads="| transport | N | QPs | registered MiB | peak RSS MiB | CQ entries | crea
   echo "|---|---|---|"
   awk '$1 == "scale" && $4 == "wireup_cpu_s" && $2 ~ /^dc_mlx5/ { printf "| %s | %s | %.4g |\n", $2 ~ /@/ ? $2 : $2 "@rvxrun", $3, $5 }' "$in"
   echo
-  echo "Least squares y = a + b·N over the measured points (b: the cost of one more rank), and the"
-  echo "line at N = 1,024 and 16,384:"
+  echo "Least squares y = a + b·N (b: the cost of one more rank) over the measured points from"
+  echo "N = $(awk '$1 == "scale-fit-from" && $2 == "dc_mlx5" { print $3 }' "$in") on (\`SCALE_FIT_FROM\`, 16: below it rvx grows its receive buffers, registrations"
+  echo "and SRQ with the peers up to caps it reaches by N = 8; a label with fewer than three points"
+  echo "there, UCX's, is fitted over all of them), and the line at N = 1,024 and 16,384:"
   echo
   echo "| transport | field | a | b per rank | N = 1,024 | N = 16,384 |"
   echo "|---|---|---|---|---|---|"

@@ -43,6 +43,23 @@ expect "$f" "scale-goal dc_mlx5 qps@16384 9 64 met"
 expect "$f" "scale-goal dc_mlx5 heap_bytes_per_peer 256 256 met"
 expect "$f" "scale-goal dc_mlx5 verbs_per_peer 1 0 not met"
 grep -q "registered_mib" "$f" && fail "a goal or fit for a figure that was not measured"
+expect "$f" "scale-fit-from dc_mlx5 2"
+
+# (1b) a figure that grows to a cap by N = 8 is fitted from N = 16 (three points there: the cap
+# is flat); rc_mlx5's heap beside its operation records and its QPs' state: 1024 - 256 - 512 B
+awk 'BEGIN { for (n = 2; n <= 64; n *= 2)
+  printf "scale rc_mlx5 %d srq_entries %d\nscale rc_mlx5 %d heap_kib %g\nscale rc_mlx5 %d op_pool_kib %g\nscale rc_mlx5 %d qp_heap_kib %g\n",
+         n, n < 8 ? 128 * n : 1024, n, 10 + n, n, n / 4, n, n / 2 }' >"$tmp/in2.txt"
+SCALE_OUT=$tmp/fit2 SCALE_INPUT=$tmp/in2.txt bench/scale.sh >"$tmp/fit2.out" 2>&1 || fail "fit run 2: exit $?"
+f=$tmp/fit2.out
+expect "$f" "scale-fit-from rc_mlx5 16"
+expect "$f" "scale-fit rc_mlx5 srq_entries 1024 0"
+expect "$f" "scale-proj rc_mlx5 16384 srq_entries 1024"
+expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_op_pool 768 256 not met"
+expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_op_pool_and_qp 256 256 met"
+SCALE_FIT_FROM=2 SCALE_OUT=$tmp/fit3 SCALE_INPUT=$tmp/in2.txt bench/scale.sh >"$tmp/fit3.out" 2>&1 || fail "fit run 3: exit $?"
+grep -q "^scale-fit rc_mlx5 srq_entries [0-9.e+-]* 0$" "$tmp/fit3.out" &&
+  fail "SCALE_FIT_FROM=2: the capped figure's line through every point is flat"
 
 # (2) a real run
 if [ ! -x build/bench/scale_dc ] || [ ! -e build/sim/libibverbs.so.1 ] || [ ! -x build/bin/rvxrun ]; then
