@@ -45,7 +45,13 @@ typedef rvx__shm_ep_t shm_ep_t;
 typedef rvx__shm_iface_t shm_ifc_t;
 typedef RVX__PAIR_NET(ep_t) net_ep_t;
 typedef RVX__PAIR_NET(iface_t) net_ifc_t;
+/* rvx polls the adapter's CQ only while an endpoint is off the node or work is outstanding on it
+ * (rvx__pair_progress): once the input has moved the endpoint onto the node, what the adapter
+ * completed waits in the CQ until an endpoint is off the node again, and nic_run stops there
+ * rather than call progress for it 64 times */
+#define NIC_UNPOLLED() (!w->iface[0].noff && !NET_IFC.outstanding)
 #else
+#define NIC_UNPOLLED() 0
 #define SHM_EP  (ep->tl[0])
 #define SHM_IFC (w->iface[0])
 #define NET_EP  (ep->tl[0])
@@ -505,14 +511,14 @@ static void nic_run(void)
     struct rvx__tag_state *t = rvx__tag_of(w);
     unsigned rounds = 0;
     nic_step();
-    if (!nic_poked && nic_cq_pi == ifc->cq.ci && (c->failed || c->sq.ci == c->sq.pi) && !ifc->def_head &&
+    if (!nic_poked && (nic_cq_pi == ifc->cq.ci || NIC_UNPOLLED()) && (c->failed || c->sq.ci == c->sq.pi) && !ifc->def_head &&
         t->ready.next == &t->ready)
         return;
     nic_poked = 0;
     while (rounds++ < 64) {
         nic_step();
         rvx_progress(w);
-        if (nic_sq == c->sq.pi && nic_cq_pi == NET_IFC.cq.ci) {
+        if (nic_sq == c->sq.pi && (nic_cq_pi == NET_IFC.cq.ci || NIC_UNPOLLED())) {
             if (c->failed || c->sq.ci == c->sq.pi) break;
             rvx__rc_sig_tail(c);
         }

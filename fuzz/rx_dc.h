@@ -425,14 +425,14 @@ static void nic_run(void)
     struct rvx__tag_state *t = rvx__tag_of(w);
     unsigned rounds = 0, i;
     nic_step();
-    if (!nic_poked && nic_cq_pi == NIFC->cq.ci && dcis_idle() && !NIFC->def_head && t->ready.next == &t->ready)
+    if (!nic_poked && (nic_cq_pi == NIFC->cq.ci || NIC_UNPOLLED()) && dcis_idle() && !NIFC->def_head && t->ready.next == &t->ready)
         return;
     nic_poked = 0;
     while (rounds++ < 64) {
         nic_step();
         rvx_progress(w);
         nic_step();
-        if (nic_cq_pi == NIFC->cq.ci) {
+        if (nic_cq_pi == NIFC->cq.ci || NIC_UNPOLLED()) {
             if (!nic_seen_all()) continue;
             if (dcis_idle()) break;
             for (i = nic_busy_from(0); i < NDCI; i = nic_busy_from(i + 1))
