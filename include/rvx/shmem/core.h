@@ -273,12 +273,42 @@ RVX_COLD void rvx__sh_data_setup(uint64_t *rbase)
 RVX_COLD void rvx__sh_atexit(void);
 RVX_COLD void rvx__sh_teams_init(void);
 
+/* An endpoint to every PE, then its keys: a PE whose symmetric memory differs ends the job. */
+RVX_COLD void rvx__sh_connect(const rvx__sh_card_t *mine, const rvx__sh_card_t *all)
+{
+    rvx__sh_state_t *S = &rvx__sh;
+    rvx_status_t st;
+    int pe;
+    for (pe = 0; pe < S->npes; pe++) {
+        rvx__sh_peer_t *p = &S->peers[pe];
+        if (all[pe].heap_len != mine->heap_len || all[pe].data_len != mine->data_len)
+            rvx__sh_fatal("PE %d's symmetric memory differs from this PE's (heap %llu/%llu, data "
+                          "%llu/%llu bytes): one executable and one SHMEM_SYMMETRIC_SIZE per job",
+                          pe, (unsigned long long)all[pe].heap_len,
+                          (unsigned long long)mine->heap_len, (unsigned long long)all[pe].data_len,
+                          (unsigned long long)mine->data_len);
+        if ((st = rvx_ep_create(S->w, pe, &p->ep)) != RVX_OK)
+            rvx__sh_fatal("connecting to PE %d: %s", pe, rvx_status_str(st));
+    }
+    for (pe = 0; pe < S->npes; pe++) {
+        rvx__sh_peer_t *p = &S->peers[pe];
+        p->heap_rbase = all[pe].heap_base;
+        p->data_rbase = all[pe].data_rbase;
+        if ((st = rvx_rkey_unpack(p->ep, all[pe].heap_key, &p->heap_rkey)) != RVX_OK ||
+            (S->data_mem && (st = rvx_rkey_unpack(p->ep, all[pe].data_key, &p->data_rkey)) != RVX_OK))
+            rvx__sh_fatal("PE %d's symmetric keys: %s", pe, rvx_status_str(st));
+#if RVX__SH_MAPPED
+        p->heap_ptr = (char *)rvx_rkey_ptr(&p->heap_rkey, p->heap_rbase, mine->heap_len);
+        if (!p->heap_ptr) rvx__sh_fatal("PE %d's symmetric heap is not mapped here", pe);
+#endif
+    }
+}
+
 RVX_COLD void rvx__sh_init(void)
 {
     rvx__sh_state_t *S = &rvx__sh;
     rvx__sh_card_t mine, *all;
     rvx_status_t st;
-    int pe;
     if (S->inited) return;
     if (S->finalized) rvx__sh_fatal("shmem_init after shmem_finalize");
     if ((st = rvx_init(&S->ctx)) != RVX_OK) {
@@ -304,29 +334,7 @@ RVX_COLD void rvx__sh_init(void)
     if (S->data_mem) rvx_rkey_pack(S->data_mem, mine.data_key);
     if ((st = rvx_allgather(S->ctx, &mine, sizeof(mine), all)) != RVX_OK)
         rvx__sh_fatal("exchanging the symmetric keys: %s", rvx_status_str(st));
-    for (pe = 0; pe < S->npes; pe++) {
-        rvx__sh_peer_t *p = &S->peers[pe];
-        if (all[pe].heap_len != mine.heap_len || all[pe].data_len != mine.data_len)
-            rvx__sh_fatal("PE %d's symmetric memory differs from this PE's (heap %llu/%llu, data "
-                          "%llu/%llu bytes): one executable and one SHMEM_SYMMETRIC_SIZE per job",
-                          pe, (unsigned long long)all[pe].heap_len,
-                          (unsigned long long)mine.heap_len, (unsigned long long)all[pe].data_len,
-                          (unsigned long long)mine.data_len);
-        if ((st = rvx_ep_create(S->w, pe, &p->ep)) != RVX_OK)
-            rvx__sh_fatal("connecting to PE %d: %s", pe, rvx_status_str(st));
-    }
-    for (pe = 0; pe < S->npes; pe++) {
-        rvx__sh_peer_t *p = &S->peers[pe];
-        p->heap_rbase = all[pe].heap_base;
-        p->data_rbase = all[pe].data_rbase;
-        if ((st = rvx_rkey_unpack(p->ep, all[pe].heap_key, &p->heap_rkey)) != RVX_OK ||
-            (S->data_mem && (st = rvx_rkey_unpack(p->ep, all[pe].data_key, &p->data_rkey)) != RVX_OK))
-            rvx__sh_fatal("PE %d's symmetric keys: %s", pe, rvx_status_str(st));
-#if RVX__SH_MAPPED
-        p->heap_ptr = (char *)rvx_rkey_ptr(&p->heap_rkey, p->heap_rbase, mine.heap_len);
-        if (!p->heap_ptr) rvx__sh_fatal("PE %d's symmetric heap is not mapped here", pe);
-#endif
-    }
+    rvx__sh_connect(&mine, all);
     free(all);
     S->heap_base = (uintptr_t)mine.heap_base;
     S->heap_len = mine.heap_len;
