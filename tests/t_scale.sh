@@ -13,6 +13,12 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 expect() { # file, line
   grep -qxF "$2" "$1" || fail "expected the line '$2'"
 }
+fit() { # name input [VAR=value...]: bench/scale.sh fits the input's lines, runs nothing; f is its output
+  local name=$1 in=$2
+  shift 2
+  env "$@" SCALE_OUT="$tmp/$name" SCALE_INPUT="$in" bench/scale.sh >"$tmp/$name.out" 2>&1 || fail "fit $name: exit $?"
+  f=$tmp/$name.out
+}
 
 # (1) known points: qps constant 9; heap_kib 10 + 0.25 N exactly; create_s (2,1) (4,2) (8,6),
 # whose least-squares line is -1 + 6/7 N; verbs growing 1 per rank (a goal not met)
@@ -30,8 +36,7 @@ scale dc_mlx5 2 verbs 40
 scale dc_mlx5 4 verbs 42
 scale dc_mlx5 8 verbs 46
 EOF
-SCALE_OUT=$tmp/fit SCALE_INPUT=$tmp/in.txt bench/scale.sh >"$tmp/fit.out" 2>&1 || fail "fit run: exit $?"
-f=$tmp/fit.out
+fit fit "$tmp/in.txt"
 expect "$f" "scale-fit dc_mlx5 qps 9 0"
 expect "$f" "scale-proj dc_mlx5 16384 qps 9"
 expect "$f" "scale-fit dc_mlx5 heap_kib 10 0.25"
@@ -50,15 +55,14 @@ expect "$f" "scale-fit-from dc_mlx5 2"
 awk 'BEGIN { for (n = 2; n <= 64; n *= 2)
   printf "scale rc_mlx5 %d srq_entries %d\nscale rc_mlx5 %d heap_kib %g\nscale rc_mlx5 %d op_pool_kib %g\nscale rc_mlx5 %d qp_heap_kib %g\n",
          n, n < 8 ? 128 * n : 1024, n, 10 + n, n, n / 4, n, n / 2 }' >"$tmp/in2.txt"
-SCALE_OUT=$tmp/fit2 SCALE_INPUT=$tmp/in2.txt bench/scale.sh >"$tmp/fit2.out" 2>&1 || fail "fit run 2: exit $?"
-f=$tmp/fit2.out
+fit fit2 "$tmp/in2.txt"
 expect "$f" "scale-fit-from rc_mlx5 16"
 expect "$f" "scale-fit rc_mlx5 srq_entries 1024 0"
 expect "$f" "scale-proj rc_mlx5 16384 srq_entries 1024"
 expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_op_pool 768 256 not met"
 expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_op_pool_and_qp 256 256 met"
-SCALE_FIT_FROM=2 SCALE_OUT=$tmp/fit3 SCALE_INPUT=$tmp/in2.txt bench/scale.sh >"$tmp/fit3.out" 2>&1 || fail "fit run 3: exit $?"
-grep -q "^scale-fit rc_mlx5 srq_entries [0-9.e+-]* 0$" "$tmp/fit3.out" &&
+fit fit3 "$tmp/in2.txt" SCALE_FIT_FROM=2
+grep -q "^scale-fit rc_mlx5 srq_entries [0-9.e+-]* 0$" "$f" &&
   fail "SCALE_FIT_FROM=2: the capped figure's line through every point is flat"
 
 # (2) a real run
