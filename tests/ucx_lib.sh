@@ -20,11 +20,12 @@ listening() { # port -> true once something listens on it (LISTEN = state 0A)
 # any moment (Linux: 32768-60999); what is left is a listener or a TIME_WAIT, which the bind retry
 # in perftest covers.
 free_port() {
-  local p lo
+  local p lo base=20000
   lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-  [ "$lo" -gt 21024 ] 2>/dev/null || lo=32768
+  # at least 1,024 ports to choose from below the kernel's range, else Linux's default range
+  [ "$lo" -gt $((base + 1024)) ] 2>/dev/null || lo=32768
   for _ in $(seq 50); do
-    p=$((20000 + RANDOM % (lo - 20000)))
+    p=$((base + RANDOM % (lo - base)))
     listening "$p" || { echo "$p"; return; }
   done
   echo 0
