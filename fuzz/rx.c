@@ -45,11 +45,10 @@ typedef rvx__shm_ep_t shm_ep_t;
 typedef rvx__shm_iface_t shm_ifc_t;
 typedef RVX__PAIR_NET(ep_t) net_ep_t;
 typedef RVX__PAIR_NET(iface_t) net_ifc_t;
-/* rvx polls the adapter's CQ only while an endpoint is off the node or work is outstanding on it
- * (rvx__pair_progress): once the input has moved the endpoint onto the node, what the adapter
- * completed waits in the CQ until an endpoint is off the node again, and nic_run stops there
- * rather than call progress for it 64 times */
-#define NIC_UNPOLLED() (!w->iface[0].noff && !NET_IFC.outstanding)
+/* rvx leaves the adapter's CQ alone while no endpoint is off the node and nothing is outstanding
+ * on it (rvx__pair_net_idle): once the input has moved the endpoint onto the node, what the
+ * adapter completed waits there, and nic_run stops rather than call progress for it 64 times */
+#define NIC_UNPOLLED() rvx__pair_net_idle(&w->iface[0])
 #else
 #define NIC_UNPOLLED() 0
 #define SHM_EP  (ep->tl[0])

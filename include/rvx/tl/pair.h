@@ -369,11 +369,18 @@ static RVX_NOINLINE RVX_UNUSED int rvx__pair_progress_both(rvx__pair_iface_t *if
 }
 #endif
 
+/* No endpoint off the node and nothing outstanding on net: net's CQ is not polled (what it holds
+ * waits until an endpoint is off the node again). */
+RVX_INLINE int rvx__pair_net_idle(const rvx__pair_iface_t *ifc)
+{
+    return !ifc->noff && !ifc->net.outstanding;
+}
+
 RVX_INLINE int rvx__pair_progress(rvx__pair_iface_t *ifc)
 {
 #if RVX_CAN_RECEIVE
     if (!ifc->nlive) return 0;
-    if (!ifc->noff && !ifc->net.outstanding) return rvx__shm_progress(&ifc->shm);
+    if (rvx__pair_net_idle(ifc)) return rvx__shm_progress(&ifc->shm);
     if (!rvx__shm_iface_nrx(&ifc->shm)) return RVX__PAIR_NET(progress)(&ifc->net);
     return rvx__pair_progress_both(ifc);
 #else
