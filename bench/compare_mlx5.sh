@@ -23,6 +23,7 @@ for b in build/bench/icount_shm build/bench/icount_rc build/bench/icount_tag_rc 
 done
 unset RVXSIM_STRICT          # UCX leaves reserved bytes stale, as the hardware allows
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. tests/ports.sh # free_port, listening: ucx_perftest's server port
 failed=0
 
 # A function's value goes to stdout; why it failed to $tmp/why.
@@ -131,11 +132,12 @@ done
 # (CPU time on the same cores) drains the send queue, and those spins depend on scheduling.
 PT_N=$((N * 10))
 pt_count() { # tl n -> instructions of the client's main thread
-  local tl=$1 n=$2 port=$((20000 + RANDOM % 20000)) srv rc src t
+  local tl=$1 n=$2 port srv rc src t
+  port=$(free_port)
   UCX_IB_REG_METHODS=rcache,direct timeout 600 build/sim/rvxsim-env ucx_perftest -x "$tl" -d mlx5_0:1 -p $port >"$tmp/srv" 2>&1 &
   srv=$!
   for ((t = 0; t < 600; t++)); do   # until the server listens (or has died)
-    ss -ltn 2>/dev/null | grep -q ":$port " && break
+    listening "$port" && break
     kill -0 $srv 2>/dev/null || break
     sleep 0.1
   done

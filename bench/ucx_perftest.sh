@@ -82,13 +82,7 @@ for f in /proc/net/tcp /proc/net/tcp6; do
     [ -r "$f" ] && TCP_TABLES+=("$f")
 done
 
-# A TCP port is in use if it appears as a local port in the tables
-# (column 2 is "ADDR:PORT" with PORT in upper-case hex).
-port_in_use() {
-    [ "${#TCP_TABLES[@]}" -gt 0 ] || return 1
-    awk -v h=":$(printf '%04X' "$1")" \
-        'substr($2, length($2) - 4) == h { found = 1 } END { exit !found }' "${TCP_TABLES[@]}"
-}
+. tests/ports.sh # free_port
 
 # Is anything listening (state 0A) on the port? Without the tables we
 # cannot tell: wait one second and assume yes.
@@ -101,23 +95,14 @@ port_listening() {
         'substr($2, length($2) - 4) == h && $4 == "0A" { found = 1 } END { exit !found }' "${TCP_TABLES[@]}"
 }
 
-# Pick a random free port in 20000-59999.
-free_port() {
-    local p
-    for _ in $(seq 1 100); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-        port_in_use "$p" || { echo "$p"; return 0; }
-    done
-    return 1
-}
-
 # run_test NAME KIND ARGS...   (KIND = lat or rate; ARGS = ucx_perftest
 # arguments common to server and client; "env VAR=..." may come first)
 run_test() {
     local name="$1" kind="$2"; shift 2
     local port rc reason
 
-    port="$(free_port)" || { echo "ucx $name error no free TCP port"; return; }
+    port="$(free_port)"
+    [ "$port" != 0 ] || { echo "ucx $name error no free TCP port"; return; }
 
     {
         echo "=== $name: server: $* -p $port ${SRV_CPU[*]}"

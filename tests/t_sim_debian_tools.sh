@@ -12,6 +12,7 @@ done
 export LD_LIBRARY_PATH=$PWD/build/sim
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+. tests/ports.sh # free_port: the pingpong servers' ports
 fails=0
 expect_devinfo() { # description, pattern, env...
   local what=$1 pat=$2; shift 2
@@ -41,7 +42,8 @@ else
 fi
 run_pair() { # program, extra args...
   local prog=$1; shift
-  local port=$((20000 + RANDOM % 30000)) try
+  local port try
+  port=$(free_port)
   for try in 1 2 3; do
     timeout 30 "$prog" -p $port "$@" >"$tmp/server" 2>&1 &
     local spid=$!
@@ -53,7 +55,7 @@ run_pair() { # program, extra args...
       fi
     fi
     wait $spid 2>/dev/null
-    port=$((port + 1))
+    port=$(free_port)
   done
   echo "FAIL: $prog $*"; sed 's/^/  client| /' "$tmp/client"; sed 's/^/  server| /' "$tmp/server"
   fails=$((fails + 1))

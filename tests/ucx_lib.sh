@@ -11,25 +11,7 @@ SRV=""
 cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-listening() { # port -> true once something listens on it (LISTEN = state 0A)
-  local hex; hex=$(printf '%04X' "$1")
-  grep -qs ":$hex [0-9A-F:]* 0A " /proc/net/tcp /proc/net/tcp6
-}
-
-# Below the kernel's ephemeral range, which another test's outgoing connection may take from it at
-# any moment (Linux: 32768-60999); what is left is a listener or a TIME_WAIT, which the bind retry
-# in perftest covers.
-free_port() {
-  local p lo base=20000
-  lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-  # at least 1,024 ports to choose from below the kernel's range, else Linux's default range
-  [ "$lo" -gt $((base + 1024)) ] 2>/dev/null || lo=32768
-  for _ in $(seq 50); do
-    p=$((base + RANDOM % (lo - base)))
-    listening "$p" || { echo "$p"; return; }
-  done
-  echo 0
-}
+. tests/ports.sh
 
 # perftest NAME N ARGS...: server and client of one ucx_perftest on the model, N iterations; both
 # must succeed within 60 s and the client must report N iterations. The client log is $tmp/NAME.
