@@ -34,8 +34,9 @@
  *                   allocations
  *   rss_mib         peak resident set size of the process (getrusage)
  *   exchange_s      the exchange with every peer, wall-clock seconds
- *   op_pool_kib     of heap_kib, the pools of operation records: the tag layer's (slabs of 64)
- *                   and the mlx5 transport's (doubled from 64 when empty). They grow with the
+ *   op_pool_kib     of heap_kib, the pools of operation records: the tag layer's (slabs of 64
+ *                   records of 64 B for posted receives, and of 64 operations of ~400 B) and the
+ *                   mlx5 transport's (doubled from 64 when empty). They grow with the
  *                   operations outstanding at once (here the N-1 receives posted before the sends,
  *                   and as many sends in flight as the timing allows), so with N in this exchange,
  *                   but with what the application keeps in flight in general, not with the job
@@ -424,8 +425,10 @@ int main(void)
     v[F_EXCH] = t2 - t1;
     v[F_OPS] = 0;
 #if SCALE_MSG
-    for (f = 0; f < (int)rvx__tag_of(w)->nslabs; f++)
-        v[F_OPS] += (double)malloc_usable_size(rvx__tag_of(w)->slabs[f]) / 1024.0;
+    for (f = 0; f < (int)rvx__tag_of(w)->slabs.n; f++)
+        v[F_OPS] += (double)malloc_usable_size(rvx__tag_of(w)->slabs.p[f]) / 1024.0;
+    for (f = 0; f < (int)rvx__tag_of(w)->rslabs.n; f++)
+        v[F_OPS] += (double)malloc_usable_size(rvx__tag_of(w)->rslabs.p[f]) / 1024.0;
 #endif
 #if RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5
     if (w->iface[0].txrecs.r) v[F_OPS] += (double)malloc_usable_size(w->iface[0].txrecs.r) / 1024.0;

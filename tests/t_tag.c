@@ -240,8 +240,14 @@ static void section_many(void)
 {
     int prev = prv, next = nxt, i;
     msg_t *snd = (msg_t *)calloc(NB, sizeof(msg_t)), *rcv = (msg_t *)calloc(NB, sizeof(msg_t));
+    unsigned opslabs = rvx__tag_of(w)->slabs.n;
     for (i = 0; i < NB; i += 2)
         post_recv(&rcv[i], size_b(i), size_b(i), TAG(2, prev, i), ~0ull, seed_of(2, prev, me, i));
+    /* nothing has arrived: each receive waits in a small record (the first in the lone slot),
+     * the pool of full ops did not grow for them */
+    T_CHECK(rvx__tag_of(w)->slabs.n == opslabs && rvx__tag_of(w)->rslabs.n * RVX__TAG_SLAB >= NB / 2 - 1,
+            "%d posted receives: op pool %u -> %u blocks, receive records %u blocks", NB / 2, opslabs,
+            rvx__tag_of(w)->slabs.n, rvx__tag_of(w)->rslabs.n);
     T_OK(rvx_barrier(ctx));
     for (i = 0; i < NB; i++) {
         post_send(&snd[i], next, size_b(i), TAG(2, me, i), seed_of(2, me, next, i));

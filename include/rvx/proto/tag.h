@@ -342,7 +342,7 @@ RVX_COLD rvx_status_t rvx__tag_take(struct rvx__tag_state *t, rvx__tag_op_t *u, 
 }
 
 /* What a posted receive matches and where its data goes. */
-RVX_INLINE void rvx__tag_recv_fill(rvx__tag_op_t *op, void *buf, size_t len, uint64_t tag,
+RVX_INLINE void rvx__tag_recv_fill(rvx__tag_rop_t *op, void *buf, size_t len, uint64_t tag,
                                    uint64_t mask, rvx_tag_info_t *info)
 {
     op->tag = tag;
@@ -356,7 +356,8 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
                                          uint64_t mask, rvx_request_t *req, rvx_tag_info_t *info)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
-    rvx__tag_op_t **pp, *op;
+    rvx__tag_op_t **pp;
+    rvx__tag_rop_t *op;
     if ((len && !buf) || !req || src < RVX_ANY_SOURCE || src >= t->npeers) return RVX_ERR_INVALID_PARAM;
     rvx__tag_spill(t); /* an older receive: it matches first */
     for (pp = &t->unx_head; *pp; pp = &(*pp)->next) {
@@ -368,14 +369,15 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
             return rvx__tag_take(t, u, buf, len, req, info);
         }
     }
-    if (!t->free && !rvx__tag_grow(t)) return RVX_ERR_NO_MEMORY;
-    op = t->free;
-    t->free = op->next;
-    RVX__TAG_POISON(op, 0);
+    if (!t->rfree && !rvx__tag_rgrow(t)) return RVX_ERR_NO_MEMORY;
+    op = t->rfree;
+    t->rfree = op->next;
     rvx__tag_recv_fill(op, buf, len, tag, mask, info);
     op->req = req;
     op->src = src;
-    rvx__tag_q_add(&t->exp_tail, op);
+    op->next = NULL;
+    *t->exp_tail = op;
+    t->exp_tail = &op->next;
     req->status = RVX_INPROGRESS;
     return RVX_INPROGRESS;
 }
@@ -391,7 +393,7 @@ RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uin
     t = rvx__tag_of(w);
     /* one test for the three: no unexpected message, no posted receive, no lone receive */
     if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
-        rvx__tag_op_t *op = &t->lone_op;
+        rvx__tag_rop_t *op = &t->lone_op;
         rvx__tag_recv_fill(op, buf, len, tag, tag_mask, info);
         t->lone = req;
         req->status = RVX_INPROGRESS;
@@ -432,7 +434,7 @@ static inline rvx_status_t rvx_tag_probe(rvx_worker_t *w, uint64_t tag, uint64_t
 static inline rvx_status_t rvx_tag_cancel(rvx_worker_t *w, rvx_request_t *req)
 {
     struct rvx__tag_state *t;
-    rvx__tag_op_t *op;
+    rvx__tag_rop_t **pp;
     if (!w || !req) return RVX_ERR_INVALID_PARAM; /* a NULL req would match an empty lone slot */
     t = rvx__tag_of(w);
     if (t->lone == req) {
@@ -440,10 +442,9 @@ static inline rvx_status_t rvx_tag_cancel(rvx_worker_t *w, rvx_request_t *req)
         req->status = RVX_ERR_CANCELED;
         return RVX_OK;
     }
-    for (op = t->exp_head; op; op = op->next) {
-        if (op->req == req) {
-            rvx__tag_q_del(&t->exp_head, &t->exp_tail, op);
-            rvx__tag_op_free(t, op);
+    for (pp = &t->exp_head; *pp; pp = &(*pp)->next) {
+        if ((*pp)->req == req) {
+            rvx__tag_rop_free(t, rvx__tag_exp_unlink(t, pp));
             req->status = RVX_ERR_CANCELED;
             return RVX_OK;
         }
@@ -472,13 +473,14 @@ RVX_COLD void rvx__tag_rx_eager(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
 {
     uint64_t tag = rvx__tag_ld64(body);
     size_t plen = len - 8;
-    rvx__tag_op_t *op = rvx__tag_match(t, tag, ep->rank);
-    if (op) {
-        rvx_request_t *req = op->req;
-        rvx_status_t st = plen > op->len ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
-        rvx__tag_copy(op->buf, body + 8, plen < op->len ? plen : op->len);
-        rvx__tag_fill(op, tag, plen, ep->rank);
-        rvx__tag_op_free(t, op);
+    rvx__tag_rop_t *r = rvx__tag_match(t, tag, ep->rank);
+    rvx__tag_op_t *op;
+    if (r) { /* one frame: done in the receive record, no op */
+        rvx_request_t *req = r->req;
+        rvx_status_t st = plen > r->len ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
+        rvx__tag_copy(r->buf, body + 8, plen < r->len ? plen : r->len);
+        rvx__tag_fill(r->info, tag, plen, ep->rank);
+        rvx__tag_rop_free(t, r);
         req->status = st;
         return;
     }
@@ -493,6 +495,7 @@ RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
     rvx__tag_peer_t *p = &t->peers[ep->rank];
     uint64_t tag = rvx__tag_ld64(body), mlen = rvx__tag_ld64(body + 8);
     size_t n = len - 16;
+    rvx__tag_rop_t *r;
     rvx__tag_op_t *op;
     /* a sender fragments only what is below the rendezvous switch: a larger total would have us
      * stage (allocate) whatever the peer names */
@@ -500,15 +503,14 @@ RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
         rvx__tag_bad(ep, "dropped a first eager fragment (length %d) from rank %d", (int)(mlen & 0x7fffffff));
         return;
     }
-    if ((op = rvx__tag_match(t, tag, ep->rank)) != NULL) {
-        rvx__tag_op_proto(op);
-        op->kind = RVX__KIND_RECV;
+    if ((r = rvx__tag_match(t, tag, ep->rank)) != NULL) {
+        if ((op = rvx__tag_claim(t, r)) == NULL) return;
         op->state = RVX__RS_EAGER;
         op->ep = ep;
         op->mlen = (size_t)mlen;
         op->eff = op->mlen < op->len ? op->mlen : op->len;
         if (op->eff) memcpy(op->buf, body + 16, n < op->eff ? n : op->eff);
-        rvx__tag_fill(op, tag, op->mlen, ep->rank);
+        rvx__tag_fill(op->info, tag, op->mlen, ep->rank);
     } else {
         if ((op = rvx__tag_unexp(t, ep, tag, (size_t)mlen, RVX__US_EAGER)) == NULL) return;
         rvx__tag_stage(op, (size_t)mlen);
@@ -592,7 +594,7 @@ RVX_INLINE void rvx__tag_rx_eager_fast(rvx_ep_t *ep, unsigned chan, void *body, 
     size_t plen = len - 8; /* a frame shorter than a tag wraps around and goes the slow way */
     rvx_request_t *req = t->lone;
     if (RVX_LIKELY(plen - 8 <= 8 && (uintptr_t)req > 1)) {
-        rvx__tag_op_t *op = &t->lone_op;
+        rvx__tag_rop_t *op = &t->lone_op;
         uint64_t tag = rvx__tag_ld64(b);
         if (RVX_LIKELY(op->tag == tag && plen <= op->len)) {
             rvx_tag_info_t *ti = op->info;

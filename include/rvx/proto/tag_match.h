@@ -1,7 +1,8 @@
 /* rvx/proto/tag_match.h: tag matching's operations and matching queues (the API is proto/tag.h).
  *
  * What every part of tag matching shares, in the order they use it: the wire format, the operation
- * (one struct for a posted receive, an unexpected message and a send, in a pool), the worker's tag
+ * (one struct for an unexpected message, a send and a receive a protocol drives, in a pool; a
+ * posted receive waits in a small record of its own until matched), the worker's tag
  * state, registration through the cache, operation ids, the active and ready lists, the send
  * queue of each peer, and the matching itself: posted receives in posting order (the lone receive
  * first), unexpected messages in arrival order. The rendezvous protocol (proto/rndv/) and the API
@@ -112,17 +113,29 @@ enum {
 #define RVX__F_ISSUED  32u
 #define RVX__F_LFLUSH  64u /* lanes: a GET part was canceled; a flush learns the lane's error */
 
+/* What a posted receive needs, declared once for its two homes: the receive record that waits in
+ * the expected queue (rvx__tag_rop_t, one cache line) and the head of a full op. */
+#define RVX__TAG_RECV_FIELDS(self)                                                                 \
+    self           *next;   /* the list it is in (expected, unexpected, free, a send queue) */    \
+    uint64_t        tag;                                                                        \
+    uint64_t        mask;                                                                       \
+    uint8_t        *buf;                                                                        \
+    size_t          len;    /* receive: buffer length; send: message length */                  \
+    rvx_request_t  *req;                                                                        \
+    rvx_tag_info_t *info;                                                                       \
+    int32_t         src;    /* posted receive: the sender it takes (RVX_ANY_SOURCE: any) */
+
+/* A posted receive nothing has matched yet. A receive costs this much while it waits; a match
+ * that starts a protocol (eager fragments, a rendezvous) moves it into a full op (rvx__tag_claim),
+ * one that completes at once (a single eager frame) never needs one. */
+typedef struct rvx__tag_rop rvx__tag_rop_t;
+struct rvx__tag_rop {
+    RVX__TAG_RECV_FIELDS(rvx__tag_rop_t)
+};
+
 typedef struct rvx__tag_op rvx__tag_op_t;
 struct rvx__tag_op {
-    /* what a posted receive needs: the first cache line */
-    rvx__tag_op_t  *next;   /* expected, unexpected or free list, or the peer's send queue */
-    uint64_t        tag;
-    uint64_t        mask;
-    uint8_t        *buf;
-    size_t          len;    /* receive: buffer length; send: message length */
-    rvx_request_t  *req;
-    rvx_tag_info_t *info;
-    int32_t         src;    /* posted receive: the sender it takes (RVX_ANY_SOURCE: any) */
+    RVX__TAG_RECV_FIELDS(rvx__tag_op_t)
     /* protocol state: zeroed when an op enters the protocol (rvx__tag_op_proto) */
     rvx__tag_link_t alink;  /* active list: in flight, counted in w->proto_pending */
     rvx__tag_link_t rlink;  /* ready list: progress has a step to run */
@@ -192,10 +205,17 @@ typedef struct rvx__tag_peer {
 #include "rcache.h"
 #endif
 
+/* The blocks a pool was grown by, freed with the worker. */
+typedef struct rvx__tag_slabs {
+    void   **p;
+    unsigned n, cap;
+} rvx__tag_slabs_t;
+
 struct rvx__tag_state {
     rvx__tag_op_t   *unx_head, **unx_tail; /* arrived, not yet received, in arrival order */
     rvx__tag_op_t   *free;
-    rvx__tag_op_t   *exp_head, **exp_tail; /* posted receives, in posting order */
+    rvx__tag_rop_t  *exp_head, **exp_tail; /* posted receives, in posting order */
+    rvx__tag_rop_t  *rfree;
     /* The lone receive: a receive posted while both queues were empty lives in lone_op, out of
      * every list, with its request in lone (its req field unset), where an eager frame completes
      * it in line. Whatever else would look at the expected queue first spills it to the queue's
@@ -210,8 +230,7 @@ struct rvx__tag_state {
     rvx__tag_op_t  **ids;                  /* rendezvous ids: slot | generation << 20 */
     uint32_t        *idfree;
     uint32_t         idcap, nidfree, idgen;
-    void           **slabs;
-    unsigned         nslabs, capslabs;
+    rvx__tag_slabs_t slabs, rslabs;        /* the blocks of the op and receive-record pools */
     double           last_check;
     unsigned         vround;               /* liveness rounds: a peer's verdict holds in its round */
     int              qhead;                /* the first peer with queued frames (-2: none) */
@@ -231,7 +250,7 @@ struct rvx__tag_state {
 #if RVX__TAG_RCACHE
     rvx__rcache_t    rcache;
 #endif
-    rvx__tag_op_t    lone_op;
+    rvx__tag_rop_t   lone_op;
     rvx_request_t    self_flush;           /* before any-source receives fail (check_recvs) */
 };
 #define RVX__LONE_QUEUED ((rvx_request_t *)(uintptr_t)1)
@@ -361,25 +380,61 @@ RVX_COLD void rvx__tag_dereg(struct rvx__tag_state *t, rvx_mem_t *mem)
 #define RVX__TAG_POISON(op, on) ((void)0)
 #endif
 
+/* Keep a new pool block of n * size bytes; NULL when memory is out. */
+RVX_COLD void *rvx__tag_slab_new(rvx__tag_slabs_t *s, unsigned n, size_t size)
+{
+    void *slab;
+    if (s->n == s->cap) {
+        unsigned cap = s->cap ? 2 * s->cap : 8;
+        void **p = (void **)realloc(s->p, cap * sizeof(*p));
+        if (!p) return NULL;
+        s->p = p;
+        s->cap = cap;
+    }
+    if ((slab = calloc(n, size)) != NULL) s->p[s->n++] = slab;
+    return slab;
+}
+
+#define RVX__TAG_SLAB 64 /* records per pool block */
+
+/* Free a pool's blocks; under ASan each block's first `poisoned` bytes are made addressable
+ * first (the op pool poisons its free records). */
+RVX_COLD void rvx__tag_slabs_free(rvx__tag_slabs_t *s, size_t poisoned)
+{
+    unsigned i;
+    (void)poisoned;
+    for (i = 0; i < s->n; i++) {
+#ifdef RVX__TAG_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(s->p[i], poisoned);
+#endif
+        free(s->p[i]);
+    }
+    free(s->p);
+    s->p = NULL;
+    s->n = s->cap = 0;
+}
+
 RVX_COLD int rvx__tag_grow(struct rvx__tag_state *t)
 {
-    const unsigned n = 64;
-    rvx__tag_op_t *slab;
+    rvx__tag_op_t *slab = (rvx__tag_op_t *)rvx__tag_slab_new(&t->slabs, RVX__TAG_SLAB, sizeof(*slab));
     unsigned i;
-    if (t->nslabs == t->capslabs) {
-        unsigned cap = t->capslabs ? 2 * t->capslabs : 8;
-        void **s = (void **)realloc(t->slabs, cap * sizeof(*s));
-        if (!s) return 0;
-        t->slabs = s;
-        t->capslabs = cap;
-    }
-    slab = (rvx__tag_op_t *)calloc(n, sizeof(*slab));
     if (!slab) return 0;
-    t->slabs[t->nslabs++] = slab;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < RVX__TAG_SLAB; i++) {
         slab[i].next = t->free;
         t->free = &slab[i];
         RVX__TAG_POISON(&slab[i], 1);
+    }
+    return 1;
+}
+
+RVX_COLD int rvx__tag_rgrow(struct rvx__tag_state *t)
+{
+    rvx__tag_rop_t *slab = (rvx__tag_rop_t *)rvx__tag_slab_new(&t->rslabs, RVX__TAG_SLAB, sizeof(*slab));
+    unsigned i;
+    if (!slab) return 0;
+    for (i = 0; i < RVX__TAG_SLAB; i++) {
+        slab[i].next = t->rfree;
+        t->rfree = &slab[i];
     }
     return 1;
 }
@@ -422,14 +477,46 @@ RVX_COLD rvx__tag_op_t *rvx__tag_send_op(struct rvx__tag_state *t, rvx_ep_t *ep,
 static inline void rvx__tag_op_free(struct rvx__tag_state *t, rvx__tag_op_t *op)
 {
     op->kind = 0;
-    if (RVX_UNLIKELY(op == &t->lone_op)) { /* not in the pool: free for the next lone receive */
-        op->next = NULL;
-        t->lone = NULL;
-        return;
-    }
     op->next = t->free;
     t->free = op;
     RVX__TAG_POISON(op, 1);
+}
+
+/* A receive record leaves the expected queue for good (done, moved into an op, or canceled). */
+static inline void rvx__tag_rop_free(struct rvx__tag_state *t, rvx__tag_rop_t *r)
+{
+    if (RVX_UNLIKELY(r == &t->lone_op)) { /* not in the pool: free for the next lone receive */
+        r->next = NULL;
+        t->lone = NULL;
+        return;
+    }
+    r->next = t->rfree;
+    t->rfree = r;
+}
+
+/* A matched receive whose data takes more than one step moves into a full op, which the
+ * protocols then drive; NULL when memory is out (the caller drops the message as it drops an
+ * unexpected one it cannot keep, and the receive ends with RVX_ERR_NO_MEMORY). */
+RVX_COLD rvx__tag_op_t *rvx__tag_claim(struct rvx__tag_state *t, rvx__tag_rop_t *r)
+{
+    rvx__tag_op_t *op = rvx__tag_op_new(t);
+    rvx_request_t *req = r->req;
+    if (op) {
+        op->tag = r->tag;
+        op->mask = r->mask;
+        op->buf = r->buf;
+        op->len = r->len;
+        op->req = r->req;
+        op->info = r->info;
+        op->src = r->src;
+        op->kind = RVX__KIND_RECV;
+    }
+    rvx__tag_rop_free(t, r);
+    if (!op) {
+        rvx__log("tag: out of memory for a matched receive's protocol state; message dropped");
+        req->status = RVX_ERR_NO_MEMORY;
+    }
+    return op;
 }
 
 RVX_COLD uint32_t rvx__tag_id_new(struct rvx__tag_state *t, rvx__tag_op_t *op)
@@ -565,12 +652,12 @@ static inline rvx_status_t rvx__tag_rstatus(const rvx__tag_op_t *op, rvx_status_
     return op->mlen > op->len ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
 }
 
-static inline void rvx__tag_fill(rvx__tag_op_t *op, uint64_t tag, size_t mlen, int rank)
+static inline void rvx__tag_fill(rvx_tag_info_t *info, uint64_t tag, size_t mlen, int rank)
 {
-    if (op->info) {
-        op->info->tag = tag;
-        op->info->length = mlen;
-        op->info->sender = rank;
+    if (info) {
+        info->tag = tag;
+        info->length = mlen;
+        info->sender = rank;
     }
 }
 
@@ -625,31 +712,33 @@ static void rvx__tag_sq_del(struct rvx__tag_state *t, rvx__tag_op_t *op)
  * posted after it: posting spills it first). */
 static inline void rvx__tag_spill(struct rvx__tag_state *t)
 {
-    rvx__tag_op_t *op = &t->lone_op;
+    rvx__tag_rop_t *r = &t->lone_op;
     if (!RVX__LONE_POSTED(t)) return;
-    op->req = t->lone;
+    r->req = t->lone;
     t->lone = RVX__LONE_QUEUED;
-    rvx__tag_op_proto(op);
-    op->kind = 0;
-    op->next = t->exp_head;
-    if (!t->exp_head) t->exp_tail = &op->next;
-    t->exp_head = op;
+    r->next = t->exp_head;
+    if (!t->exp_head) t->exp_tail = &r->next;
+    t->exp_head = r;
+}
+
+/* Unlink the posted receive *pp from the expected queue. */
+static inline rvx__tag_rop_t *rvx__tag_exp_unlink(struct rvx__tag_state *t, rvx__tag_rop_t **pp)
+{
+    rvx__tag_rop_t *r = *pp;
+    *pp = r->next;
+    if (t->exp_tail == &r->next) t->exp_tail = pp;
+    r->next = NULL;
+    return r;
 }
 
 /* Match a message (tag, sender) against the posted receives, in posting order; the match is
  * unlinked. */
-static inline rvx__tag_op_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag, int rank)
+static inline rvx__tag_rop_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t tag, int rank)
 {
-    rvx__tag_op_t **pp, *op;
+    rvx__tag_rop_t **pp, *r;
     rvx__tag_spill(t);
-    for (pp = &t->exp_head; (op = *pp) != NULL; pp = &op->next) {
-        if (((op->tag ^ tag) & op->mask) == 0 && (op->src < 0 || op->src == rank)) {
-            *pp = op->next;
-            if (t->exp_tail == &op->next) t->exp_tail = pp;
-            op->next = NULL;
-            return op;
-        }
-    }
+    for (pp = &t->exp_head; (r = *pp) != NULL; pp = &r->next)
+        if (((r->tag ^ tag) & r->mask) == 0 && (r->src < 0 || r->src == rank)) return rvx__tag_exp_unlink(t, pp);
     return NULL;
 }
 

@@ -47,10 +47,11 @@ RVX_COLD void rvx__tag_verdicts(struct rvx__tag_state *t)
 {
     rvx__tag_link_t *l;
     rvx__tag_op_t *op;
+    rvx__tag_rop_t *r;
     int *ranks, n = 0, cap = 0, i;
     t->vround++;
     for (l = t->active.next; l != &t->active; l = l->next) cap++;
-    for (op = t->exp_head; op; op = op->next) cap++;
+    for (r = t->exp_head; r; r = r->next) cap++;
     if (!cap) return;
     ranks = (int *)malloc((size_t)cap * sizeof(*ranks));
     if (!ranks) return;
@@ -58,8 +59,8 @@ RVX_COLD void rvx__tag_verdicts(struct rvx__tag_state *t)
         op = RVX_CONTAINER_OF(l, rvx__tag_op_t, alink);
         if (op->ep && op->state != RVX__S_ZOMBIE) ranks[n++] = op->ep->rank;
     }
-    for (op = t->exp_head; op; op = op->next)
-        if (op->src >= 0) ranks[n++] = op->src;
+    for (r = t->exp_head; r; r = r->next)
+        if (r->src >= 0) ranks[n++] = r->src;
     for (i = 0; i < n; i++) rvx__tag_ask(t, ranks[i]); /* once each: the round remembers */
     free(ranks);
 }
@@ -87,10 +88,10 @@ RVX_COLD int rvx__tag_dead_src(struct rvx__tag_state *t, int src, int anydead)
 /* Whether an any-source receive is posted (the lone one, or one in the expected queue). */
 RVX_COLD int rvx__tag_any_posted(const struct rvx__tag_state *t)
 {
-    const rvx__tag_op_t *op;
+    const rvx__tag_rop_t *r;
     if (RVX__LONE_POSTED(t)) return 1;
-    for (op = t->exp_head; op; op = op->next)
-        if (op->src < 0) return 1;
+    for (r = t->exp_head; r; r = r->next)
+        if (r->src < 0) return 1;
     return 0;
 }
 
@@ -98,7 +99,7 @@ RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
 {
     rvx_worker_t *w = t->w;
     int r, me = w->ctx->boot.rank, anydead = t->npeers > 1 && rvx__tag_any_posted(t), n = 0, pass;
-    rvx__tag_op_t **pp, *op;
+    rvx__tag_rop_t **pp, *op;
     /* only for an any-source receive, and only until one peer is found alive (or without an
      * endpoint): every peer is asked only when all of them have failed */
     for (r = 0; r < t->npeers && anydead; r++)
@@ -132,9 +133,7 @@ RVX_COLD int rvx__tag_check_recvs(struct rvx__tag_state *t)
         for (pp = &t->exp_head; (op = *pp) != NULL;) {
             rvx_request_t *req = op->req;
             if (!rvx__tag_dead_src(t, op->src, anydead)) { pp = &op->next; continue; }
-            *pp = op->next;
-            if (t->exp_tail == &op->next) t->exp_tail = pp;
-            rvx__tag_op_free(t, op);
+            rvx__tag_rop_free(t, rvx__tag_exp_unlink(t, pp));
             req->status = RVX_ERR_PEER_FAILED;
             n++;
         }
@@ -222,7 +221,7 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     for (i = 0; t->peers && i < (unsigned)t->npeers; i++) t->peers[i].qnext = -1;
     if (!t->peers || !rvx__tag_grow(t)) {
         free(t->peers);
-        free(t->slabs);
+        rvx__tag_slabs_free(&t->slabs, RVX__TAG_SLAB * sizeof(rvx__tag_op_t));
         free(t);
         return RVX_ERR_NO_MEMORY;
     }
@@ -237,8 +236,7 @@ static rvx_status_t rvx__tag_worker_init(rvx_worker_t *w)
     {
         rvx_status_t st = rvx__rcache_init(&t->rcache, w->ctx);
         if (st != RVX_OK) {
-            free(t->slabs[0]);
-            free(t->slabs);
+            rvx__tag_slabs_free(&t->slabs, RVX__TAG_SLAB * sizeof(rvx__tag_op_t));
             free(t->peers);
             free(t);
             return st;
@@ -335,7 +333,6 @@ static void rvx__tag_ep_destroy(rvx_ep_t *ep)
 static void rvx__tag_worker_fini(rvx_worker_t *w)
 {
     struct rvx__tag_state *t = rvx__tag_of(w);
-    unsigned i;
     if (!t) return;
     while (t->active.next != &t->active)
         rvx__rndv_fail(t, RVX_CONTAINER_OF(t->active.next, rvx__tag_op_t, alink), RVX_ERR_CANCELED);
@@ -350,23 +347,16 @@ static void rvx__tag_worker_fini(rvx_worker_t *w)
         t->lone = NULL;
     }
     while (t->exp_head) {
-        rvx__tag_op_t *op = t->exp_head;
-        rvx_request_t *req = op->req;
-        rvx__tag_q_del(&t->exp_head, &t->exp_tail, op);
-        rvx__tag_op_free(t, op);
+        rvx_request_t *req = t->exp_head->req;
+        rvx__tag_rop_free(t, rvx__tag_exp_unlink(t, &t->exp_head));
         if (req) req->status = RVX_ERR_CANCELED;
     }
     if (t->bounce) rvx_mem_dereg(t->bounce);
 #if RVX__TAG_RCACHE
     rvx__rcache_fini(&t->rcache);
 #endif
-    for (i = 0; i < t->nslabs; i++) {
-#ifdef RVX__TAG_ASAN
-        ASAN_UNPOISON_MEMORY_REGION(t->slabs[i], 64 * sizeof(rvx__tag_op_t));
-#endif
-        free(t->slabs[i]);
-    }
-    free(t->slabs);
+    rvx__tag_slabs_free(&t->slabs, RVX__TAG_SLAB * sizeof(rvx__tag_op_t));
+    rvx__tag_slabs_free(&t->rslabs, 0);
     free(t->peers);
     free(t->ids);
     free(t->idfree);

@@ -266,6 +266,7 @@ RVX_COLD void rvx__rndv_recv_start(struct rvx__tag_state *t, rvx__tag_op_t *op, 
  * address and key, PIPELINE's phase 1). 1 if taken, 0 if malformed. */
 RVX_COLD int rvx__rndv_rx_rts(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned chan, const uint8_t *b, size_t len)
 {
+    rvx__tag_rop_t *r;
     rvx__tag_op_t *op;
     uint64_t tag, mlen;
     if (chan != RVX__CHAN_REQUEST || len < RVX__TAG_RTS_HDR) return 0;
@@ -273,10 +274,9 @@ RVX_COLD int rvx__rndv_rx_rts(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned c
     mlen = rvx__tag_ld64(b + 8);
     if (!mlen || mlen >= RVX__TAG_MLEN_MAX || len != RVX__RNDV_RTS_LEN(mlen) || !rvx__tag_ld32(b + 16))
         return 0;
-    if ((op = rvx__tag_match(t, tag, ep->rank)) != NULL) {
-        rvx__tag_op_proto(op);
-        op->kind = RVX__KIND_RECV;
-        rvx__tag_fill(op, tag, (size_t)mlen, ep->rank);
+    if ((r = rvx__tag_match(t, tag, ep->rank)) != NULL) {
+        if ((op = rvx__tag_claim(t, r)) == NULL) return 1;
+        rvx__tag_fill(op->info, tag, (size_t)mlen, ep->rank);
     } else if ((op = rvx__tag_unexp(t, ep, tag, (size_t)mlen, RVX__US_RTS)) == NULL) {
         return 1;
     }
