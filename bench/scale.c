@@ -437,12 +437,8 @@ int main(void)
 #if RVX_TL == RVX_TL_RC_MLX5
     {
         const rvx__rc_iface_t *ifc = &w->iface[0];
-        const rvx__rc_conn_t *c0 = NULL;
         const rvx__mlx5_bf_t *b;
-        size_t per_qp = sizeof(c0->sq) + sizeof(c0->tx) + sizeof(c0->ctrl_w8) + sizeof(c0->ctrl_send2) +
-                        sizeof(c0->qpn_be) + sizeof(c0->qpn) + sizeof(c0->rqpn) + sizeof(c0->qp) +
-                        sizeof(c0->wflush_pi);
-        for (r = 0; r < n; r++) if (ifc->conns[r].qp) v[F_QPHEAP] += (double)per_qp;
+        for (r = 0; r < n; r++) if (ifc->conns[r].qp) v[F_QPHEAP] += (double)RVX__RC_CONN_QP_BYTES;
         v[F_QPHEAP] += (double)(malloc_usable_size(ifc->qpt_qpn) + malloc_usable_size(ifc->qpt_rank));
         for (b = ifc->bfs; b; b = b->next) v[F_QPHEAP] += (double)malloc_usable_size((void *)b);
         v[F_QPHEAP] /= 1024.0;

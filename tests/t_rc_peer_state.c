@@ -2,7 +2,8 @@
  *  1. with an endpoint to every rank, each process holds one QP per rank and the worker's hello
  *     QP, nothing more (no spare kept for a re-connection);
  *  2. the per-peer state besides the QP (the conn less its send queue and records, the credit
- *     word, the QPN table's slots) is at most 160 bytes (152: the conn's part 128; 208 before the
+ *     word, the QPN table's slots) is at most 160 bytes (144: the conn's part 120, RVX__RC_CONN_QP_BYTES
+ *     counting the remote QPN and the worker flush's mark as the QP's; 152 before that; 208 before the
  *     bounce ring went to a record per segment of the worker's pool, the re-connection record out
  *     of the conn, the flush list into it and the send credits to 32 bits; 224 before the
  *     keepalive time took 32 bits, the rank and the bounce segment's number became derived);
@@ -35,14 +36,11 @@ static long sim_qps(void)
     return strtol(s + 5, NULL, 10);
 }
 
-/* Bytes per peer besides the QP: what counts as the QP is its verbs object and number, its send
- * queue (rvx__mlx5_sq_t and the words precomputed from the QPN) and the book-keeping of its
- * WQEs in flight (rvx__mlx5_txops_t: counts and its list of op records, which live in the worker's
- * pool). */
+/* Bytes per peer besides the QP: what counts as the QP is RVX__RC_CONN_QP_BYTES (tl/rc/decl.h:
+ * its verbs object and numbers, its send queue and the words precomputed from the QPN, the
+ * book-keeping of its WQEs in flight, whose op records live in the worker's pool). */
 static size_t peer_bytes(const rvx__tl_iface_t *ifc)
 {
-    size_t qp = sizeof(rvx__mlx5_sq_t) + sizeof(rvx__mlx5_txops_t) + 2 * sizeof(uint64_t) /* ctrl words */ +
-                sizeof(struct ibv_qp *) + 2 * sizeof(uint32_t) /* qpn, qpn_be */;
     rvx__tl_iface_t big; /* the QPN table of a large job: its slots per rank (a small one has a floor) */
     size_t qpt;
     memset(&big, 0, sizeof(big));
@@ -51,7 +49,7 @@ static size_t peer_bytes(const rvx__tl_iface_t *ifc)
     free(big.qpt_qpn);
     free(big.qpt_rank);
     (void)ifc;
-    return sizeof(rvx__rc_conn_t) - qp + sizeof(*ifc->ctrl) + qpt;
+    return sizeof(rvx__rc_conn_t) - RVX__RC_CONN_QP_BYTES + sizeof(*ifc->ctrl) + qpt;
 }
 
 int main(int argc, char **argv)

@@ -126,6 +126,17 @@ typedef struct rvx__rc_conn {
     uint64_t              scratch[6];  /* small frames are built here, then sent inline */
 } rvx__rc_conn_t;
 
+/* The bytes of a conn that drive its QP: the send queue and the book-keeping of its WQEs, the
+ * ctrl words precomputed from the QPN, both QPNs, the verbs object, the worker flush's mark.
+ * What a peer costs because it has a QP of its own (bench/scale.c, rc/t_rc_peer_state count the
+ * rest apart from it). */
+#define RVX__RC_CONN_QP_BYTES                                                                     \
+    (sizeof(((rvx__rc_conn_t *)0)->sq) + sizeof(((rvx__rc_conn_t *)0)->tx) +                      \
+     sizeof(((rvx__rc_conn_t *)0)->ctrl_w8) + sizeof(((rvx__rc_conn_t *)0)->ctrl_send2) +         \
+     sizeof(((rvx__rc_conn_t *)0)->qpn_be) + sizeof(((rvx__rc_conn_t *)0)->qpn) +                 \
+     sizeof(((rvx__rc_conn_t *)0)->rqpn) + sizeof(((rvx__rc_conn_t *)0)->qp) +                    \
+     sizeof(((rvx__rc_conn_t *)0)->wflush_pi))
+
 /* The queue the code tl/mlx5/ shares posts to and flushes (RVX__MLX5_NET(q_t)). */
 typedef rvx__rc_conn_t rvx__rc_q_t;
 
