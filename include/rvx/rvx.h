@@ -228,7 +228,7 @@
 #include "tl/dc_mlx5.h"
 #endif
 #include "tl/bind.h"         /* its names bound to the contract's (rvx__tl_*) */
-#include "tl/path.h"         /* one path per build of one transport: the protocols' hot sends */
+#include "tl/tx.h"           /* the endpoint as the protocols' hot sends see it */
 
 #include "core.h"
 #include "proto/rcache.h"

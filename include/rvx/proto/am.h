@@ -46,12 +46,13 @@ RVX_STATIC_ASSERT(RVX_AM_NHANDLERS <= 256, "at most 256 AM handlers (8-bit id)")
 #define RVX__AM_INFO(id, kind, nargs) ((unsigned)(id) | (kind) << 8 | (unsigned)(nargs) << 10)
 
 /* A request from a handler could wait for room that only this handler's return frees. The test:
- * a word the path's send loads anyway, when the tl names one that is set while handlers run
- * (RVX__TL_IN_HANDLER_ON, tl/path.h), else the worker's count of running handlers. */
-#ifdef RVX__TL_IN_HANDLER_ON
-#define RVX__AM_IN_HANDLER(ep, path) RVX__TL_IN_HANDLER_ON(&(ep)->tl[0], path)
-#else
-#define RVX__AM_IN_HANDLER(ep, path) ((ep)->worker->in_handler)
+ * a word the send loads anyway, when the tl names one that is set while handlers run
+ * (RVX__TL_IN_HANDLER_TX, tl/tx.h), else the worker's count of running handlers. */
+#ifdef RVX__TL_IN_HANDLER_TX
+#define RVX__AM_IN_HANDLER(tx) RVX__TL_IN_HANDLER_TX(tx)
+#else /* the endpoint around its lane 0, whose handle a send has */
+#define RVX__AM_IN_HANDLER(tx) \
+    (RVX_CONTAINER_OF(rvx__tl_tx_ep(tx), rvx_ep_t, tl[0])->worker->in_handler)
 #endif
 RVX_COLD rvx_status_t rvx__am_in_handler(void)
 {
@@ -62,11 +63,11 @@ RVX_COLD rvx_status_t rvx__am_in_handler(void)
 /* A request found no room: RVX_ERR_NO_RESOURCE while the endpoint works, else why it failed.
  * The NIC is told of any batch before it first: the room the caller will wait for comes back
  * only when the peer has seen those frames. */
-RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
+RVX_COLD rvx_status_t rvx__am_no_room(rvx__tl_ep_t *tl)
 {
     rvx_status_t st;
-    rvx__tl_ep_ring(&ep->tl[0]);
-    st = rvx__tl_ep_alive(&ep->tl[0]);
+    rvx__tl_ep_ring(tl);
+    st = rvx__tl_ep_alive(tl);
     return st == RVX_OK ? RVX_ERR_NO_RESOURCE : st;
 }
 
@@ -75,13 +76,11 @@ RVX_COLD rvx_status_t rvx__am_no_room(rvx_ep_t *ep)
  * to the batch's end (proto/batch.h). */
 #define RVX__AM_LEN(kind, nargs, plen) \
     (8 * (size_t)(nargs) + ((kind) == RVX__AM_LONG ? 16 : (kind) == RVX__AM_MEDIUM ? (plen) : 0))
-RVX_INLINE rvx_status_t rvx__am_fill(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
-                                     unsigned kind, const uint64_t *args, unsigned nargs,
-                                     const void *payload, size_t plen, uint64_t raddr, uint8_t *body,
-                                     int more)
+RVX_INLINE rvx_status_t rvx__am_fill(rvx__tl_tx_t tx, unsigned chan, unsigned id, unsigned kind,
+                                     const uint64_t *args, unsigned nargs, const void *payload,
+                                     size_t plen, uint64_t raddr, uint8_t *body, int more)
 {
     size_t hlen = 8 * (size_t)nargs, i;
-    (void)path; /* a build of one transport has one path */
     /* word by word: a count known only at run time (a handler's reply passing on the count it
      * received) then costs a few moves, where memcpy became a string copy (rep movsb) whose
      * start-up is tens of cycles before the reply is out; a constant count unrolls */
@@ -94,69 +93,66 @@ RVX_INLINE rvx_status_t rvx__am_fill(rvx_ep_t *ep, unsigned path, unsigned chan,
         memcpy(body + hlen + 8, &l, 8);
     }
     if (more)
-        return rvx__tl_am_publish_more_on(&ep->tl[0], path, chan, body,
-                                          RVX__AM_LEN(kind, nargs, plen), RVX__AM_INFO(id, kind, nargs));
-    return rvx__tl_am_publish_on(&ep->tl[0], path, chan, body, RVX__AM_LEN(kind, nargs, plen),
+        return rvx__tl_am_publish_more_tx(tx, chan, body, RVX__AM_LEN(kind, nargs, plen),
+                                          RVX__AM_INFO(id, kind, nargs));
+    return rvx__tl_am_publish_tx(tx, chan, body, RVX__AM_LEN(kind, nargs, plen),
                                  RVX__AM_INFO(id, kind, nargs));
 }
 
 /* The hot path's claim failed: claim again with whatever cold work the tl does for it (a credit
  * refresh), else no room (requests) or wait for it (replies). It sends at once even for a "more"
  * call: telling the NIC early is always allowed. */
-RVX_COLD rvx_status_t rvx__am_send_cold(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
-                                        unsigned kind, const uint64_t *args, unsigned nargs,
-                                        const void *payload, size_t plen, uint64_t raddr)
+RVX_COLD rvx_status_t rvx__am_send_cold(rvx__tl_ep_t *tl, unsigned chan, unsigned id, unsigned kind,
+                                        const uint64_t *args, unsigned nargs, const void *payload,
+                                        size_t plen, uint64_t raddr)
 {
     size_t len = RVX__AM_LEN(kind, nargs, plen);
-    uint8_t *body = (uint8_t *)rvx__tl_am_claim(&ep->tl[0], chan, len);
+    uint8_t *body = (uint8_t *)rvx__tl_am_claim(tl, chan, len);
     if (!body) {
-        if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(ep);
-        body = (uint8_t *)rvx__tl_am_wait_room(&ep->tl[0], chan, len);
+        if (chan == RVX__CHAN_REQUEST) return rvx__am_no_room(tl);
+        body = (uint8_t *)rvx__tl_am_wait_room(tl, chan, len);
         if (!body) { /* a reply waits for room until the endpoint fails */
-            rvx_status_t st = rvx__tl_ep_alive(&ep->tl[0]);
+            rvx_status_t st = rvx__tl_ep_alive(tl);
             return st == RVX_OK ? RVX_ERR_PEER_FAILED : st;
         }
     }
-    return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body, 0);
+    return rvx__am_fill(rvx__tl_tx(tl), chan, id, kind, args, nargs, payload, plen, raddr, body, 0);
 }
 
 /* A short message's cold path takes its (at most two) arguments by value: a pointer to the
  * caller's words would keep them in memory, in a stack frame, on the hot path too. They come
  * right after ep, where a caller's first words arrive, so the hot path need not move them. */
-RVX_COLD rvx_status_t rvx__am_short_cold(rvx_ep_t *ep, uint64_t a0, uint64_t a1, unsigned path,
-                                         unsigned chan, unsigned id, unsigned nargs)
+RVX_COLD rvx_status_t rvx__am_short_cold(rvx__tl_ep_t *tl, uint64_t a0, uint64_t a1, unsigned chan,
+                                         unsigned id, unsigned nargs)
 {
     uint64_t a[2];
     a[0] = a0;
     a[1] = a1;
-    return rvx__am_send_cold(ep, path, chan, id, RVX__AM_SHORT, a, nargs, NULL, 0, 0);
+    return rvx__am_send_cold(tl, chan, id, RVX__AM_SHORT, a, nargs, NULL, 0, 0);
 }
 
-/* One path's send, the path a constant (tl/path.h): the claim of hot paths, which fails rather
- * than call out, then the body and the publish. The hot path makes no call that returns into it
- * (the cold ones are jumps), so it needs no stack frame. */
-RVX_INLINE rvx_status_t rvx__am_send_on(rvx_ep_t *ep, unsigned path, unsigned chan, unsigned id,
+/* The send over the endpoint's handle (tl/tx.h): the claim of hot paths, which fails rather than
+ * call out, then the body and the publish. The hot path makes no call that returns into it (the
+ * cold ones are jumps), so it needs no stack frame. */
+RVX_INLINE rvx_status_t rvx__am_send_tx(rvx__tl_tx_t tx, unsigned chan, unsigned id,
                                         unsigned kind, const uint64_t *args, unsigned nargs,
                                         const void *payload, size_t plen, uint64_t raddr, int more)
 {
     uint8_t *body;
 
-    (void)path;
-    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep, path)))
+    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(tx)))
         return rvx__am_in_handler();
-    body = (uint8_t *)rvx__tl_am_claim_on(&ep->tl[0], path, chan, RVX__AM_LEN(kind, nargs, plen));
+    body = (uint8_t *)rvx__tl_am_claim_tx(tx, chan, RVX__AM_LEN(kind, nargs, plen));
     if (RVX_UNLIKELY(!body)) {
         if (kind == RVX__AM_SHORT && nargs <= 2)
-            return rvx__am_short_cold(ep, nargs > 0 ? args[0] : 0, nargs > 1 ? args[1] : 0,
-                                      path, chan, id, nargs);
-        return rvx__am_send_cold(ep, path, chan, id, kind, args, nargs, payload, plen, raddr);
+            return rvx__am_short_cold(rvx__tl_tx_ep(tx), nargs > 0 ? args[0] : 0,
+                                      nargs > 1 ? args[1] : 0, chan, id, nargs);
+        return rvx__am_send_cold(rvx__tl_tx_ep(tx), chan, id, kind, args, nargs, payload, plen, raddr);
     }
-    return rvx__am_fill(ep, path, chan, id, kind, args, nargs, payload, plen, raddr, body, more);
+    return rvx__am_fill(tx, chan, id, kind, args, nargs, payload, plen, raddr, body, more);
 }
 
-/* All kinds, both channels: with constant arguments the checks and copies fold away; the
- * endpoint's path is read once. (Path 0 first: the other order cost the pair a register move on
- * both paths with GCC 12, make icount's am_short8 rows.) */
+/* All kinds, both channels: with constant arguments the checks and copies fold away. */
 RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, unsigned kind,
                                      const uint64_t *args, unsigned nargs, const void *payload,
                                      size_t plen, uint64_t raddr, int more)
@@ -168,9 +164,8 @@ RVX_INLINE rvx_status_t rvx__am_send(rvx_ep_t *ep, unsigned chan, unsigned id, u
 #if RVX_DEBUG
     if (!ep) return RVX_ERR_INVALID_PARAM;
 #endif
-    if (!RVX__TL_PATH(&ep->tl[0]))
-        return rvx__am_send_on(ep, 0, chan, id, kind, args, nargs, payload, plen, raddr, more);
-    return rvx__am_send_on(ep, 1, chan, id, kind, args, nargs, payload, plen, raddr, more);
+    return RVX__TL_SEND(&ep->tl[0], rvx__am_send_tx, chan, id, kind, args, nargs, payload, plen,
+                        raddr, more);
 }
 
 /* Long: the payload goes first, as a put through rkey (bounds-checked); the header follows on
@@ -186,11 +181,11 @@ RVX_INLINE rvx_status_t rvx__am_send_long(rvx_ep_t *ep, unsigned chan, unsigned 
 #if RVX_DEBUG
     if (rvx__rkey_foreign(ep, rkey)) return RVX_ERR_INVALID_PARAM;
 #endif
-    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep, RVX__TL_PATH(&ep->tl[0]))))
+    if (chan == RVX__CHAN_REQUEST && RVX_UNLIKELY(RVX__AM_IN_HANDLER(rvx__tl_tx(&ep->tl[0]))))
         return rvx__am_in_handler(); /* before the payload moves */
     if (chan == RVX__CHAN_REQUEST &&
         RVX_UNLIKELY(!rvx__tl_am_claim(&ep->tl[0], chan, 8 * (size_t)nargs + 16)))
-        return rvx__am_no_room(ep); /* check room first: a failed send moves no payload */
+        return rvx__am_no_room(&ep->tl[0]); /* check room first: a failed send moves no payload */
     st = rvx_put(ep, payload, plen, raddr, rkey);
     if (st < 0) return st;
     return rvx__am_send(ep, chan, id, RVX__AM_LONG, args, nargs, payload, plen, raddr, 0);

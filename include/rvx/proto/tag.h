@@ -118,9 +118,10 @@ RVX_COLD int rvx__tag_emit_eager(rvx__tag_op_t *op)
 
 /* A one-frame eager message from RVX_EAGER_ZCOPY_MIN bytes on: the tag as the frame's header and
  * the data straight from buf (rvx__tl_am_zcopy), buf registered through the cache where the
- * endpoint's path really reads it in place (RVX__TL_AM_ZCOPY_ON: not a pair's shared memory). RVX_INPROGRESS: req completes when the transport lets go of
- * buf (an op in SS_ZCOPY holds the registration until then); RVX_ERR_NO_RESOURCE: not sent (no
- * room, credit, registration or op), the caller copies instead. */
+ * endpoint's transport really reads it in place (RVX__TL_AM_ZCOPY_ON: not a pair's shared
+ * memory). RVX_INPROGRESS: req completes when the transport lets go of buf (an op in SS_ZCOPY
+ * holds the registration until then); RVX_ERR_NO_RESOURCE: not sent (no room, credit,
+ * registration or op), the caller copies instead. */
 RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep, const void *buf,
                                           size_t len, uint64_t tag, rvx_request_t *req)
 {
@@ -149,7 +150,7 @@ RVX_COLD rvx_status_t rvx__tag_send_zcopy(struct rvx__tag_state *t, rvx_ep_t *ep
         }
         rvx__tag_done(t, op, RVX_OK); /* no request: nothing to tell */
         return st;
-    } else { /* the path copies: nothing to register */
+    } else { /* the transport copies: nothing to register */
         rvx_status_t st = rvx__tl_am_zcopy(&ep->tl[0], RVX__CHAN_REQUEST, hdr, 8, buf, len, NULL,
                                            RVX__TAG_CLASS | RVX__TF_EAGER, NULL);
         if (st == RVX_OK) t->n_zcopy++;
@@ -270,32 +271,28 @@ RVX_COLD rvx_status_t rvx__tag_send_slow(rvx_ep_t *ep, const void *buf, size_t l
 #define RVX__CHECK_TAG(cond) (void)0
 #endif
 
-/* One path's short send, the path a constant (tl/path.h): a claim that fails rather than call
- * out (rvx__tag_send_slow claims again, with the tl's cold work), a few stores and a publish. */
-RVX_INLINE rvx_status_t rvx__tag_send_short(rvx_ep_t *ep, unsigned path, const void *buf,
+/* A short send over the endpoint's handle (tl/tx.h): a claim that fails rather than call out
+ * (rvx__tag_send_slow claims again, with the tl's cold work), a few stores and a publish. */
+RVX_INLINE rvx_status_t rvx__tag_send_short(rvx__tl_tx_t tx, rvx_ep_t *ep, const void *buf,
                                             size_t len, uint64_t tag, rvx_request_t *req)
 {
-    uint8_t *b = (uint8_t *)rvx__tl_am_claim_on(&ep->tl[0], path, RVX__CHAN_REQUEST, 8 + len);
-    (void)path; /* a build of one transport has one path */
+    uint8_t *b = (uint8_t *)rvx__tl_am_claim_tx(tx, RVX__CHAN_REQUEST, 8 + len);
     if (RVX_UNLIKELY(b == NULL)) return rvx__tag_send_slow(ep, buf, len, tag, req);
     rvx__tag_st64(b, tag);
     rvx__tag_copy_small(b + 8, (const uint8_t *)buf, len);
-    return rvx__tl_am_publish_on(&ep->tl[0], path, RVX__CHAN_REQUEST, b, 8 + len,
-                                 RVX__TAG_CLASS | RVX__TF_EAGER);
+    return rvx__tl_am_publish_tx(tx, RVX__CHAN_REQUEST, b, 8 + len, RVX__TAG_CLASS | RVX__TF_EAGER);
 }
 
-/* Send a tagged message to ep's peer. Short messages take one branch on the endpoint's path. */
+/* Send a tagged message to ep's peer. */
 RVX_INLINE rvx_status_t rvx_tag_send(rvx_ep_t *ep, const void *buf, size_t len, uint64_t tag,
                                      rvx_request_t *req)
 {
     RVX__CHECK_TAG(!ep || (len && !buf));
 #if RVX_AM /* a send is a request, which handlers may not make; only AM builds run handlers */
-    if (RVX_UNLIKELY(RVX__AM_IN_HANDLER(ep, RVX__TL_PATH(&ep->tl[0])))) return rvx__am_in_handler();
+    if (RVX_UNLIKELY(RVX__AM_IN_HANDLER(rvx__tl_tx(&ep->tl[0])))) return rvx__am_in_handler();
 #endif
-    if (len <= RVX_TAG_SHORT_MAX && len < RVX__TAG_THRESH && RVX_LIKELY(!ep->worker->proto_queued)) {
-        if (!RVX__TL_PATH(&ep->tl[0])) return rvx__tag_send_short(ep, 0, buf, len, tag, req);
-        return rvx__tag_send_short(ep, 1, buf, len, tag, req);
-    }
+    if (len <= RVX_TAG_SHORT_MAX && len < RVX__TAG_THRESH && RVX_LIKELY(!ep->worker->proto_queued))
+        return RVX__TL_SEND(&ep->tl[0], rvx__tag_send_short, ep, buf, len, tag, req);
     return rvx__tag_send_slow(ep, buf, len, tag, req);
 }
 

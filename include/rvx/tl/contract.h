@@ -65,12 +65,13 @@
  *       would first do cold work (a call); the protocols' hot paths use it and claim again from
  *       their cold paths. RVX__TL_IN_HANDLER(ep): nonzero while handlers run, read from a word
  *       the send path loads anyway.
- *   Paths (tl/path.h): the protocols' hot sends call rvx__tl_am_claim_on(ep, path, chan, len),
- *       rvx__tl_am_publish_on(ep, path, chan, body, len, info) and RVX__TL_IN_HANDLER_ON(ep,
- *       path) with path = RVX__TL_PATH(ep), read once and passed as a constant. A tl of one
- *       transport gets them from the hooks above; a pair (tl/pair.h) defines them, one path per
- *       transport, so that a send branches once. RVX__TL_AM_ZCOPY_ON(ep): RVX__TL_AM_ZCOPY for
- *       ep's path (a pair's shared memory copies, so its callers register nothing).
+ *   The send handle (tl/tx.h): the protocols' hot sends are called as RVX__TL_SEND(ep, fn,
+ *       args...) -> fn(tx, args...) and use rvx__tl_am_claim_tx(tx, chan, len),
+ *       rvx__tl_am_publish_tx(tx, chan, body, len, info) and RVX__TL_IN_HANDLER_TX(tx);
+ *       rvx__tl_tx(ep) is ep's handle elsewhere. A tl of one transport's handle is the endpoint
+ *       and the hooks above; a pair (tl/pair.h) defines its own, one copy of fn per transport,
+ *       so that a send branches once. RVX__TL_AM_ZCOPY_ON(ep): RVX__TL_AM_ZCOPY for ep's
+ *       transport (a pair's shared memory copies, so its callers register nothing).
  *   rvx__tl_am_wait_room(ep, chan, len) -> body or NULL   (cold: used by replies, which may not fail)
  *   rvx__tl_am_zcopy(ep, chan, hdr, hdrlen, buf, len, lmem, info, req)
  *       a message of hdr (hdrlen <= RVX__TL_AM_ZCOPY_HDR_MAX, copied) followed by len bytes at
@@ -80,8 +81,8 @@
  *       another error: the endpoint failed. RVX__TL_AM_ZCOPY is 1 where the body really goes
  *       without a copy (rc_mlx5: header inline, data segment on buf), 0 where it is copied
  *       (shm: no zero-copy between processes; lmem may then be NULL).
- *   More coming (a batch, one doorbell): rvx__tl_am_publish_more (rvx__tl_am_publish_more_on on
- *       a path) is am_publish that leaves the NIC untold; rvx__tl_ep_ring(ep) tells it of
+ *   More coming (a batch, one doorbell): rvx__tl_am_publish_more (rvx__tl_am_publish_more_tx on
+ *       a handle) is am_publish that leaves the NIC untold; rvx__tl_ep_ring(ep) tells it of
  *       everything so left. Any post that commits, a flush and every wait for room tell it too.
  *       Where there is no doorbell (shm) the publish is the ordinary one and the ring does
  *       nothing.

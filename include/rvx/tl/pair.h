@@ -9,8 +9,8 @@
  * both transports' upcalls (rvx__shm_rx_deliver, RVX__PAIR_NET(rx_deliver)): each finds the pair
  * endpoint around the sub-endpoint and calls the protocols'. Every operation is one
  * branch on ep->intra, set when the endpoint is created, to the sub-transport's inline function:
- * no pointer, both paths inlined. The protocols' hot sends (a claim, a body, a publish) read the
- * branch once as the endpoint's path (RVX__PAIR_PATH, tl/path.h) rather than once per call.
+ * no pointer, both paths inlined. The protocols' hot sends (a claim, a body, a publish) take the
+ * branch once (RVX__PAIR_SEND, tl/tx.h) rather than once per call.
  *
  * Where a peer runs: the bootstrap numbers this rank's node (rvx__boot_t.node), the core hands it
  * to rvx__pair_iface_init, and it travels in the worker's address; an endpoint whose peer has the
@@ -138,7 +138,7 @@ RVX_INLINE void rvx__rx_deliver(rvx__pair_ep_t *ep, unsigned chan, unsigned info
                                 size_t len); /* the protocols' (proto/rx.h) */
 
 /* shm's deliveries run with net's in_rx set, so that one word says "a handler runs" on both
- * paths (RVX__PAIR_IN_HANDLER_ON); net's progress, which it also holds off, is not re-entered from
+ * paths (RVX__PAIR_IN_HANDLER_TX); net's progress, which it also holds off, is not re-entered from
  * a handler anyway (rvx_progress from a handler does nothing). */
 RVX_INLINE void rvx__shm_rx_deliver(rvx__shm_ep_t *sep, unsigned chan, unsigned info,
                                     void *body, size_t len)
@@ -276,6 +276,26 @@ RVX_INLINE rvx_status_t rvx__pair_atomic32(rvx__pair_ep_t *ep, rvx_amo_op_t op, 
     return RVX__PAIR_NET(atomic32)(&ep->net, op, operand, compare, raddr, &rkey->net, fetch, req);
 }
 
+/* The protocols' hot sends (tl/tx.h): the handle names the transport that carries the endpoint
+ * (shm 1: shared memory, 0: net). RVX__PAIR_SEND reads ep->intra once and calls fn in two
+ * copies, each with the transport a constant, so that the hooks below fold to one transport's. */
+typedef struct rvx__pair_tx {
+    rvx__pair_ep_t *ep;
+    unsigned        shm;
+} rvx__pair_tx_t;
+
+RVX_INLINE rvx__pair_tx_t rvx__pair_tx_of(rvx__pair_ep_t *ep, unsigned shm)
+{
+    rvx__pair_tx_t tx;
+    tx.ep = ep;
+    tx.shm = shm;
+    return tx;
+}
+
+#define rvx__pair_tx(ep) rvx__pair_tx_of((ep), (ep)->intra)
+#define RVX__PAIR_SEND(ep, fn, ...) \
+    (!(ep)->intra ? fn(rvx__pair_tx_of((ep), 0), __VA_ARGS__) : fn(rvx__pair_tx_of((ep), 1), __VA_ARGS__))
+
 /* ---- messages (builds that receive: the only ones where mlx5 carries them) ------------------ */
 #if RVX_CAN_RECEIVE
 
@@ -285,49 +305,43 @@ RVX_INLINE void *rvx__pair_am_claim(rvx__pair_ep_t *ep, unsigned chan, size_t le
     return RVX__PAIR_NET(am_claim)(&ep->net, chan, len);
 }
 
+RVX_INLINE void *rvx__pair_am_claim_tx(rvx__pair_tx_t tx, unsigned chan, size_t len)
+{
+    if (tx.shm) return rvx__shm_am_claim(&tx.ep->shm, chan, len); /* never calls out */
+    return rvx__pair_net_claim_hot(&tx.ep->net, chan, len);
+}
+
+RVX_INLINE rvx_status_t rvx__pair_am_publish_tx(rvx__pair_tx_t tx, unsigned chan, void *body,
+                                              size_t len, unsigned info)
+{
+    if (tx.shm) return rvx__shm_am_publish(&tx.ep->shm, chan, body, len, info);
+    return RVX__PAIR_NET(am_publish)(&tx.ep->net, chan, body, len, info);
+}
+
+RVX_INLINE rvx_status_t rvx__pair_am_publish_more_tx(rvx__pair_tx_t tx, unsigned chan, void *body,
+                                                   size_t len, unsigned info)
+{
+    if (tx.shm) return rvx__shm_am_publish(&tx.ep->shm, chan, body, len, info);
+    return RVX__PAIR_NET(am_publish_more)(&tx.ep->net, chan, body, len, info);
+}
+
+/* net's in_rx on either transport: net's own test where net sends (it loads the word's way
+ * anyway), the pair iface's copy of net's iface where shm sends */
+#define RVX__PAIR_IN_HANDLER_TX(tx) \
+    ((tx).shm ? (unsigned)*RVX__PAIR_NET_IN_RX(&(tx).ep->ifc->net) : RVX__PAIR_NET_IN_HANDLER(&(tx).ep->net))
+
+/* The contract's publish (the protocols' cold paths): the handle's, on the endpoint's transport. */
 RVX_INLINE rvx_status_t rvx__pair_am_publish(rvx__pair_ep_t *ep, unsigned chan, void *body, size_t len,
                                            unsigned info)
 {
-    if (ep->intra) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
-    return RVX__PAIR_NET(am_publish)(&ep->net, chan, body, len, info);
+    return rvx__pair_am_publish_tx(rvx__pair_tx(ep), chan, body, len, info);
 }
 
 RVX_INLINE rvx_status_t rvx__pair_am_publish_more(rvx__pair_ep_t *ep, unsigned chan, void *body,
                                                 size_t len, unsigned info)
 {
-    if (ep->intra) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
-    return RVX__PAIR_NET(am_publish_more)(&ep->net, chan, body, len, info);
+    return rvx__pair_am_publish_more_tx(rvx__pair_tx(ep), chan, body, len, info);
 }
-
-/* The protocols' hot sends (tl/path.h): path 1 is shm, 0 net, read once per send, so that the
- * claim, publish and handler test below each fold to one transport's. */
-#define RVX__PAIR_PATH(ep) ((unsigned)(ep)->intra)
-
-RVX_INLINE void *rvx__pair_am_claim_on(rvx__pair_ep_t *ep, unsigned path, unsigned chan, size_t len)
-{
-    if (path) return rvx__shm_am_claim(&ep->shm, chan, len); /* never calls out */
-    return rvx__pair_net_claim_hot(&ep->net, chan, len);
-}
-
-RVX_INLINE rvx_status_t rvx__pair_am_publish_on(rvx__pair_ep_t *ep, unsigned path, unsigned chan,
-                                              void *body, size_t len, unsigned info)
-{
-    if (path) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
-    return RVX__PAIR_NET(am_publish)(&ep->net, chan, body, len, info);
-}
-
-RVX_INLINE rvx_status_t rvx__pair_am_publish_more_on(rvx__pair_ep_t *ep, unsigned path,
-                                                   unsigned chan, void *body, size_t len,
-                                                   unsigned info)
-{
-    if (path) return rvx__shm_am_publish(&ep->shm, chan, body, len, info);
-    return RVX__PAIR_NET(am_publish_more)(&ep->net, chan, body, len, info);
-}
-
-/* net's in_rx on either path: net's own test where net sends (it loads the word's way anyway),
- * the pair iface's copy of net's iface where shm sends */
-#define RVX__PAIR_IN_HANDLER_ON(ep, path) \
-    ((path) ? (unsigned)*RVX__PAIR_NET_IN_RX(&(ep)->ifc->net) : RVX__PAIR_NET_IN_HANDLER(&(ep)->net))
 
 RVX_COLD void *rvx__pair_am_wait_room(rvx__pair_ep_t *ep, unsigned chan, size_t len)
 {
