@@ -337,6 +337,9 @@ static int exchange(rvx_context_t *ctx, rvx_worker_t *w, rvx_ep_t **eps, rvx_mem
             rst[r] = rvx_tag_recv_from(w, r, &rbuf[r], 8, TAG_HELLO | (uint64_t)r, ~0ull, &rreq[r], NULL);
             CHECK(rst[r]);
         }
+        /* every receive is posted before any peer sends: without this, how many messages arrive
+         * unexpected (and hold an operation record each) follows the timing */
+        CHECK(rvx_barrier(ctx));
         for (r = 0; r < n; r++) {
             rvx_status_t st;
             uint64_t arg = (uint64_t)me;

@@ -210,7 +210,8 @@ awk -v from="${SCALE_FIT_FROM:-16}" '
     goal("rc_mlx5", "cq_entries", 0, 1, 0, "cq_entries_per_peer")
     beside("rc_mlx5", "heap_kib", "op_pool_kib", 256, "heap_bytes_per_peer_beside_op_pool")
     # on rc_mlx5 rvx may grow by one QP per peer (its buffers and the state that drives it); what
-    # grows besides is held to the dc_mlx5 goal
+    # grows besides is held to the dc_mlx5 goal, with the operation records and without them
+    beside("rc_mlx5", "heap_kib", "qp_heap_kib", 256, "heap_bytes_per_peer_beside_qp")
     beside("rc_mlx5", "heap_kib", "op_pool_kib qp_heap_kib", 256, "heap_bytes_per_peer_beside_op_pool_and_qp")
     beside("rc_mlx5", "rvx_kib", "queue_kib qp_heap_kib", 4096, "rvx_rss_bytes_per_peer_beside_qp")
   }

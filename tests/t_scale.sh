@@ -51,7 +51,8 @@ grep -q "registered_mib" "$f" && fail "a goal or fit for a figure that was not m
 expect "$f" "scale-fit-from dc_mlx5 2"
 
 # (1b) a figure that grows to a cap by N = 8 is fitted from N = 16 (three points there: the cap
-# is flat); rc_mlx5's heap beside its operation records and its QPs' state: 1024 - 256 - 512 B
+# is flat); rc_mlx5's heap beside its QPs' state, 1024 - 512 B, and beside its operation records
+# too, 1024 - 256 - 512 B
 awk 'BEGIN { for (n = 2; n <= 64; n *= 2)
   printf "scale rc_mlx5 %d srq_entries %d\nscale rc_mlx5 %d heap_kib %g\nscale rc_mlx5 %d op_pool_kib %g\nscale rc_mlx5 %d qp_heap_kib %g\n",
          n, n < 8 ? 128 * n : 1024, n, 10 + n, n, n / 4, n, n / 2 }' >"$tmp/in2.txt"
@@ -60,6 +61,7 @@ expect "$f" "scale-fit-from rc_mlx5 16"
 expect "$f" "scale-fit rc_mlx5 srq_entries 1024 0"
 expect "$f" "scale-proj rc_mlx5 16384 srq_entries 1024"
 expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_op_pool 768 256 not met"
+expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_qp 512 256 not met"
 expect "$f" "scale-goal rc_mlx5 heap_bytes_per_peer_beside_op_pool_and_qp 256 256 met"
 fit fit3 "$tmp/in2.txt" SCALE_FIT_FROM=2
 grep -q "^scale-fit rc_mlx5 srq_entries [0-9.e+-]* 0$" "$f" &&
