@@ -175,7 +175,7 @@ static void address(const uint8_t *d, size_t size)
     f.ctx = &cx;
     f.refused = NULL;
     f.nrefused = 0;
-    f.gid_his = NULL;
+    f.gids.his = NULL;
     f.nlive = 0;
 #else
     (void)cx;
@@ -183,7 +183,7 @@ static void address(const uint8_t *d, size_t size)
     f.net.nranks = n;
     f.net.refused = NULL;
     f.net.nrefused = 0;
-    f.net.gid_his = NULL;
+    f.net.gids.his = NULL;
     f.net.nlive = 0;
 #endif
     f.nlive = f.noff = 0;
@@ -223,10 +223,10 @@ static void address(const uint8_t *d, size_t size)
     }
 #if !defined(RVX_TL_INTRA)
     free(f.refused);
-    free(f.gid_his);
+    free(f.gids.his);
 #else
     free(f.net.refused);
-    free(f.net.gid_his);
+    free(f.net.gids.his);
 #endif
 #else
     (void)st;

@@ -55,7 +55,7 @@ static void gid_prefixes(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
     ifc->av_bytes = RVX__DC_AV_EXT;
     ifc->nranks = 4;
     T_OK(rvx__tl_iface_wireup(ifc, (const uint8_t *)full, sizeof(full[0])));
-    T_CHECK(ifc->gid_his != NULL, "GID tops differ: kept per rank");
+    T_CHECK(ifc->gids.his != NULL, "GID tops differ: kept per rank");
     T_CHECK(ifc->nrefused == 1 && ifc->refused[0] == 3, "the InfiniBand address is noted at wire-up");
     for (r = 0; r < 4; r++) memcpy(&kept[r], &full[r], RVX__TL_ADDR_KEPT(4));
     rvx__tl_iface_addrs(ifc, (const uint8_t *)kept, sizeof(kept[0]));
@@ -77,7 +77,7 @@ static void gid_prefixes(rvx__tl_iface_t *ifc, rvx__dc_dci_t *d)
         same("address segment (GRH, per-rank GID top)", (unsigned)r, a, b, RVX__DC_AV_EXT);
         ifc->nlive--;
     }
-    free(ifc->gid_his);
+    free(ifc->gids.his);
     free(ifc->refused);
 }
 

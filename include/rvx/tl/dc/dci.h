@@ -35,9 +35,7 @@ RVX_INLINE const rvx__dc_addr_t *rvx__dc_addr_of(const rvx__dc_ep_t *ep)
 /* The peer's GID (RoCE): its top 8 bytes kept once or per rank, its low 8 in the kept address. */
 RVX_INLINE void rvx__dc_gid(const rvx__dc_ep_t *ep, uint8_t gid[16])
 {
-    const rvx__dc_iface_t *ifc = ep->ifc;
-    memcpy(gid, ifc->gid_his ? ifc->gid_his + 8 * (size_t)ep->rank : ifc->gid_hi, 8);
-    memcpy(gid + 8, rvx__dc_addr_of(ep)->at.gid_lo, 8);
+    rvx__mlx5_gid_of(&ep->ifc->gids, ep->rank, rvx__dc_addr_of(ep)->at.gid_lo, gid);
 }
 
 /* The address segment after the ctrl segment: the base form is the access key and av_lo (DCT

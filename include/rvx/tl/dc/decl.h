@@ -216,8 +216,7 @@ typedef struct rvx__dc_iface {
     const uint8_t  *addrs;       /* every rank's address as the worker keeps it (addr_stride bytes
                                   * apart): the GID's low half and control region are read there */
     size_t          addr_stride;
-    uint8_t         gid_hi[8];   /* RoCE: the GID's top 8 bytes every rank shares */
-    uint8_t        *gid_his;     /* RoCE: per rank, 8 bytes each, when they differ (else NULL) */
+    rvx__mlx5_gids_t gids;       /* RoCE: the GIDs' top halves (the low ones are in addrs) */
     int            *refused;     /* ranks whose address is not one of this fabric (wire-up) */
     unsigned        nrefused;
     /* messages: the control region (word 0 the credit pool, word 1 + r the frames of ours rank r

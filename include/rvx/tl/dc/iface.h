@@ -52,7 +52,7 @@ RVX_COLD void rvx__dc_iface_fini(rvx__dc_iface_t *ifc)
     free(ifc->dirty);
     free(ifc->holders);
     free(ifc->backoff);
-    free(ifc->gid_his);
+    free(ifc->gids.his);
     free(ifc->refused);
 #if RVX_CAN_RECEIVE
     while (ifc->def_head) {
@@ -153,28 +153,16 @@ RVX_COLD int rvx__dc_refused(const rvx__dc_iface_t *ifc, int rank)
 RVX_COLD rvx_status_t rvx__dc_iface_wireup(rvx__dc_iface_t *ifc, const uint8_t *addrs, size_t size)
 {
     const rvx__dc_addr_t *a;
-    int r, shared = 1;
+    int r;
     for (r = 0; r < ifc->nranks; r++) {
         a = (const rvx__dc_addr_t *)(const void *)(addrs + (size_t)r * size);
-        if (a->magic == RVX__MLX5_MAGIC && a->is_roce == ifc->ctx->is_roce) {
-            if (memcmp(a->gid_hi, ((const rvx__dc_addr_t *)(const void *)addrs)->gid_hi, 8)) shared = 0;
-            continue;
-        }
+        if (a->magic == RVX__MLX5_MAGIC && a->is_roce == ifc->ctx->is_roce) continue;
         if (!ifc->refused) ifc->refused = (int *)calloc((size_t)ifc->nranks, sizeof(int));
         if (!ifc->refused) return RVX_ERR_NO_MEMORY;
         ifc->refused[ifc->nrefused++] = r;
     }
-    if (!ifc->ctx->is_roce || ifc->nranks == 0) return RVX_OK;
-    if (shared) {
-        memcpy(ifc->gid_hi, ((const rvx__dc_addr_t *)(const void *)addrs)->gid_hi, 8);
-        return RVX_OK;
-    }
-    ifc->gid_his = (uint8_t *)malloc(8 * (size_t)ifc->nranks);
-    if (!ifc->gid_his) return RVX_ERR_NO_MEMORY;
-    for (r = 0; r < ifc->nranks; r++)
-        memcpy(ifc->gid_his + 8 * (size_t)r,
-               ((const rvx__dc_addr_t *)(const void *)(addrs + (size_t)r * size))->gid_hi, 8);
-    return RVX_OK;
+    if (!ifc->ctx->is_roce) return RVX_OK;
+    return rvx__mlx5_gids_keep(&ifc->gids, addrs, size, offsetof(rvx__dc_addr_t, gid_hi), ifc->nranks);
 }
 
 /* Where the worker keeps every rank's address after wire-up (its first RVX__DC_ADDR_KEPT bytes):

@@ -437,6 +437,36 @@ RVX_COLD rvx_status_t rvx__mlx5_qp_to_init(const rvx__mlx5_ctx_t *ctx, struct ib
 }
 
 /* INIT -> RTR towards QP rqpn at (lid, gid); `rank` names the peer in the log. */
+/* RoCE: the peers' GIDs as a worker keeps them. A kept address holds its GID's low 8 bytes; the
+ * top 8 (the subnet prefix, or the IPv4-mapped prefix) are kept once when every rank has the
+ * same, else per rank. (On InfiniBand a LID addresses the peer and no GID is kept.) */
+typedef struct rvx__mlx5_gids {
+    uint8_t  hi[8];
+    uint8_t *his; /* per rank, 8 bytes each, when they differ (else NULL; freed with the iface) */
+} rvx__mlx5_gids_t;
+
+/* From the n gathered addresses, `size` apart, each with its GID's top half at offset `off`. */
+RVX_COLD rvx_status_t rvx__mlx5_gids_keep(rvx__mlx5_gids_t *g, const uint8_t *addrs, size_t size, size_t off,
+                                          int n)
+{
+    int r;
+    if (n <= 0) return RVX_OK;
+    memcpy(g->hi, addrs + off, 8);
+    for (r = 1; r < n && !memcmp(addrs + (size_t)r * size + off, g->hi, 8); r++) {}
+    if (r == n) return RVX_OK;
+    g->his = (uint8_t *)malloc(8 * (size_t)n);
+    if (!g->his) return RVX_ERR_NO_MEMORY;
+    for (r = 0; r < n; r++) memcpy(g->his + 8 * (size_t)r, addrs + (size_t)r * size + off, 8);
+    return RVX_OK;
+}
+
+/* rank's GID: its top half as kept above, its low half `lo` from its kept address. */
+RVX_INLINE void rvx__mlx5_gid_of(const rvx__mlx5_gids_t *g, int rank, const uint8_t lo[8], uint8_t gid[16])
+{
+    memcpy(gid, g->his ? g->his + 8 * (size_t)rank : g->hi, 8);
+    memcpy(gid + 8, lo, 8);
+}
+
 RVX_COLD rvx_status_t rvx__mlx5_qp_to_rtr(const rvx__mlx5_ctx_t *ctx, struct ibv_qp *qp, uint32_t rqpn,
                                           uint16_t lid, const uint8_t *gid, int rank)
 {

@@ -212,8 +212,10 @@ RVX_COLD rvx_status_t rvx__rc_qp_connect(rvx__rc_conn_t *c, struct ibv_qp *qp, u
                                            unsigned steps)
 {
     const rvx__rc_addr_t *a = rvx__rc_peer_addr(c->ifc, rvx__rc_rank(c));
+    uint8_t gid[16];
+    rvx__mlx5_gid_of(&c->ifc->gids, rvx__rc_rank(c), a->at.gid_lo, gid); /* RoCE: read */
     if ((steps & RVX__RC_TO_RTR) &&
-        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, a->lid, a->gid, rvx__rc_rank(c)) != RVX_OK)
+        rvx__mlx5_qp_to_rtr(c->ifc->ctx, qp, rqpn, a->at.lid, gid, rvx__rc_rank(c)) != RVX_OK)
         return RVX_ERR_IO;
     if (!(steps & RVX__RC_RTR_TO_RTS)) return RVX_OK;
     return rvx__mlx5_qp_to_rts(qp, rvx__rc_rank(c));

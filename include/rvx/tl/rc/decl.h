@@ -66,12 +66,15 @@ typedef struct rvx__rc_addr {
     /* kept after wire-up (RVX__RC_ADDR_KEPT): what re-connection reads */
     uint64_t ctrl_addr;
     uint32_t ctrl_rkey;
-    uint16_t lid;
-    uint8_t  is_roce;
-    uint8_t  pad;
-    uint8_t  gid[16];
     uint32_t hello_qpn; /* the iface's UD QP for re-connection messages */
+    union {
+        uint16_t lid;       /* InfiniBand */
+        uint8_t  gid_lo[8]; /* RoCE: GID bytes 8-15 */
+    } at;
     /* read by the wire-up only */
+    uint8_t  gid_hi[8]; /* RoCE: GID bytes 0-7 (the iface keeps them, once when shared) */
+    uint8_t  is_roce;
+    uint8_t  pad[3];
     int32_t  nranks;
     uint64_t magic;
     uint32_t qpn[2];    /* nranks entries: QP to rank r at r (indexed through RVX__RC_QPN: the
@@ -79,7 +82,9 @@ typedef struct rvx__rc_addr {
 } rvx__rc_addr_t;
 #define RVX__RC_ADDR_SIZE(n) (offsetof(rvx__rc_addr_t, qpn) + 4 * (size_t)((n) > 2 ? (n) : 2))
 #define RVX__RC_QPN(addr) ((uint32_t *)(void *)((uint8_t *)(addr) + offsetof(rvx__rc_addr_t, qpn)))
-#define RVX__RC_ADDR_KEPT(n) offsetof(rvx__rc_addr_t, nranks) /* after wire-up: no check words, no QPN table */
+#define RVX__RC_ADDR_KEPT(n) offsetof(rvx__rc_addr_t, gid_hi) /* after wire-up, 24 bytes a rank: no
+                                                                * GID top, check words or QPN table */
+RVX_STATIC_ASSERT(offsetof(rvx__rc_addr_t, gid_hi) == 24, "rc_mlx5 keeps 24 bytes of an address");
 
 struct rvx__rc_iface;
 struct rvx__rc_ep;
@@ -200,6 +205,7 @@ typedef struct rvx__rc_iface {
     uint32_t          credit_q;    /* credits go back when this many frames were consumed */
     unsigned          nrec;        /* conns waiting to follow a peer's re-connection */
     struct rvx__rc_hello *hello; /* the hello QP, failed QPs, the re-connections under way */
+    rvx__mlx5_gids_t  gids;        /* RoCE: the peers' GID top halves (low ones: kept addresses) */
     /* requests received on a channel while a reply waited for room: delivered later, in order */
     struct rvx__mlx5_deferred *def_head, *def_tail;
     /* the bounce pool: RVX_MLX5_BOUNCE_BYTES registered on first use, lent to conns in segments */

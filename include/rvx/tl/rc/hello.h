@@ -178,11 +178,11 @@ RVX_COLD void rvx__rc_hello_post(rvx__rc_iface_t *ifc, int rank, uint32_t imm, c
         return;
     }
     memset(&aa, 0, sizeof(aa));
-    aa.dlid = a->lid;
+    aa.dlid = a->at.lid;
     aa.port_num = ctx->port;
     if (ctx->is_roce) {
         aa.is_global = 1;
-        memcpy(aa.grh.dgid.raw, a->gid, 16);
+        rvx__mlx5_gid_of(&ifc->gids, rank, a->at.gid_lo, aa.grh.dgid.raw);
         aa.grh.sgid_index = (uint8_t)ctx->gid_index;
         aa.grh.hop_limit = RVX__MLX5_HOP_LIMIT;
     }

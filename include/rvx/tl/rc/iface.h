@@ -23,6 +23,7 @@ RVX_COLD void rvx__rc_iface_free(rvx__rc_iface_t *ifc)
     free(ifc->conns);
     free(ifc->qpt_qpn);
     free(ifc->qpt_rank);
+    free(ifc->gids.his);
     rvx__mlx5_txpool_fini(&ifc->txrecs); /* after the conns have given their records back */
     memset(ifc, 0, sizeof(*ifc));
 }
@@ -151,9 +152,13 @@ RVX_COLD void rvx__rc_iface_address(rvx__rc_iface_t *ifc, rvx__rc_addr_t *addr)
     addr->magic = RVX__MLX5_MAGIC;
     addr->ctrl_addr = (uint64_t)(uintptr_t)ifc->ctrl;
     addr->ctrl_rkey = ifc->ctrl_mr->rkey;
-    addr->lid = ifc->ctx->lid;
     addr->is_roce = ifc->ctx->is_roce;
-    memcpy(addr->gid, ifc->ctx->gid.raw, 16);
+    if (ifc->ctx->is_roce) {
+        memcpy(addr->gid_hi, ifc->ctx->gid.raw, 8);
+        memcpy(addr->at.gid_lo, ifc->ctx->gid.raw + 8, 8);
+    } else {
+        addr->at.lid = ifc->ctx->lid;
+    }
     addr->nranks = ifc->nranks;
     addr->hello_qpn = rvx__rc_hello_qpn(ifc);
     for (i = 0; i < ifc->nranks; i++) RVX__RC_QPN(addr)[i] = ifc->conns[i].qpn;
@@ -172,6 +177,11 @@ RVX_COLD rvx_status_t rvx__rc_iface_wireup(rvx__rc_iface_t *ifc, const uint8_t *
 {
     int i;
     rvx__rc_hello_addrs(ifc, addrs, size);
+    if (ifc->ctx->is_roce) { /* before the QPs connect: they read the GIDs this way */
+        rvx_status_t st = rvx__mlx5_gids_keep(&ifc->gids, addrs, size, offsetof(rvx__rc_addr_t, gid_hi),
+                                              ifc->nranks);
+        if (st != RVX_OK) return st;
+    }
     for (i = 0; i < ifc->nranks; i++) {
         rvx_status_t st = rvx__rc_conn_up(ifc, &ifc->conns[i],
                                             (const rvx__rc_addr_t *)(const void *)(addrs + (size_t)i * size));
