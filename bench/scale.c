@@ -35,7 +35,7 @@
  *   rss_mib         peak resident set size of the process (getrusage)
  *   exchange_s      the exchange with every peer, wall-clock seconds
  *   op_pool_kib     of heap_kib, the pools of operation records: the tag layer's (slabs of 64
- *                   records of 64 B for posted receives, and of 64 operations of ~400 B) and the
+ *                   records of 40 B for posted receives, and of 64 operations of ~400 B) and the
  *                   mlx5 transport's (doubled from 64 when empty). They grow with the
  *                   operations outstanding at once (here the N-1 receives posted before the sends,
  *                   and as many sends in flight as the timing allows), so with N in this exchange,

@@ -52,7 +52,8 @@ static inline const char *rvx_status_str(rvx_status_t s)
  * on a fast path. `status` is RVX_INPROGRESS while pending and the final status afterwards. */
 typedef struct rvx_request {
     volatile int status;
-    uint64_t     tl_private[3];
+    uint64_t     tl_private[3]; /* rvx's while pending: a transport's links and first error, or
+                                 * where a posted tag receive's data goes */
 } rvx_request_t;
 
 typedef struct rvx_context rvx_context_t;

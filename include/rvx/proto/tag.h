@@ -338,15 +338,15 @@ RVX_COLD rvx_status_t rvx__tag_take(struct rvx__tag_state *t, rvx__tag_op_t *u, 
     return (rvx_status_t)req->status;
 }
 
-/* What a posted receive matches and where its data goes. */
-RVX_INLINE void rvx__tag_recv_fill(rvx__tag_rop_t *op, void *buf, size_t len, uint64_t tag,
-                                   uint64_t mask, rvx_tag_info_t *info)
+/* What a posted receive matches (its record) and where its data goes (its request). */
+RVX_INLINE void rvx__tag_recv_fill(rvx__tag_rop_t *op, rvx_request_t *req, void *buf, size_t len,
+                                   uint64_t tag, uint64_t mask, rvx_tag_info_t *info)
 {
     op->tag = tag;
     op->mask = mask;
-    op->buf = (uint8_t *)buf;
-    op->len = len;
-    op->info = info;
+    req->tl_private[0] = (uint64_t)(uintptr_t)buf;
+    req->tl_private[1] = (uint64_t)len;
+    req->tl_private[2] = (uint64_t)(uintptr_t)info;
 }
 
 RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, size_t len, uint64_t tag,
@@ -369,7 +369,7 @@ RVX_COLD rvx_status_t rvx__tag_recv_slow(rvx_worker_t *w, int src, void *buf, si
     if (!t->rfree && !rvx__tag_rgrow(t)) return RVX_ERR_NO_MEMORY;
     op = t->rfree;
     t->rfree = op->next;
-    rvx__tag_recv_fill(op, buf, len, tag, mask, info);
+    rvx__tag_recv_fill(op, req, buf, len, tag, mask, info);
     op->req = req;
     op->src = src;
     op->next = NULL;
@@ -391,7 +391,7 @@ RVX_INLINE rvx_status_t rvx_tag_recv(rvx_worker_t *w, void *buf, size_t len, uin
     /* one test for the three: no unexpected message, no posted receive, no lone receive */
     if (RVX_LIKELY(((uintptr_t)t->unx_head | (uintptr_t)t->exp_head | (uintptr_t)t->lone) == 0)) {
         rvx__tag_rop_t *op = &t->lone_op;
-        rvx__tag_recv_fill(op, buf, len, tag, tag_mask, info);
+        rvx__tag_recv_fill(op, req, buf, len, tag, tag_mask, info);
         t->lone = req;
         req->status = RVX_INPROGRESS;
         return RVX_INPROGRESS;
@@ -474,9 +474,10 @@ RVX_COLD void rvx__tag_rx_eager(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
     rvx__tag_op_t *op;
     if (r) { /* one frame: done in the receive record, no op */
         rvx_request_t *req = r->req;
-        rvx_status_t st = plen > r->len ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
-        rvx__tag_copy(r->buf, body + 8, plen < r->len ? plen : r->len);
-        rvx__tag_fill(r->info, tag, plen, ep->rank);
+        size_t blen = RVX__TAG_RQ_LEN(req);
+        rvx_status_t st = plen > blen ? RVX_ERR_MSG_TRUNCATED : RVX_OK;
+        rvx__tag_copy(RVX__TAG_RQ_BUF(req), body + 8, plen < blen ? plen : blen);
+        rvx__tag_fill(RVX__TAG_RQ_INFO(req), tag, plen, ep->rank);
         rvx__tag_rop_free(t, r);
         req->status = st;
         return;
@@ -593,9 +594,9 @@ RVX_INLINE void rvx__tag_rx_eager_fast(rvx_ep_t *ep, unsigned chan, void *body, 
     if (RVX_LIKELY(plen - 8 <= 8 && (uintptr_t)req > 1)) {
         rvx__tag_rop_t *op = &t->lone_op;
         uint64_t tag = rvx__tag_ld64(b);
-        if (RVX_LIKELY(op->tag == tag && plen <= op->len)) {
-            rvx_tag_info_t *ti = op->info;
-            uint8_t *d = op->buf;
+        if (RVX_LIKELY(op->tag == tag && plen <= RVX__TAG_RQ_LEN(req))) {
+            rvx_tag_info_t *ti = RVX__TAG_RQ_INFO(req);
+            uint8_t *d = RVX__TAG_RQ_BUF(req);
             rvx__tag_st64(d, rvx__tag_ld64(b + 8));
             rvx__tag_st64(d + plen - 8, rvx__tag_ld64(b + len - 8));
             t->lone = NULL;

@@ -113,29 +113,33 @@ enum {
 #define RVX__F_ISSUED  32u
 #define RVX__F_LFLUSH  64u /* lanes: a GET part was canceled; a flush learns the lane's error */
 
-/* What a posted receive needs, declared once for its two homes: the receive record that waits in
- * the expected queue (rvx__tag_rop_t, one cache line) and the head of a full op. */
-#define RVX__TAG_RECV_FIELDS(self)                                                                 \
+/* What matching reads, declared once for its two homes: the record a posted receive waits in
+ * (rvx__tag_rop_t) and the head of a full op. */
+#define RVX__TAG_MATCH_FIELDS(self)                                                                \
     self           *next;   /* the list it is in (expected, unexpected, free, a send queue) */    \
     uint64_t        tag;                                                                        \
     uint64_t        mask;                                                                       \
-    uint8_t        *buf;                                                                        \
-    size_t          len;    /* receive: buffer length; send: message length */                  \
     rvx_request_t  *req;                                                                        \
-    rvx_tag_info_t *info;                                                                       \
     int32_t         src;    /* posted receive: the sender it takes (RVX_ANY_SOURCE: any) */
 
-/* A posted receive nothing has matched yet. A receive costs this much while it waits; a match
- * that starts a protocol (eager fragments, a rendezvous) moves it into a full op (rvx__tag_claim),
- * one that completes at once (a single eager frame) never needs one. */
+/* A posted receive nothing has matched yet: 40 bytes while it waits. Where its data goes (buffer,
+ * length, info) is kept in its request, which rvx owns until it completes (RVX__TAG_RQ_*). A
+ * match that starts a protocol (eager fragments, a rendezvous) moves it into a full op
+ * (rvx__tag_claim); one that completes at once (a single eager frame) never needs one. */
 typedef struct rvx__tag_rop rvx__tag_rop_t;
 struct rvx__tag_rop {
-    RVX__TAG_RECV_FIELDS(rvx__tag_rop_t)
+    RVX__TAG_MATCH_FIELDS(rvx__tag_rop_t)
 };
+#define RVX__TAG_RQ_BUF(req)  ((uint8_t *)(uintptr_t)(req)->tl_private[0])
+#define RVX__TAG_RQ_LEN(req)  ((size_t)(req)->tl_private[1])
+#define RVX__TAG_RQ_INFO(req) ((rvx_tag_info_t *)(uintptr_t)(req)->tl_private[2])
 
 typedef struct rvx__tag_op rvx__tag_op_t;
 struct rvx__tag_op {
-    RVX__TAG_RECV_FIELDS(rvx__tag_op_t)
+    RVX__TAG_MATCH_FIELDS(rvx__tag_op_t)
+    uint8_t        *buf;
+    size_t          len;    /* receive: buffer length; send: message length */
+    rvx_tag_info_t *info;
     /* protocol state: zeroed when an op enters the protocol (rvx__tag_op_proto) */
     rvx__tag_link_t alink;  /* active list: in flight, counted in w->proto_pending */
     rvx__tag_link_t rlink;  /* ready list: progress has a step to run */
@@ -504,11 +508,11 @@ RVX_COLD rvx__tag_op_t *rvx__tag_claim(struct rvx__tag_state *t, rvx__tag_rop_t 
     if (op) {
         op->tag = r->tag;
         op->mask = r->mask;
-        op->buf = r->buf;
-        op->len = r->len;
-        op->req = r->req;
-        op->info = r->info;
+        op->req = req;
         op->src = r->src;
+        op->buf = RVX__TAG_RQ_BUF(req);
+        op->len = RVX__TAG_RQ_LEN(req);
+        op->info = RVX__TAG_RQ_INFO(req);
         op->kind = RVX__KIND_RECV;
     }
     rvx__tag_rop_free(t, r);
