@@ -742,7 +742,8 @@ static inline rvx__tag_rop_t *rvx__tag_match(struct rvx__tag_state *t, uint64_t 
     rvx__tag_rop_t **pp, *r;
     rvx__tag_spill(t);
     for (pp = &t->exp_head; (r = *pp) != NULL; pp = &r->next)
-        if (((r->tag ^ tag) & r->mask) == 0 && (r->src < 0 || r->src == rank)) return rvx__tag_exp_unlink(t, pp);
+        if (((r->tag ^ tag) & r->mask) == 0 && (r->src < 0 || r->src == rank))
+            return rvx__tag_exp_unlink(t, pp);
     return NULL;
 }
 

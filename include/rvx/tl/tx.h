@@ -2,11 +2,11 @@
  * The protocols' hot sends (an active message, a short tagged message) are written once over a
  * handle and its hooks (claim, publish, the handler test); RVX__TL_SEND(ep, fn, args...) calls
  * fn(tx, args...) with the handle of endpoint ep; rvx__tl_tx(ep) is ep's handle, and
- * rvx__tl_tx_ep(tx) the endpoint of a handle (for the cold paths). In a build of one transport the handle is the
- * endpoint. A pair (tl/pair.h) reads once which of its transports carries the endpoint and calls
- * fn in one of two copies, each with a handle that names its transport as a constant, so each
- * copy inlines one transport's claim, publish and test: one branch per send, not one per hook.
- * tl/contract.h lists the hooks. */
+ * rvx__tl_tx_ep(tx) the endpoint of a handle (for the cold paths). In a build of one transport
+ * the handle is the endpoint. A pair (tl/pair.h) reads once which of its transports carries the
+ * endpoint and calls fn in one of two copies, each with a handle that names its transport as a
+ * constant, so each copy inlines one transport's claim, publish and test: one branch per send,
+ * not one per hook. tl/contract.h lists the hooks. */
 #ifndef RVX_TL_TX_H
 #define RVX_TL_TX_H
 
