@@ -76,24 +76,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Kernel TCP socket tables that exist here (tcp6 is absent without IPv6).
-TCP_TABLES=()
-for f in /proc/net/tcp /proc/net/tcp6; do
-    [ -r "$f" ] && TCP_TABLES+=("$f")
-done
-
-. tests/ports.sh # free_port
-
-# Is anything listening (state 0A) on the port? Without the tables we
-# cannot tell: wait one second and assume yes.
-port_listening() {
-    if [ "${#TCP_TABLES[@]}" -eq 0 ]; then
-        sleep 1
-        return 0
-    fi
-    awk -v h=":$(printf '%04X' "$1")" \
-        'substr($2, length($2) - 4) == h && $4 == "0A" { found = 1 } END { exit !found }' "${TCP_TABLES[@]}"
-}
+. tests/ports.sh # free_port, listening
 
 # run_test NAME KIND ARGS...   (KIND = lat or rate; ARGS = ucx_perftest
 # arguments common to server and client; "env VAR=..." may come first)
@@ -116,11 +99,11 @@ run_test() {
 
     # Wait (max ~5 s) until the server listens, so the client never races it.
     for _ in $(seq 1 50); do
-        port_listening "$port" && break
+        listening "$port" && break
         kill -0 "$SERVER_PID" 2>/dev/null || break
         sleep 0.1
     done
-    if ! port_listening "$port"; then
+    if ! listening "$port"; then
         cat "$SRV_OUT" >> "$UCX_LOG"
         echo "ucx $name error server did not start listening on port $port"
         cleanup_server
