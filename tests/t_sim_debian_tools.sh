@@ -47,7 +47,7 @@ run_pair() { # program, extra args...
   for try in 1 2 3; do
     timeout 30 "$prog" -p $port "$@" >"$tmp/server" 2>&1 &
     local spid=$!
-    sleep 0.3
+    for _ in $(seq 200); do listening "$port" && break; kill -0 $spid 2>/dev/null || break; sleep 0.05; done
     if timeout 30 "$prog" -p $port "$@" 127.0.0.1 >"$tmp/client" 2>&1 && wait $spid; then
       if grep -q "iters in" "$tmp/client" && grep -q "iters in" "$tmp/server"; then
         echo "ok: $prog $*: $(grep 'iters in' "$tmp/client")"
