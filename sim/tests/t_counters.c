@@ -35,10 +35,26 @@ static struct counts get(void)
 	int n;
 
 	REQUIRE(fn != NULL);
-	n = fn(line, sizeof(line));
-	REQUIRE(n > 0 && n < (int)sizeof(line));
-	CHECK_EQ(fn(line, 8), n);          /* a short buffer: the length it needs, as snprintf */
-	fn(line, sizeof(line));
+	/* A short buffer gets the length it needs and a terminated prefix, as snprintf. The engine
+	 * thread's counters can gain a digit between two calls, so the length is compared only
+	 * when the full calls either side of the short one agree. */
+	for (int tries = 0; tries < 20; tries++) {
+		char little[8];
+		int m, n2;
+
+		n = fn(line, sizeof(line));
+		REQUIRE(n > 0 && n < (int)sizeof(line));
+		m = fn(little, sizeof(little));
+		n2 = fn(line, sizeof(line));
+		if (n != n2 && tries < 19)
+			continue;
+		CHECK(little[sizeof(little) - 1] == '\0' && !memcmp(little, line, sizeof(little) - 1));
+		if (n == n2)
+			CHECK_EQ(m, n);
+		else
+			CHECK(m >= (int)sizeof(little));
+		break;
+	}
 	c.verbs = field(line, "verbs");
 	c.qps = field(line, "qps");
 	c.qps_peak = field(line, "qps_peak");
