@@ -4,7 +4,8 @@
 # rvxsim with 4 PEs; the pair (shm on the node, rc_mlx5 between nodes) on rvxsim with 4 PEs as 2
 # emulated nodes x 2, so every PE has peers on both paths; f_peer_exit on each, where a PE's
 # death must end the job, not hang it; the PMIx build of t_shmem_api under mpirun (4 PEs, shm);
-# t_shmem_api with AddressSanitizer and UBSan; a put past the heap's end on every transport; a
+# t_shmem_api with AddressSanitizer and UBSan; puts to memory that is not symmetric on every
+# transport; a
 # program of two translation units.
 # Then the wrapper's refusals: a
 # generic call for a type the specification does not give it, and an unknown transport, fail
@@ -88,44 +89,61 @@ else
   echo "--   sanitizers/t_shmem_api: not built ($(head -n 1 "$tmp/log"))"
 fi
 
-# a put that runs past the end of the symmetric heap (8 bytes, 4 beyond) ends the job with a line
-# from PE 0 naming the access error, at the put (shm: the heap is mapped, the copy is checked)
-# or at the quiet after it (the NIC refused it), never "accepted", never a hang: PE 1 waits in
-# the barrier for PE 0, whose endpoint failed (rvx's state is read to find the heap's end)
-cat >"$tmp/past_end.c" <<'EOF'
+# a put to memory that is not symmetric ends the job with a line from PE 0, never "accepted",
+# never a hang (PE 1 waits in the barrier for PE 0, whose endpoint failed):
+#  - end: 8 bytes, 4 of them past the heap's end (rvx's state is read to find it): the access
+#    error, at the put (shm: the heap is mapped, the copy is checked) or at the quiet after it
+#    (the NIC refused it);
+#  - malloc: below the heap, outside the data segment: "not symmetric", at the put;
+#  - stack: above the heap: "not symmetric" at the put, except on rc_mlx5 and dc_mlx5 alone,
+#    whose heap test is one compare and leaves it to the target's NIC (the access error)
+cat >"$tmp/bad_dest.c" <<'EOF'
 #include <shmem.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv)
 {
-    long v = 42;
+    long v = 42, local = 0;
     shmem_init();
-    if (shmem_my_pe() == 0) {
+    if (argc > 1 && shmem_my_pe() == 0) {
         char *end = (char *)rvx__sh.heap_base + rvx__sh.heap_len;
-        shmem_putmem(end - 4, &v, 8, 1);
+        void *dest = !strcmp(argv[1], "end") ? (void *)(end - 4)
+                   : !strcmp(argv[1], "malloc") ? malloc(64) : (void *)&local;
+        shmem_putmem(dest, &v, 8, 1);
         shmem_quiet();
-        printf("PE 0: a put past the heap's end was accepted\n");
+        printf("PE 0: a put to %s was accepted (%ld)\n", argv[1], local);
     }
     shmem_barrier_all();
     shmem_finalize();
     return 0;
 }
 EOF
+access="(a put of 8 bytes failed|shmem_quiet: .*failed): remote access error"
+nonsym="address 0x[0-9a-f]+ \(8 bytes\) is not symmetric"
 for tl in shm rc dc pair; do
   env=(); nodes=()
   [ $tl = shm ] || env=(LD_LIBRARY_PATH=build/sim)
   [ $tl = pair ] && nodes=(--nodes 2)
-  if ! "$cc" --tl=$tl -std=c11 -O2 -o "$tmp/past_end_$tl" "$tmp/past_end.c" >"$tmp/log" 2>&1; then
-    echo "FAIL $tl/past_end: did not build"; sed 's/^/  | /' "$tmp/log" | head -5; fail=1; continue
+  if ! "$cc" --tl=$tl -std=c11 -O2 -o "$tmp/bad_dest_$tl" "$tmp/bad_dest.c" >"$tmp/log" 2>&1; then
+    echo "FAIL $tl/bad_dest: did not build"; sed 's/^/  | /' "$tmp/log" | head -5; fail=1; continue
   fi
-  start=$SECONDS
-  out=$(env "${env[@]}" SHMEM_SYMMETRIC_SIZE=1M "$run" -n 2 "${nodes[@]}" -t 60 "$tmp/past_end_$tl" 2>&1)
-  rc=$?
-  if [ $rc -ne 0 ] && [ $((SECONDS - start)) -lt 50 ] && ! grep -q accepted <<<"$out" &&
-     grep -Eq "^shmem: PE 0: (a put of 8 bytes failed|shmem_quiet: .*failed): remote access error" <<<"$out"; then
-    echo "ok   $tl/past_end: $(grep -m1 '^shmem: PE 0' <<<"$out")"
-  else
-    echo "FAIL $tl/past_end (exit $rc after $((SECONDS - start)) s)"; sed 's/^/  | /' <<<"$out" | tail -n 12; fail=1
-  fi
+  for where in end malloc stack; do
+    case $where:$tl in
+      end:*|stack:rc|stack:dc) want=$access ;;
+      *) want=$nonsym ;;
+    esac
+    start=$SECONDS
+    out=$(env "${env[@]}" SHMEM_SYMMETRIC_SIZE=1M "$run" -n 2 "${nodes[@]}" -t 60 "$tmp/bad_dest_$tl" $where 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ] && [ $((SECONDS - start)) -lt 50 ] && ! grep -q accepted <<<"$out" &&
+       grep -Eq "^shmem: PE 0: $want" <<<"$out"; then
+      echo "ok   $tl/bad_dest $where: $(grep -m1 '^shmem: PE 0' <<<"$out")"
+    else
+      echo "FAIL $tl/bad_dest $where (exit $rc after $((SECONDS - start)) s; wanted \"$want\")"
+      sed 's/^/  | /' <<<"$out" | tail -n 12; fail=1
+    fi
+  done
 done
 
 # a program of two translation units shares one state (a weak global): atomics on a global and

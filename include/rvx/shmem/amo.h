@@ -51,10 +51,10 @@ RVX_INLINE uint64_t rvx__sh_amo(int pe, const void *dest, unsigned size, rvx_amo
                                 uint64_t v, uint64_t cmp, int fetching)
 {
     const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
-    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
-    if (RVX_UNLIKELY(off >= rvx__sh.heap_len))
+    if (RVX_UNLIKELY(!rvx__sh_heap_has((uintptr_t)dest)))
         return rvx__sh_amo_data(pe, dest, size, op, v, cmp, fetching);
-    return rvx__sh_amo_at(p->ep, p->heap_rbase + off, &p->heap_rkey, size, op, v, cmp, fetching);
+    return rvx__sh_amo_at(p->ep, rvx__sh_heap_raddr(p, (uintptr_t)dest), &p->heap_rkey, size, op, v,
+                          cmp, fetching);
 }
 
 #define RVX__SH_BITS(T, x, b)  do { T t_ = (x); (b) = 0; memcpy(&(b), &t_, sizeof(T)); } while (0)

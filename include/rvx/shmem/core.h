@@ -13,7 +13,9 @@
  *    map it and atomics on static variables are CPU or NIC atomics like the heap's; on rc_mlx5
  *    and dc_mlx5 it is registered in place (rvx_mem_reg).
  * A remote address is the peer's region base plus the local offset: one subtraction, one
- * compare, one add for the heap; the data segment takes an out-of-line branch.
+ * compare, one add for the heap; the data segment takes an out-of-line branch. On rc_mlx5 and
+ * dc_mlx5 alone the heap lies at one address on every PE, so a heap address is its own remote
+ * address and one compare tells it from a static variable's (RVX__SH_SAME_VA).
  *
  * The state is one weak global, so several translation units of one program share it. */
 #ifndef RVX_SHMEM_CORE_H
@@ -33,6 +35,12 @@
 /* shm alone: every PE's heap is mapped in this process (rvx_rkey_ptr), so a put to it is a copy
  * by this CPU, as rvx_put on shm is, with the address translated once instead of twice. */
 #define RVX__SH_MAPPED (RVX_TL == RVX_TL_SHM && !RVX_PAIR)
+
+/* rc_mlx5 or dc_mlx5 alone: every PE maps its heap at one address, above its data segment
+ * (rvx__sh_heap_map). Below the heap is the data segment's cold path; above the heap's end
+ * nothing is symmetric, and the target's NIC refuses such an access (a remote access error at
+ * the call or at the next quiet), as it refuses one that runs past the end. */
+#define RVX__SH_SAME_VA ((RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5) && !RVX_PAIR)
 
 /* Where a PE's symmetric memory is, seen from here: what every put reads. Aligned to 64 bytes,
  * so the array is indexed by a shift (128 bytes a PE on shm and rc_mlx5). The heap's key comes
@@ -71,12 +79,35 @@ typedef struct rvx__sh_state {
     unsigned        polls;      /* wait loops: when to look at the peers' liveness */
 } rvx__sh_state_t;
 
-__attribute__((weak)) rvx__sh_state_t rvx__sh;
+/* No heap before shmem_init or after shmem_finalize: every address fails rvx__sh_heap_has, so
+ * a call then takes the cold path, which says so. */
+__attribute__((weak)) rvx__sh_state_t rvx__sh = {.heap_base = UINTPTR_MAX};
 
 /* A PE's entry: pe scaled in 32 bits, which x86-64 zero-extends for free (pe < n_pes). */
 #define RVX__SH_PEER(pe)                                                                           \
     ((const rvx__sh_peer_t *)(const void *)((const char *)rvx__sh.peers +                          \
                                             (uint32_t)(pe) * (uint32_t)sizeof(rvx__sh_peer_t)))
+
+/* Whether address a is the heap's (else the data segment's, or nothing symmetric), and where it
+ * is at the PE of entry p: one compare and no add where the heap is at one address. */
+RVX_INLINE int rvx__sh_heap_has(uintptr_t a)
+{
+#if RVX__SH_SAME_VA
+    return a >= rvx__sh.heap_base;
+#else
+    return a - rvx__sh.heap_base < rvx__sh.heap_len;
+#endif
+}
+
+RVX_INLINE uint64_t rvx__sh_heap_raddr(const rvx__sh_peer_t *p, uintptr_t a)
+{
+#if RVX__SH_SAME_VA
+    (void)p;
+    return a;
+#else
+    return p->heap_rbase + (a - rvx__sh.heap_base);
+#endif
+}
 
 /* The executable's data and bss: symbols the static linker defines for every executable. */
 extern char __data_start[] __attribute__((weak));
@@ -167,9 +198,9 @@ RVX_COLD rvx__sh_target_t rvx__sh_data_key(const rvx__sh_peer_t *p, uintptr_t a,
 
 #define RVX__SH_RESOLVE(p, dest, len, raddr, rk)                                               \
     do {                                                                                       \
-        uintptr_t a_ = (uintptr_t)(dest), off_ = a_ - rvx__sh.heap_base;                       \
-        if (RVX_LIKELY(off_ < rvx__sh.heap_len)) {                                             \
-            (raddr) = (p)->heap_rbase + off_;                                                  \
+        uintptr_t a_ = (uintptr_t)(dest);                                                      \
+        if (RVX_LIKELY(rvx__sh_heap_has(a_))) {                                                \
+            (raddr) = rvx__sh_heap_raddr((p), a_);                                             \
             (rk) = &(p)->heap_rkey;                                                            \
         } else {                                                                               \
             rvx__sh_target_t t_ = rvx__sh_data_key((p), a_, (len));                            \
@@ -270,6 +301,63 @@ RVX_COLD void rvx__sh_data_setup(uint64_t *rbase)
                       (size_t)(e - s), rvx_status_str(st));
 }
 
+#if RVX__SH_SAME_VA
+/* The heap at one address on every PE, above the data segment: each round tries, on every PE,
+ * the address of one PE's own mapping (a hint that the kernel, or valgrind, grants when the range
+ * is free), until every PE has it. Anonymous memory, zero-filled; registered by the caller. */
+RVX_COLD uintptr_t rvx__sh_heap_map(size_t len)
+{
+    rvx__sh_state_t *S = &rvx__sh;
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    uint64_t *cand = (uint64_t *)calloc((size_t)S->npes, sizeof(*cand)), own;
+    int *ok = (int *)calloc((size_t)S->npes, sizeof(*ok)), round, pe;
+    void *m = mmap(NULL, len, prot, flags, -1, 0);
+    if (!cand || !ok || m == MAP_FAILED)
+        rvx__sh_fatal("cannot map the symmetric heap (%zu bytes): %s", len, strerror(errno));
+    own = (uint64_t)(uintptr_t)m;
+    if (rvx_allgather(S->ctx, &own, sizeof(own), cand) != RVX_OK)
+        rvx__sh_fatal("exchanging the symmetric heap's address failed");
+    for (round = 0; round < S->npes && round < 8; round++) {
+        void *at = (void *)(uintptr_t)cand[round], *got = m;
+        int mine, all = 1;
+        if (at != m && (got = mmap(at, len, prot, flags, -1, 0)) != at && got != MAP_FAILED) {
+            munmap(got, len);
+            got = MAP_FAILED;
+        }
+        mine = got != MAP_FAILED && (uintptr_t)at >= S->data_base + S->data_len;
+        if (rvx_allgather(S->ctx, &mine, sizeof(mine), ok) != RVX_OK)
+            rvx__sh_fatal("agreeing on the symmetric heap's address failed");
+        for (pe = 0; pe < S->npes; pe++) all &= ok[pe];
+        if (all) {
+            if (got != m) munmap(m, len);
+            free(cand);
+            free(ok);
+            return (uintptr_t)at;
+        }
+        if (got != MAP_FAILED && got != m) munmap(got, len);
+    }
+    rvx__sh_fatal("no address above the data segment is free for the symmetric heap (%zu bytes) on "
+                  "every PE (%d tried): a smaller SHMEM_SYMMETRIC_SIZE may fit", len, round);
+}
+#endif
+
+/* The heap: rvx's memory, or on rc_mlx5 and dc_mlx5 alone memory at one address, registered. */
+RVX_COLD rvx_status_t rvx__sh_heap_alloc(size_t len)
+{
+#if RVX__SH_SAME_VA
+    uintptr_t a = rvx__sh_heap_map(len), lo, hi;
+    rvx_status_t st;
+    lo = (a + ((uintptr_t)2 << 20) - 1) & ~(((uintptr_t)2 << 20) - 1);
+    hi = (a + len) & ~(((uintptr_t)2 << 20) - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a hint: THP may be off */
+    if ((st = rvx_mem_reg(rvx__sh.ctx, (void *)a, len, &rvx__sh.heap_mem)) != RVX_OK)
+        munmap((void *)a, len);
+    return st;
+#else
+    return rvx_mem_alloc(rvx__sh.ctx, len, &rvx__sh.heap_mem);
+#endif
+}
+
 RVX_COLD void rvx__sh_atexit(void);
 RVX_COLD void rvx__sh_teams_init(void);
 
@@ -322,14 +410,14 @@ RVX_COLD void rvx__sh_init(void)
     S->peers = (rvx__sh_peer_t *)calloc((size_t)S->npes, sizeof(*S->peers));
     all = (rvx__sh_card_t *)calloc((size_t)S->npes, sizeof(*all));
     if (!S->peers || !all) rvx__sh_fatal("out of memory for %d PEs", S->npes);
-    if ((st = rvx_mem_alloc(S->ctx, rvx__sh_heap_size(), &S->heap_mem)) != RVX_OK)
+    memset(&mine, 0, sizeof(mine));
+    rvx__sh_data_setup(&mine.data_rbase); /* first: the heap is placed above the segment */
+    mine.data_len = S->data_len;
+    if ((st = rvx__sh_heap_alloc(rvx__sh_heap_size())) != RVX_OK)
         rvx__sh_fatal("cannot allocate the symmetric heap (SHMEM_SYMMETRIC_SIZE): %s",
                       rvx_status_str(st));
-    memset(&mine, 0, sizeof(mine));
     mine.heap_base = (uint64_t)(uintptr_t)rvx_mem_addr(S->heap_mem);
     mine.heap_len = rvx_mem_len(S->heap_mem);
-    rvx__sh_data_setup(&mine.data_rbase);
-    mine.data_len = S->data_len;
     rvx_rkey_pack(S->heap_mem, mine.heap_key);
     if (S->data_mem) rvx_rkey_pack(S->data_mem, mine.data_key);
     if ((st = rvx_allgather(S->ctx, &mine, sizeof(mine), all)) != RVX_OK)

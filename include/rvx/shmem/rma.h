@@ -45,29 +45,28 @@ RVX_COLD void rvx__sh_putmem_data(void *dest, const void *src, size_t len, const
     if (st != RVX_OK) rvx__sh_put_fail(st, len);
 }
 
-/* A put into a PE's heap, at offset off. */
-RVX_INLINE void rvx__sh_put_heap(const rvx__sh_peer_t *p, uintptr_t off, const void *src,
-                                 size_t len)
+/* A put to heap address a of the PE of entry p. */
+RVX_INLINE void rvx__sh_put_heap(const rvx__sh_peer_t *p, uintptr_t a, const void *src, size_t len)
 {
     rvx__sh.issued = 1;
 #if RVX__SH_MAPPED
+    uintptr_t off = a - rvx__sh.heap_base;
     if (RVX_UNLIKELY(len > rvx__sh.heap_len - off)) rvx__sh_put_fail(RVX_ERR_REMOTE_ACCESS, len);
     memcpy(p->heap_ptr + off, src, len);
 #else
-    rvx_status_t st = rvx_put(p->ep, src, len, p->heap_rbase + off, &p->heap_rkey);
+    rvx_status_t st = rvx_put(p->ep, src, len, rvx__sh_heap_raddr(p, a), &p->heap_rkey);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_put_fail(st, len);
 #endif
 }
 
+/* The PE's entry is found after the address test, so that pe's register is scaled in place. */
 RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
 {
-    const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
-    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
-    if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
-        rvx__sh_putmem_data(dest, src, len, p);
+    if (RVX_UNLIKELY(!rvx__sh_heap_has((uintptr_t)dest))) {
+        rvx__sh_putmem_data(dest, src, len, RVX__SH_PEER(pe));
         return;
     }
-    rvx__sh_put_heap(p, off, src, len);
+    rvx__sh_put_heap(RVX__SH_PEER(pe), (uintptr_t)dest, src, len);
 }
 
 /* shmem_<T>_p of up to 8 bytes: the value's bytes travel in a register, also to the data
@@ -80,17 +79,15 @@ RVX_COLD void rvx__sh_putval_data(void *dest, uint64_t bytes, size_t len, const 
 
 RVX_INLINE void rvx__sh_putval(int pe, void *dest, uint64_t bytes, size_t len)
 {
-    const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
-    uintptr_t off = (uintptr_t)dest - rvx__sh.heap_base;
-    if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
-        rvx__sh_putval_data(dest, bytes, len, p);
+    if (RVX_UNLIKELY(!rvx__sh_heap_has((uintptr_t)dest))) {
+        rvx__sh_putval_data(dest, bytes, len, RVX__SH_PEER(pe));
         return;
     }
 #if RVX__SH_MAPPED
-    rvx__sh_put_heap(p, off, &bytes, len);
+    rvx__sh_put_heap(RVX__SH_PEER(pe), (uintptr_t)dest, &bytes, len);
 #else
     rvx__sh.pval = bytes;
-    rvx__sh_put_heap(p, off, &rvx__sh.pval, len);
+    rvx__sh_put_heap(RVX__SH_PEER(pe), (uintptr_t)dest, &rvx__sh.pval, len);
 #endif
 }
 
@@ -117,13 +114,12 @@ RVX_COLD void rvx__sh_getmem_data(int pe, void *dst, const void *src, size_t len
 RVX_INLINE void rvx__sh_getmem(int pe, void *dst, const void *src, size_t len)
 {
     const rvx__sh_peer_t *p = RVX__SH_PEER(pe);
-    uintptr_t off = (uintptr_t)src - rvx__sh.heap_base;
     rvx_status_t st;
-    if (RVX_UNLIKELY(off >= rvx__sh.heap_len)) {
+    if (RVX_UNLIKELY(!rvx__sh_heap_has((uintptr_t)src))) {
         rvx__sh_getmem_data(pe, dst, src, len);
         return;
     }
-    st = rvx_get(p->ep, dst, len, p->heap_rbase + off, &p->heap_rkey, NULL);
+    st = rvx_get(p->ep, dst, len, rvx__sh_heap_raddr(p, (uintptr_t)src), &p->heap_rkey, NULL);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_get_fail(st, len);
 }
 

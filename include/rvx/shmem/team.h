@@ -265,6 +265,10 @@ static inline void shmem_finalize(void)
     }
     rvx_worker_destroy(S->w);
     rvx_mem_dereg(S->heap_mem);
+#if RVX__SH_SAME_VA
+    munmap((void *)S->heap_base, S->heap_len);
+#endif
+    S->heap_base = UINTPTR_MAX;
     if (S->data_mem) rvx_mem_dereg(S->data_mem);
     rvx_finalize(S->ctx);
     free(S->peers);
