@@ -310,6 +310,9 @@ static inline void rvx_worker_destroy(rvx_worker_t *w)
     int r;
     if (!w) return;
     ctx = w->ctx;
+#ifdef RVX__TL_IFACE_LEAVE
+    for (i = 0; i < RVX_LANES; i++) rvx__tl_iface_leave(&w->iface[i]); /* before any endpoint goes */
+#endif
     for (r = 0; r < ctx->boot.size; r++)
         if (w->eps[r]) rvx_ep_destroy(w->eps[r]);
     rvx__proto_worker_fini(w);

@@ -90,6 +90,10 @@ typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 #endif
 #define RVX__TL_IFACE_INIT_NODE  1
 #define rvx__tl_iface_init_node  rvx__pair_iface_init_node
+#ifdef RVX__PAIR_IFACE_LEAVE
+#define RVX__TL_IFACE_LEAVE      1
+#define rvx__tl_iface_leave      rvx__pair_iface_leave
+#endif
 #elif RVX_TL == RVX_TL_SHM
 #define RVX__TL_RKEY_PACKED_SIZE RVX__SHM_RKEY_PACKED_SIZE
 #define RVX__TL_ADDR_SIZE        RVX__SHM_ADDR_SIZE
@@ -112,6 +116,8 @@ typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 #define RVX__TL_AM_ZCOPY_HDR_MAX RVX__DC_AM_ZCOPY_HDR_MAX
 #define RVX__TL_IN_HANDLER       RVX__DC_IN_HANDLER
 #define RVX__TL_AM_CLAIM_HOT     RVX__DC_AM_CLAIM_HOT
+#define RVX__TL_IFACE_LEAVE      1
+#define rvx__tl_iface_leave      rvx__dc_iface_leave
 #endif
 
 /* ---- the upcall: the transport's received frames go to the protocols (proto/rx.h) ---- */

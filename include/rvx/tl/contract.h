@@ -43,6 +43,9 @@
  *                                                (ep_connect gets it) and tells the iface where
  *                                                the packed copy is
  *   rvx__tl_ep_connect(ifc, ep, rank, addr) / rvx__tl_ep_disconnect(ep)
+ *   Optional: RVX__TL_IFACE_LEAVE, rvx__tl_iface_leave(ifc): the worker is going; called before
+ *                                                its endpoints are destroyed (dc_mlx5: peers are
+ *                                                told, so they give no credits back to it)
  *   rvx__tl_ep_alive(ep)                         -> RVX_OK, RVX_ERR_PEER_FAILED, or
  *                                                   RVX_ERR_REMOTE_ACCESS (failed by an access error)
  *   rvx__tl_mem_alloc(ctx, len, mem) / rvx__tl_mem_reg(ctx, addr, len, mem) / rvx__tl_mem_dereg

@@ -308,16 +308,25 @@ RVX_INLINE uint64_t *rvx__dc_taken(rvx__dc_iface_t *ifc, int r)
 }
 
 /* Tell the peer how many of its frames we took: an 8-byte inline WRITE into its control region
- * (it needs no receive buffer, so credits always flow). */
-RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep)
+ * (it needs no receive buffer, so credits always flow). Readers take the count from the word's
+ * low 32 bits; `left` sets RVX__DC_LEFT above them (rvx__dc_iface_leave). */
+RVX_COLD void rvx__dc_report(rvx__dc_ep_t *ep, uint64_t left)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    uint64_t v = *rvx__dc_taken(ep->ifc, ep->rank);
+    uint64_t v = (uint32_t)*rvx__dc_taken(ep->ifc, ep->rank) | left;
     rvx__mlx5_rkey_t k;
     if (ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
     p->rx_reported = (uint32_t)v;
     rvx__dc_put_inline(ep, &v, 8, k.base + 8 * (1 + (uint64_t)ep->ifc->rank), &k, 0);
+}
+
+RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep) { rvx__dc_report(ep, 0); }
+
+/* Whether rank r's worker has said it is going (its last report). */
+RVX_INLINE int rvx__dc_peer_left(const rvx__dc_iface_t *ifc, int r)
+{
+    return (((const volatile uint64_t *)ifc->ctrl)[1 + r] & RVX__DC_LEFT) != 0;
 }
 
 /* Reports of frames taken here not told yet; then the credits of endpoints that sent nothing
@@ -369,10 +378,17 @@ RVX_COLD void rvx__dc_tick(rvx__dc_iface_t *ifc)
  * so when the peer's NIC adds them those frames are in its receive buffers; until its CPU takes
  * them the pool may promise those buffers twice (an RNR NAK at worst, retried: rnr_retry 7). The
  * frames sent so far count as paid for: a later endpoint ignores their reports
- * (rvx__dc_ep_connect). A failed endpoint keeps what it holds (the peer may be gone). */
+ * (rvx__dc_ep_connect). A failed endpoint keeps what it holds (the peer may be gone); so does
+ * one whose peer said its worker is going: its pool goes with it, and a give-back to a DCT that
+ * is gone would hold a DCI for the iface's whole grace. */
 RVX_COLD void rvx__dc_give_back(rvx__dc_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
+    if (rvx__dc_peer_left(ep->ifc, ep->rank)) {
+        p->claimed = 0;
+        rvx__dc_hold_del(ep);
+        return;
+    }
     ep->ifc->closing = 1;
     (void)rvx__dc_release(ep);
     if (!ep->failed && p->claimed) {

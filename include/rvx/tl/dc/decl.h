@@ -181,6 +181,9 @@ typedef struct rvx__dc_prefix {
 #define RVX__DC_PRE_REPORT 0x80000000u /* in rank: consumed is a report for the receiver */
 /* Frames of up to this many bytes (prefix + body) go inline in the SEND. */
 #define RVX__DC_AM_INLINE RVX__TL_SHORT_MAX
+/* In a report word of the control region (word 1 + r: rank r's count of our frames it took, in
+ * the low 32 bits): rank r's worker is going (rvx__dc_iface_leave). */
+#define RVX__DC_LEFT (1ull << 63)
 
 typedef rvx__mlx5_deferred_t rvx__dc_deferred_t; /* a frame set aside (tl/mlx5/srq.h) */
 
@@ -243,6 +246,7 @@ typedef struct rvx__dc_iface {
     int             in_sweep;
     uint8_t         closing;     /* an endpoint's destruction gives back its credits: it may take
                                   * a DCI still busy with a destroyed endpoint's work */
+    uint8_t         leaving;     /* the worker is being destroyed (rvx__dc_iface_leave) */
     double          sweep_t;     /* when the last sweep ran */
     uint64_t        scratch[(RVX__DC_AM_INLINE + 7) / 8 + 2]; /* small frames are built here
                                                  * (readable past a short frame's end) */

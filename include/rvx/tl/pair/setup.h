@@ -54,6 +54,11 @@ RVX_COLD rvx_status_t rvx__pair_iface_init(rvx__pair_iface_t *ifc, rvx__pair_ctx
     return rvx__pair_iface_init_node(ifc, ctx, rank, nranks, node, rank, nranks);
 }
 
+#if RVX_TL == RVX_TL_DC_MLX5 /* the network's peers are told the worker is going */
+#define RVX__PAIR_IFACE_LEAVE 1
+RVX_COLD void rvx__pair_iface_leave(rvx__pair_iface_t *ifc) { rvx__dc_iface_leave(&ifc->net); }
+#endif
+
 RVX_COLD void rvx__pair_iface_fini(rvx__pair_iface_t *ifc)
 {
     RVX__PAIR_NET(iface_fini)(&ifc->net);
