@@ -169,7 +169,7 @@ RVX_COLD rvx_status_t rvx__ctx_gather(rvx_context_t *ctx, const void *mine, size
         int done = 0;
         for (i = 0; i < ctx->nworkers; i++) done += rvx_progress(ctx->workers[i]);
         if (done) spins = 0;
-        else rvx__backoff(&spins);
+        else rvx__backoff_coarse(&spins);
     }
     return st;
 }

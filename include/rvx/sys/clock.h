@@ -50,6 +50,17 @@ static inline void rvx__backoff(unsigned *spins)
     nanosleep(&ts, NULL);
 }
 
+/* A wait for other processes through the bootstrap (a collective over files or PMIx, which takes
+ * milliseconds): no spin, sleeps doubling from 1 us to 1 ms. rvx__backoff's hundreds of short
+ * sleeps, each at least the timer slack, would have ranks waiting in a collective take the
+ * cores from the ranks they wait for. */
+static inline void rvx__backoff_coarse(unsigned *spins)
+{
+    unsigned s = (*spins)++;
+    struct timespec ts = {0, 1000L << (s < 10 ? s : 10)};
+    nanosleep(&ts, NULL);
+}
+
 /* Seconds on the monotonic clock. */
 static inline double rvx__now_s(void)
 {
