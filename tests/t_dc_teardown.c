@@ -6,7 +6,8 @@
  * first; after a second barrier the even ones destroy theirs, every one with a neighbour that has
  * left. Credits are swept only every 10 s here, so every rank still holds credits for frames its
  * neighbours took but did not report: endpoint destruction must give them back without asking the
- * peer (which, for the even ranks, is gone).
+ * peer (which, for the even ranks, is gone), and on dc_mlx5 not at all to a peer that said its
+ * worker was going (check_left).
  * Checked by events: nothing rvx or rvxsim writes on stderr during the destruction reports a
  * failure or a retry. Also, loosely, by time: the model's retries are set to 8 s
  * (RVXSIM_RETRY_TIMEOUT_MS), so a destroy that waited for a departed peer takes 8 s and one that
@@ -92,6 +93,36 @@ static double destroy_quietly(rvx_worker_t *w, double *cpu, int *bad)
     return took;
 }
 
+/* dc_mlx5 and its pair: a neighbour whose worker is gone said so in its last report
+ * (RVX__DC_LEFT), and the endpoint to it then gives nothing back, its pool being gone: nothing
+ * released, nothing held. Where the report did not come (the neighbour's DCIs can be destroyed
+ * before their engine sent it, on a loaded machine) nothing is checked, and the line says so;
+ * in the pair, a neighbour on this node holds no dc_mlx5 credits and is not checked either. */
+static void check_left(rvx_worker_t *w, rvx_ep_t *ep, int rank)
+{
+#if RVX_TL == RVX_TL_DC_MLX5
+#if RVX_PAIR
+    rvx__dc_iface_t *ifc = &w->iface[0].net;
+#else
+    rvx__dc_iface_t *ifc = &w->iface[0];
+#endif
+    unsigned long released = ifc->released;
+    uint32_t held = ifc->peers[rank].claimed;
+    if (!rvx__dc_peer_left(ifc, rank)) {
+        printf("rank %d was not told that rank %d left: not checked\n", rvx_rank(w->ctx), rank);
+        return;
+    }
+    if (RVX_PAIR && !held) return;
+    T_CHECK(held > 0, "no credits held at rank %d after pinging it", rank);
+    rvx_ep_destroy(ep);
+    T_CHECK(ifc->released == released && ifc->peers[rank].claimed == 0,
+            "credits given back to rank %d, whose worker had left (%lu released, %u held)", rank,
+            ifc->released - released, ifc->peers[rank].claimed);
+#else
+    (void)w; (void)ep; (void)rank;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     rvx_context_t *ctx;
@@ -117,6 +148,7 @@ int main(int argc, char **argv)
         T_OK(rvx_barrier(ctx));
     } else {
         T_OK(rvx_barrier(ctx)); /* the odd ranks' workers are gone */
+        check_left(w, next, (me + 1) % n);
         took = destroy_quietly(w, &cpu, &bad);
     }
     printf("rank %d of %d: worker destroyed in %.1f ms, %.1f ms of its CPU (%s), %d failure line(s)\n",
