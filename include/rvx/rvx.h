@@ -212,6 +212,7 @@
 #include "types.h"
 #include "sys/env.h"
 #include "sys/clock.h"
+#include "sys/mem.h"
 #if RVX_BOOT == RVX_BOOT_PMIX
 #include "boot/pmix.h"
 #else

@@ -345,11 +345,9 @@ RVX_COLD uintptr_t rvx__sh_heap_map(size_t len)
 RVX_COLD rvx_status_t rvx__sh_heap_alloc(size_t len)
 {
 #if RVX__SH_SAME_VA
-    uintptr_t a = rvx__sh_heap_map(len), lo, hi;
+    uintptr_t a = rvx__sh_heap_map(len);
     rvx_status_t st;
-    lo = (a + ((uintptr_t)2 << 20) - 1) & ~(((uintptr_t)2 << 20) - 1);
-    hi = (a + len) & ~(((uintptr_t)2 << 20) - 1);
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a hint: THP may be off */
+    rvx__huge_hint((void *)a, len);
     if ((st = rvx_mem_reg(rvx__sh.ctx, (void *)a, len, &rvx__sh.heap_mem)) != RVX_OK)
         munmap((void *)a, len);
     return st;

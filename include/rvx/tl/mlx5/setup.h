@@ -265,23 +265,13 @@ RVX_COLD struct ibv_mr *rvx__mlx5_reg(rvx__mlx5_ctx_t *ctx, void *addr, size_t l
     return mr;
 }
 
-/* In buffers this large (the receive buffers, the bounce rings) every whole 2 MiB page is asked
- * for as a transparent huge page: registration pins every page, and one 2 MiB entry instead of
- * 512 makes faulting them in at creation, the adapter's translation and unmapping them at
- * destruction that much cheaper. The buffer keeps its page alignment (aligning it to 2 MiB would
- * reserve up to 2 MiB more per buffer); its ends stay in small pages. */
-#define RVX__MLX5_HUGE ((uintptr_t)2 << 20)
-
-/* Zeroed, page-aligned memory of whole pages. */
+/* Zeroed, page-aligned memory of whole pages, its whole 2 MiB pages asked for as huge pages. */
 RVX_COLD void *rvx__mlx5_alloc(rvx__mlx5_ctx_t *ctx, size_t len)
 {
     void *p = NULL;
     size_t whole = (len + ctx->page - 1) & ~(ctx->page - 1);
-    uintptr_t lo, hi;
     if (posix_memalign(&p, ctx->page, whole)) return NULL;
-    lo = ((uintptr_t)p + RVX__MLX5_HUGE - 1) & ~(RVX__MLX5_HUGE - 1);
-    hi = ((uintptr_t)p + whole) & ~(RVX__MLX5_HUGE - 1);
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* a hint: THP may be off */
+    rvx__huge_hint(p, whole);
     memset(p, 0, len);
     return p;
 }
