@@ -151,10 +151,13 @@ RVX_COLD void rvx__dc_sig_tail(rvx__dc_dci_t *d)
  * it). A DCI no one holds that still has work (a destroyed endpoint's, to a peer that may have
  * left: its retries can last seconds) goes only to an endpoint being destroyed, for its credits'
  * give-back: an error of that work must not fail a living endpoint, and teardown must not wait
- * for the retries. NULL: none is free. */
+ * for the retries. While the worker itself goes (ifc->leaving), such an endpoint may also post
+ * behind a living endpoint's work, on the DCI with the least of it: that endpoint goes next and
+ * keeps its DCI, whose order holds for both, and the round trips a wait for a free DCI would
+ * take are what made teardown slow at 16 ranks and more. NULL: none is free. */
 RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__dc_iface_t *ifc)
 {
-    rvx__dc_dci_t *free_d = NULL, *idle_held = NULL, *orphan = NULL;
+    rvx__dc_dci_t *free_d = NULL, *idle_held = NULL, *orphan = NULL, *least = NULL;
     unsigned k;
     for (k = 0; k < RVX_DC_NUM_DCI; k++) {
         rvx__dc_dci_t *d = &ifc->dci[(ifc->next_dci + k) % RVX_DC_NUM_DCI];
@@ -163,7 +166,9 @@ RVX_COLD rvx__dc_dci_t *rvx__dc_pick(rvx__dc_iface_t *ifc)
         if (!d->ep && idle) { idle_held = NULL; free_d = d; break; }
         if (!d->ep && !orphan) orphan = d;
         if (d->ep && idle && !idle_held && !d->tx.flush_head && !d->am_claim) idle_held = d;
+        if (!least || d->sq.pi - d->sq.ci < least->sq.pi - least->sq.ci) least = d;
     }
+    if (!orphan && ifc->leaving) orphan = least;
     if (!free_d && idle_held) {
         idle_held->ep->dci = &ifc->no_dci; /* its holder's work is complete: it takes another
                                             * next time */
