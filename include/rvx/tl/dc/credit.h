@@ -309,11 +309,12 @@ RVX_INLINE uint64_t *rvx__dc_taken(rvx__dc_iface_t *ifc, int r)
 
 /* Tell the peer how many of its frames we took: an 8-byte inline WRITE into its control region
  * (it needs no receive buffer, so credits always flow). Readers take the count from the word's
- * low 32 bits; `left` sets RVX__DC_LEFT above them (rvx__dc_iface_leave). */
-RVX_COLD void rvx__dc_report(rvx__dc_ep_t *ep, uint64_t left)
+ * low 32 bits; once the worker is going every report says so in RVX__DC_LEFT above them
+ * (rvx__dc_iface_leave), so a later one cannot take the news back. */
+RVX_COLD void rvx__dc_report(rvx__dc_ep_t *ep)
 {
     rvx__dc_peer_t *p = &ep->ifc->peers[ep->rank];
-    uint64_t v = (uint32_t)*rvx__dc_taken(ep->ifc, ep->rank) | left;
+    uint64_t v = (uint32_t)*rvx__dc_taken(ep->ifc, ep->rank) | (ep->ifc->leaving ? RVX__DC_LEFT : 0);
     rvx__mlx5_rkey_t k;
     if (ep->failed) return;
     rvx__dc_ctrl_key(ep, &k);
@@ -321,7 +322,7 @@ RVX_COLD void rvx__dc_report(rvx__dc_ep_t *ep, uint64_t left)
     rvx__dc_put_inline(ep, &v, 8, k.base + 8 * (1 + (uint64_t)ep->ifc->rank), &k, 0);
 }
 
-RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep) { rvx__dc_report(ep, 0); }
+RVX_COLD void rvx__dc_credit_return(rvx__dc_ep_t *ep) { rvx__dc_report(ep); }
 
 /* Whether rank r's worker has said it is going (its last report). */
 RVX_INLINE int rvx__dc_peer_left(const rvx__dc_iface_t *ifc, int r)
@@ -389,15 +390,16 @@ RVX_COLD void rvx__dc_give_back(rvx__dc_ep_t *ep)
         rvx__dc_hold_del(ep);
         return;
     }
-    ep->ifc->closing = 1;
-    (void)rvx__dc_release(ep);
-    if (!ep->failed && p->claimed) {
+    if (!ep->failed && p->claimed) { /* the unused ones and the rest: one fetch-add */
         uint32_t held = p->claimed;
+        ep->tx_limit -= ep->tx_left; /* the frames sent stay counted (rvx__dc_tx_sent) */
+        ep->tx_left = 0;
         p->claimed = 0;
         ep->ifc->released += held;
+        ep->ifc->closing = 1;
         rvx__dc_pool_add(ep, held);
+        ep->ifc->closing = 0;
     }
-    ep->ifc->closing = 0;
     rvx__dc_hold_del(ep);
 }
 

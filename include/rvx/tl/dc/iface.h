@@ -273,23 +273,26 @@ RVX_COLD void rvx__dc_disown(rvx__dc_ep_t *ep)
 }
 #endif
 
-/* The worker is going (the first step of rvx_worker_destroy): each endpoint's disconnect tells
- * its peer so in a last report (rvx__dc_tell_left). */
-RVX_COLD void rvx__dc_iface_leave(rvx__dc_iface_t *ifc) { ifc->leaving = 1; }
-
 #if RVX_CAN_RECEIVE
-/* A peer told before its own teardown gives nothing back to this worker (rvx__dc_give_back), so
- * it does not hold a DCI for the grace when this worker's DCT is already gone. The report goes
- * on the DCI the give-back then takes (one that holds a destroyed endpoint's work will do), not
- * to a peer that said it left first; posted, not waited for (the iface's quiesce retires it). */
-RVX_COLD void rvx__dc_tell_left(rvx__dc_ep_t *ep)
+/* The worker is going (the first step of rvx_worker_destroy): every peer it has an endpoint to
+ * is told at once, in a last report (RVX__DC_LEFT), before any endpoint's teardown. A peer told
+ * gives nothing back to this worker (rvx__dc_give_back), so it holds no DCI for the grace once
+ * this worker's DCT is gone; and ranks that leave together hear of each other before any of
+ * them destroys its DCT, so they give nothing back to each other either. Not to a peer that
+ * said it left first; posted, not waited for (the iface's quiesce retires the reports). */
+RVX_COLD void rvx__dc_iface_leave(rvx__dc_iface_t *ifc)
 {
-    rvx__dc_iface_t *ifc = ep->ifc;
-    if (!ifc->leaving || ep->failed || rvx__dc_peer_left(ifc, ep->rank)) return;
-    ifc->closing = 1;
-    rvx__dc_report(ep, RVX__DC_LEFT);
+    int r;
+    ifc->leaving = 1;
+    ifc->closing = 1; /* a DCI with a destroyed endpoint's work will do */
+    for (r = 0; r < ifc->nranks; r++) {
+        rvx__dc_ep_t *ep = ifc->eps[r];
+        if (ep && ep->live && !ep->failed && !rvx__dc_peer_left(ifc, r)) rvx__dc_report(ep);
+    }
     ifc->closing = 0;
 }
+#else
+RVX_COLD void rvx__dc_iface_leave(rvx__dc_iface_t *ifc) { ifc->leaving = 1; }
 #endif
 
 /* The endpoint goes. Its credits go back at once (tl/dc/credit.h), its owed work completes, and a
@@ -300,7 +303,6 @@ RVX_COLD void rvx__dc_ep_disconnect(rvx__dc_ep_t *ep)
     rvx__dc_iface_t *ifc = ep->ifc;
     if (!ep->live) return;
 #if RVX_CAN_RECEIVE
-    rvx__dc_tell_left(ep);
     rvx__dc_give_back(ep); /* and off the holders' list */
     ifc->peers[ep->rank].tx_sent = rvx__dc_tx_sent(ep);
     if (ifc->eps[ep->rank] == ep) ifc->eps[ep->rank] = NULL;
