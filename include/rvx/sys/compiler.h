@@ -15,6 +15,13 @@
 #define RVX_UNUSED      __attribute__((unused))
 #define RVX_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define RVX_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* A branch whose code belongs with the cold code, even where it holds a compiler barrier (which
+ * would otherwise keep it among the hot blocks, and the registers arranged for it). */
+#if defined(__clang__) ? __clang_major__ >= 11 : __GNUC__ >= 9
+#define RVX_COLD_BRANCH(x) __builtin_expect_with_probability(!!(x), 1, 0.0)
+#else
+#define RVX_COLD_BRANCH(x) RVX_UNLIKELY(x)
+#endif
 #define RVX_CACHELINE   64
 #define RVX_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -29,6 +36,14 @@
 #define RVX_CAST(T, v)        ((T)(v))
 #define RVX_RESTRICT          restrict
 #endif
+
+/* Eight bytes from any address: one load, no alignment assumed. */
+static inline uint64_t rvx__load_u64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
 
 /* Pointer to the enclosing struct of a member (the tl hands the protocols its own ep type). */
 #define RVX_CONTAINER_OF(ptr, type, member) \

@@ -45,9 +45,10 @@ RVX_INLINE rvx_status_t rvx__dc_put_inline(rvx__dc_ep_t *ep, const void *src, si
 /* Not the fast path: the WQE that asks for a completion (built from registers as well, with
  * fm_ce_se in byte 11), or (the general inline path) no DCI held, a full queue, a failed DCI,
  * the 48-byte address form. */
-RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__dc_ep_t *ep, const void *src, uint64_t raddr,
+RVX_COLD rvx_status_t rvx__dc_put8_slow(rvx__dc_ep_t *ep, uint64_t v, uint64_t raddr,
                                         const rvx__mlx5_rkey_t *rkey, int more)
 {
+    const void *src = &v; /* by value, as rc_mlx5's (rvx__rc_put8_slow) */
     rvx__dc_dci_t *d = ep->dci;
     if (d->ctrl_w8 && rvx__mlx5_sq_room_for(&d->sq, 1)) {
         uint32_t pi = d->sq.pi;
@@ -72,7 +73,10 @@ RVX_INLINE rvx_status_t rvx__dc_put8(rvx__dc_ep_t *ep, const void *src, uint64_t
     rvx__mlx5_bb_t bb;
     uint32_t pi;
     pi = d->sq.pi;
-    if (RVX_UNLIKELY((int32_t)(pi - d->sq.pi_limit) >= 0)) return rvx__dc_put8_slow(ep, src, raddr, rkey, more);
+    if (RVX_COLD_BRANCH((int32_t)(pi - d->sq.pi_limit) >= 0)) {
+        rvx_compiler_barrier(); /* read here, not above the branch (rvx__rc_put8) */
+        return rvx__dc_put8_slow(ep, rvx__load_u64(src), raddr, rkey, more);
+    }
     rvx__mlx5_bb_dc_write8(&bb, d->ctrl_w8, pi, rvx_htobe64(RVX__DC_KEY), &ep->av_lo, src, raddr,
                            rkey);
     rvx__dc_commit(d, ep, pi, 1, NULL, &bb, more);

@@ -24,8 +24,9 @@ RVX_INLINE void rvx__rc_put8_post(rvx__rc_conn_t *c, uint32_t pi, const void *sr
 
 /* Full queue, the WQE that asks for a completion (or carries a fence), or a conn out of the
  * flush list. Arguments in the order put8 receives them, so that its tail call moves no
- * register but `more`'s. */
-RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint64_t raddr,
+ * register but `more`'s; the payload by value, so that a caller's value in a register never
+ * needs a home in memory (shmem_long_p). */
+RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, uint64_t v, uint64_t raddr,
                                           const rvx__mlx5_rkey_t *rkey, int more)
 {
     unsigned f;
@@ -34,7 +35,7 @@ RVX_COLD rvx_status_t rvx__rc_put8_slow(rvx__rc_conn_t *c, const void *src, uint
     pi = c->sq.pi;
     f = rvx__mlx5_moderate(&c->sq, 0);
     if (f & RVX__MLX5_CE) rvx__rc_mark_sig(c, pi, pi + 1);
-    rvx__rc_put8_post(c, pi, src, raddr, rkey, (uint64_t)f << 24, more);
+    rvx__rc_put8_post(c, pi, &v, raddr, rkey, (uint64_t)f << 24, more);
     return RVX_OK;
 }
 
@@ -46,7 +47,11 @@ RVX_INLINE rvx_status_t rvx__rc_put8(rvx__rc_conn_t *c, const void *src, uint64_
     /* a full queue, the WQE that must ask for a completion (or carry a fence), a conn out of the
      * flush list: one limit (mlx5/sq.h); out of line, as a tail call so that this path needs no
      * stack frame */
-    if (RVX_UNLIKELY((int32_t)(pi - c->sq.pi_limit) >= 0)) return rvx__rc_put8_slow(c, src, raddr, rkey, more);
+    if (RVX_COLD_BRANCH((int32_t)(pi - c->sq.pi_limit) >= 0)) {
+        rvx_compiler_barrier(); /* the payload read here, not above the branch: the fast path
+                                 * loads it straight into its SSE register */
+        return rvx__rc_put8_slow(c, rvx__load_u64(src), raddr, rkey, more);
+    }
     rvx__rc_put8_post(c, pi, src, raddr, rkey, 0, more);
     return RVX_OK;
 }
