@@ -94,7 +94,13 @@ typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 #define RVX__TL_IFACE_LEAVE      1
 #define rvx__tl_iface_leave      rvx__pair_iface_leave
 #endif
+#ifdef RVX__PAIR_IFACE_FLUSHED
+#define RVX__TL_IFACE_FLUSHED    1
+#define rvx__tl_iface_flushed    rvx__pair_iface_flushed
+#endif
 #elif RVX_TL == RVX_TL_SHM
+#define RVX__TL_IFACE_FLUSHED    1
+#define rvx__tl_iface_flushed    rvx__shm_iface_flushed
 #define RVX__TL_RKEY_PACKED_SIZE RVX__SHM_RKEY_PACKED_SIZE
 #define RVX__TL_ADDR_SIZE        RVX__SHM_ADDR_SIZE
 #define RVX__TL_AM_ZCOPY         RVX__SHM_AM_ZCOPY
@@ -107,6 +113,8 @@ typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 #define RVX__TL_AM_ZCOPY         RVX__RC_AM_ZCOPY
 #define RVX__TL_AM_ZCOPY_HDR_MAX RVX__RC_AM_ZCOPY_HDR_MAX
 #define RVX__TL_IN_HANDLER       RVX__RC_IN_HANDLER
+#define RVX__TL_IFACE_FLUSHED    1
+#define rvx__tl_iface_flushed    rvx__rc_iface_flushed
 #elif RVX_TL == RVX_TL_DC_MLX5
 #define RVX__TL_RKEY_PACKED_SIZE RVX__MLX5_RKEY_PACKED_SIZE
 #define RVX__TL_ADDR_SIZE        RVX__DC_ADDR_SIZE

@@ -43,6 +43,9 @@
  *                                                (ep_connect gets it) and tells the iface where
  *                                                the packed copy is
  *   rvx__tl_ep_connect(ifc, ep, rank, addr) / rvx__tl_ep_disconnect(ep)
+ *   Optional: RVX__TL_IFACE_FLUSHED, rvx__tl_iface_flushed(ifc): nonzero when nothing is left
+ *                                                to flush, tested inline by rvx_worker_flush
+ *                                                before it takes the general way
  *   Optional: RVX__TL_IFACE_LEAVE, rvx__tl_iface_leave(ifc): the worker is going; called before
  *                                                its endpoints are destroyed (dc_mlx5: peers are
  *                                                told, so they give no credits back to it)

@@ -335,6 +335,14 @@ RVX_COLD rvx_status_t rvx__rc_iface_flush(rvx__rc_iface_t *ifc, rvx_request_t *r
     return rvx__mlx5_wflush_add(&ifc->wflush, req, busy);
 }
 
+/* Nothing to flush: nothing was posted since a flush found every conn idle (the flush list is
+ * empty; a conn out of it takes the slow path at its next post, which puts it back) and no
+ * error waits to be reported. rvx_worker_flush then returns at once, with no CQ to drain. */
+RVX_INLINE int rvx__rc_iface_flushed(const rvx__rc_iface_t *ifc)
+{
+    return ifc->wf_head == RVX__RC_WF_END && ifc->wflush_err == RVX_OK;
+}
+
 /* ---- liveness ------------------------------------------------------------------------------- */
 
 /* A zero-length WRITE to the peer's control region (tl/mlx5/rdma.h), signaled: its completion
