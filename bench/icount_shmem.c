@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 #ifdef BENCH_OSHMEM
 #define SYNC_ALL() shmem_quiet()
 #else
-#define SYNC_ALL() (rvx__sh.issued = 1, shmem_quiet())
+#define SYNC_ALL() (rvx__sh.issued = RVX__SH_ISSUED, shmem_quiet())
 #endif
 #define LOOP(call)                                                                                 \
     for (i = 0; i < n; i++) {                                                                      \

@@ -37,18 +37,18 @@ RVX_COLD void rvx__sh_get_fail(rvx_status_t st, size_t len)
 
 /* A put to a global or static variable: out of line, so that the heap's put makes no call
  * before rvx_put and keeps its arguments in their registers. */
-RVX_COLD void rvx__sh_putmem_data(void *dest, const void *src, size_t len, const rvx__sh_peer_t *p)
+RVX_COLD void rvx__sh_putmem_data(void *dest, const void *src, const rvx__sh_peer_t *p, size_t len)
 {
     rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)dest, len);
     rvx_status_t st = rvx_put(p->ep, src, len, t.raddr, t.rk);
-    rvx__sh.issued = 1;
+    RVX__SH_SET_ISSUED();
     if (st != RVX_OK) rvx__sh_put_fail(st, len);
 }
 
 /* A put to heap address a of the PE of entry p. */
 RVX_INLINE void rvx__sh_put_heap(const rvx__sh_peer_t *p, uintptr_t a, const void *src, size_t len)
 {
-    rvx__sh.issued = 1;
+    RVX__SH_SET_ISSUED();
 #if RVX__SH_MAPPED
     uintptr_t off = a - rvx__sh.heap_base;
     if (RVX_UNLIKELY(len > rvx__sh.heap_len - off)) rvx__sh_put_fail(RVX_ERR_REMOTE_ACCESS, len);
@@ -63,32 +63,28 @@ RVX_INLINE void rvx__sh_put_heap(const rvx__sh_peer_t *p, uintptr_t a, const voi
 RVX_INLINE void rvx__sh_putmem(int pe, void *dest, const void *src, size_t len)
 {
     if (RVX_UNLIKELY(!rvx__sh_heap_has((uintptr_t)dest))) {
-        rvx__sh_putmem_data(dest, src, len, RVX__SH_PEER(pe));
+        rvx__sh_putmem_data(dest, src, RVX__SH_PEER(pe), len);
         return;
     }
     rvx__sh_put_heap(RVX__SH_PEER(pe), (uintptr_t)dest, src, len);
 }
 
 /* shmem_<T>_p of up to 8 bytes: the value's bytes travel in a register, also to the data
- * segment's out-of-line path; the heap's put reads them from rvx__sh.pval, not from the stack,
- * so that its fast path needs no frame to keep a copy in (one store; calls are serialized). */
-RVX_COLD void rvx__sh_putval_data(void *dest, uint64_t bytes, size_t len, const rvx__sh_peer_t *p)
+ * segment's out-of-line path; the heap's 8-byte put reads them from the register too (the
+ * mlx5 transports' put8 hands its slow path the value, not its address), so the fast path needs
+ * no frame to keep a copy in. */
+RVX_COLD void rvx__sh_putval_data(void *dest, uint64_t bytes, const rvx__sh_peer_t *p, size_t len)
 {
-    rvx__sh_putmem_data(dest, &bytes, len, p);
+    rvx__sh_putmem_data(dest, &bytes, p, len);
 }
 
 RVX_INLINE void rvx__sh_putval(int pe, void *dest, uint64_t bytes, size_t len)
 {
     if (RVX_UNLIKELY(!rvx__sh_heap_has((uintptr_t)dest))) {
-        rvx__sh_putval_data(dest, bytes, len, RVX__SH_PEER(pe));
+        rvx__sh_putval_data(dest, bytes, RVX__SH_PEER(pe), len);
         return;
     }
-#if RVX__SH_MAPPED
     rvx__sh_put_heap(RVX__SH_PEER(pe), (uintptr_t)dest, &bytes, len);
-#else
-    rvx__sh.pval = bytes;
-    rvx__sh_put_heap(RVX__SH_PEER(pe), (uintptr_t)dest, &rvx__sh.pval, len);
-#endif
 }
 
 #define RVX__SH_P(pe, d, v)                                                                        \

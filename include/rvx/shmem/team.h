@@ -264,6 +264,7 @@ static inline void shmem_finalize(void)
         if (S->data_mem) rvx_rkey_release(&S->peers[pe].data_rkey);
     }
     rvx_worker_destroy(S->w);
+    S->w = NULL; /* shmem_quiet from here on has nothing to complete */
     rvx_mem_dereg(S->heap_mem);
 #if RVX__SH_SAME_VA
     munmap((void *)S->heap_base, S->heap_len);
