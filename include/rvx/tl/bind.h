@@ -126,6 +126,8 @@ typedef RVX__TL_DEV(batch_t) rvx__tl_batch_t;
 #define RVX__TL_AM_CLAIM_HOT     RVX__DC_AM_CLAIM_HOT
 #define RVX__TL_IFACE_LEAVE      1
 #define rvx__tl_iface_leave      rvx__dc_iface_leave
+#define RVX__TL_IFACE_FLUSHED    1
+#define rvx__tl_iface_flushed    rvx__dc_iface_flushed
 #endif
 
 /* ---- the upcall: the transport's received frames go to the protocols (proto/rx.h) ---- */

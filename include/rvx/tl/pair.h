@@ -413,14 +413,12 @@ RVX_INLINE rvx_status_t rvx__pair_ep_flush(rvx__pair_ep_t *ep, rvx_request_t *re
     return RVX__PAIR_NET(ep_flush)(&ep->net, req);
 }
 
-#if RVX_TL == RVX_TL_RC_MLX5
-/* Nothing to flush on either side (dc_mlx5 has no such test: the general flush decides). */
+/* Nothing to flush on either side. */
 #define RVX__PAIR_IFACE_FLUSHED 1
 RVX_INLINE int rvx__pair_iface_flushed(const rvx__pair_iface_t *ifc)
 {
-    return rvx__shm_iface_flushed(&ifc->shm) && rvx__rc_iface_flushed(&ifc->net);
+    return rvx__shm_iface_flushed(&ifc->shm) && RVX__PAIR_NET(iface_flushed)(&ifc->net);
 }
-#endif
 
 RVX_INLINE rvx_status_t rvx__pair_iface_flush(rvx__pair_iface_t *ifc, rvx_request_t *req)
 {

@@ -18,6 +18,32 @@
 #ifndef RVX_TL_DC_DCI_H
 #define RVX_TL_DC_DCI_H
 
+/* ---- nothing to flush ------------------------------------------------------------------------ */
+
+/* The DCIs' producer indices added up: it grows with every WQE posted, so while it equals what a
+ * worker flush recorded when it found every DCI idle, nothing was posted since. A DCI made fresh
+ * again (after an error) starts at 0: the record is then set one below the sum, which only posts
+ * could bring it back to (2^32 of them). */
+RVX_INLINE uint32_t rvx__dc_pis(const rvx__dc_iface_t *ifc)
+{
+    uint32_t sum = 0;
+    unsigned i;
+#if defined(__clang__)
+#pragma unroll
+#else
+#pragma GCC unroll 64
+#endif
+    for (i = 0; i < RVX_DC_NUM_DCI; i++) sum += ifc->dci[i].sq.pi; /* one add each */
+    return sum;
+}
+
+/* Nothing to flush: nothing posted since a worker flush found every DCI idle, and no error to
+ * report; rvx_worker_flush then returns in line (8 additions, no CQ drained). */
+RVX_INLINE int rvx__dc_iface_flushed(const rvx__dc_iface_t *ifc)
+{
+    return rvx__dc_pis(ifc) == ifc->flushed_pis && ifc->wflush_err == RVX_OK;
+}
+
 /* ---- the target of a WQE --------------------------------------------------------------------- */
 
 RVX_INLINE rvx_status_t rvx__dc_ep_status(const rvx__dc_ep_t *ep)
@@ -318,6 +344,7 @@ RVX_COLD rvx_status_t rvx__dc_dci_fresh(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d)
     d->ctrl_send = d->ctrl_w8 ? (uint64_t)MLX5_OPCODE_SEND_IMM << 32 | (uint64_t)d->qpn << 8 | 4u : 0;
     d->sq.hold = !d->ctrl_w8; /* no one-WQEBB form: every post goes the general way */
     rvx__mlx5_sq_restop(&d->sq);
+    ifc->flushed_pis = rvx__dc_pis(ifc) - 1; /* its index went back to 0: no longer a record */
     d->wflush_pi = 0;
     d->ka_ep = NULL; /* a keepalive in flight came back with the rest */
     d->ka_pi = 0;

@@ -194,6 +194,8 @@ typedef struct rvx__dc_iface {
     unsigned        quiet;       /* progress calls with nothing to do before a look at the slow
                                   * work (frames set aside: 1; credits to sweep: a tick) */
     unsigned        outstanding; /* signaled WQEs not yet completed, all DCIs */
+    uint32_t        flushed_pis; /* the DCIs' producer indices added up when a worker flush last
+                                  * found them all idle (rvx__dc_iface_flushed) */
     rvx__mlx5_cq_t  cq;
     unsigned        av_bytes;    /* RVX__DC_AV_BASE or RVX__DC_AV_EXT */
     /* cold */

@@ -359,7 +359,10 @@ RVX_COLD rvx_status_t rvx__dc_iface_flush(rvx__dc_iface_t *ifc, rvx_request_t *r
     /* progress must poll for it even when no endpoint is left (the signaled tails of destroyed
      * endpoints: t_dc_credit_destroy hung here when their CQEs came after the last one went);
      * one count for the list, taken back when it empties (rvx__dc_wflush_check, _fini) */
-    if (!busy) return rvx__mlx5_wflush_err(&ifc->wflush_err);
+    if (!busy) {
+        ifc->flushed_pis = rvx__dc_pis(ifc); /* every DCI idle: nothing to flush until a post */
+        return rvx__mlx5_wflush_err(&ifc->wflush_err);
+    }
     if (req && !ifc->wflush) ifc->nlive++;
     return rvx__mlx5_wflush_add(&ifc->wflush, req, busy);
 }
