@@ -86,13 +86,8 @@ int main(int argc, char **argv)
     shmem_quiet(); /* the barrier's puts: the counted quiets find nothing outstanding */
     /* the queues fill with puts: a quiet every 32 puts, outside the counted calls (every 64,
      * the share of puts that took the queue's slow path moved a row by up to 8 instructions
-     * from run to run); rvx's own puts do not tell shmem_quiet they were issued: SYNC_ALL
-     * says it for them */
-#ifdef BENCH_OSHMEM
+     * from run to run) */
 #define SYNC_ALL() shmem_quiet()
-#else
-#define SYNC_ALL() (rvx__sh.issued = RVX__SH_ISSUED, shmem_quiet())
-#endif
 #define LOOP(call)                                                                                 \
     for (i = 0; i < n; i++) {                                                                      \
         call;                                                                                      \

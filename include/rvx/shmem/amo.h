@@ -21,7 +21,6 @@ RVX_INLINE uint64_t rvx__sh_amo_at(rvx_ep_t *ep, uint64_t raddr, const rvx_rkey_
 {
     rvx_request_t req;
     rvx_status_t st;
-    if (!fetching) RVX__SH_SET_ISSUED(); /* complete at quiet, like a put */
     if (size == 8) {
         uint64_t f = 0;
         st = rvx_atomic64(ep, op, v, cmp, raddr, rk, fetching ? &f : NULL, fetching ? NULL : &req);

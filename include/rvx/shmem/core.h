@@ -42,16 +42,6 @@
  * the call or at the next quiet), as it refuses one that runs past the end. */
 #define RVX__SH_SAME_VA ((RVX_TL == RVX_TL_RC_MLX5 || RVX_TL == RVX_TL_DC_MLX5) && !RVX_PAIR)
 
-/* Whether puts tell shmem_quiet they were issued (one store each): only where the transport's
- * worker flush with nothing outstanding costs more than that. dc_mlx5's looks at every DCI; on
- * shm and rc_mlx5 (and their pair) it returns at once when nothing was posted since the last
- * (rc_mlx5: its flush list is empty), so quiet is that flush and puts store nothing. */
-#define RVX__SH_ISSUED (RVX_TL == RVX_TL_DC_MLX5)
-#define RVX__SH_SET_ISSUED()                                                                       \
-    do {                                                                                           \
-        if (RVX__SH_ISSUED) rvx__sh.issued = 1;                                                    \
-    } while (0)
-
 /* Where a PE's symmetric memory is, seen from here: what every put reads. Aligned to 64 bytes,
  * so the array is indexed by a shift (128 bytes a PE on shm and rc_mlx5). The heap's key comes
  * first: the entry's address is the key's, which a put passes on without an add. */
@@ -76,7 +66,6 @@ typedef struct rvx__sh_state {
     size_t          heap_len;
     rvx__sh_peer_t *peers;
     rvx_worker_t   *w;
-    int             issued;     /* a put or plain atomic since the last quiet (RVX__SH_ISSUED) */
     uintptr_t       data_base;
     size_t          data_len;
     int             me, npes;

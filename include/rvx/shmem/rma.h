@@ -41,14 +41,12 @@ RVX_COLD void rvx__sh_putmem_data(void *dest, const void *src, const rvx__sh_pee
 {
     rvx__sh_target_t t = rvx__sh_data_key(p, (uintptr_t)dest, len);
     rvx_status_t st = rvx_put(p->ep, src, len, t.raddr, t.rk);
-    RVX__SH_SET_ISSUED();
     if (st != RVX_OK) rvx__sh_put_fail(st, len);
 }
 
 /* A put to heap address a of the PE of entry p. */
 RVX_INLINE void rvx__sh_put_heap(const rvx__sh_peer_t *p, uintptr_t a, const void *src, size_t len)
 {
-    RVX__SH_SET_ISSUED();
 #if RVX__SH_MAPPED
     uintptr_t off = a - rvx__sh.heap_base;
     if (RVX_UNLIKELY(len > rvx__sh.heap_len - off)) rvx__sh_put_fail(RVX_ERR_REMOTE_ACCESS, len);

@@ -7,7 +7,7 @@
  * work outstanding; the pair: an on-node endpoint's atomics complete before the call returns,
  * docs/transports.md). A PE is reached through one endpoint, so shmem_fence has nothing to do.
  * shmem_quiet is rvx_worker_flush of the one worker: every put, atomic and signal remotely
- * complete; with nothing issued since the last quiet it returns at once. */
+ * complete; with nothing posted since the last flush it returns at once. */
 #ifndef RVX_SHMEM_SYNC_H
 #define RVX_SHMEM_SYNC_H
 
@@ -17,22 +17,15 @@ RVX_COLD void rvx__sh_quiet_fail(rvx_status_t st)
                   rvx_status_str(st));
 }
 
-/* rvx_worker_flush, which returns at once when nothing was posted since the last; where puts
- * say they were issued (RVX__SH_ISSUED), not even that when none was (gets and fetching atomics
- * are complete on return). Before shmem_init there is no worker and nothing to complete. */
+/* rvx_worker_flush, which returns in line when nothing was posted since the last (gets and
+ * fetching atomics are complete on return). Before shmem_init there is no worker and nothing to
+ * complete. */
 RVX_INLINE void shmem_quiet(void)
 {
     rvx_status_t st;
-#if RVX__SH_ISSUED
-    if (!rvx__sh.issued) return;
-#else
     if (RVX_UNLIKELY(!rvx__sh.w)) return;
-#endif
     st = rvx_worker_flush(rvx__sh.w);
     if (RVX_UNLIKELY(st != RVX_OK)) rvx__sh_quiet_fail(st);
-#if RVX__SH_ISSUED
-    rvx__sh.issued = 0;
-#endif
 }
 static inline void shmem_fence(void) { rvx_compiler_barrier(); }
 static inline void shmem_ctx_quiet(shmem_ctx_t ctx) { (void)ctx; shmem_quiet(); }
