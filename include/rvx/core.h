@@ -634,8 +634,8 @@ RVX_COLD rvx_status_t rvx__worker_flush_wait(rvx_worker_t *w)
     return rvx_complete(w, rvx_worker_flush_nb(w, &req), &req);
 }
 
-/* With nothing to flush (where the transport can tell in line: shm, rc_mlx5 and their pair)
- * no frame and no request: a few loads (shmem_quiet is this). */
+/* With nothing to flush (the transport's test in line, rvx__tl_iface_flushed: shm, rc_mlx5,
+ * dc_mlx5 and the pairs) no frame and no request: a few loads (shmem_quiet is this). */
 static inline rvx_status_t rvx_worker_flush(rvx_worker_t *w)
 {
 #ifdef RVX__TL_IFACE_FLUSHED
