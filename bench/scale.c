@@ -20,15 +20,16 @@
  *   heap_kib        rvx's heap: the bytes (malloc_usable_size, so the allocator's rounding too)
  *                   of every block allocated by code of this executable (rvx is compiled into it)
  *                   from before worker creation to after the exchange and still held then, less
- *                   the bytes registered in that time (rvx allocates them from the heap, and they
- *                   are counted as registered_mib): worker, ifaces, conns, endpoints, tag and AM
+ *                   the bytes registered in that time that came from the heap (counted as
+ *                   registered_mib; the large buffers rvx maps itself are neither, and mmap is
+ *                   interposed to tell them apart): worker, ifaces, conns, endpoints, tag and AM
  *                   state, gathered addresses, requests set aside. Not counted: blocks that the
  *                   verbs library allocates inside the calls rvx makes (its QP, CQ, MR objects:
  *                   the adapter's side, rvxsim here), libc's own, and the bench's arrays, which
  *                   are allocated before or freed within the span (the blocks are found by
  *                   interposing malloc and its relatives and looking at the caller's address)
  *   heap_proc_kib   the whole process's heap growth over the same span (mallinfo2), less the
- *                   registered bytes and less what rvxsim says it holds (model_bytes): what
+ *                   registered bytes from the heap and less what rvxsim holds (model_bytes): what
  *                   heap_kib counts plus what the allocator rounds rvxsim's large blocks up to
  *                   (about 2.4 KiB per QP: page-rounded mmap chunks), libc's and rvxsim's other
  *                   allocations
@@ -90,6 +91,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -236,6 +238,40 @@ int posix_memalign(void **pp, size_t al, size_t n)
     return 0;
 }
 
+/* rvx's anonymous mappings made in the span (its large registered buffers: sys/mem.h, rvx__map):
+ * registered memory that is not heap, so heap_kib takes off only the registered bytes that are
+ * not among them. mmap itself is the system call (glibc's wrapper adds nothing to it). */
+#define OWN_MAPS 64
+static struct { void *p; size_t n; } own_map[OWN_MAPS];
+static size_t own_mapped;
+
+void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    void *p = (void *)syscall(SYS_mmap, a, n, prot, flags, fd, off);
+    unsigned i;
+    if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || !own_caller(__builtin_return_address(0))) return p;
+    for (i = 0; i < OWN_MAPS; i++)
+        if (!own_map[i].p) {
+            own_map[i].p = p;
+            own_map[i].n = n;
+            own_mapped += n;
+            return p;
+        }
+    own_full = 1; /* the figure is wrong from here: reported, not printed */
+    return p;
+}
+
+int munmap(void *p, size_t n)
+{
+    unsigned i;
+    for (i = 0; i < OWN_MAPS; i++)
+        if (own_map[i].p == p) {
+            own_mapped -= own_map[i].n;
+            own_map[i].p = NULL;
+        }
+    return (int)syscall(SYS_munmap, p, n);
+}
+
 #if SCALE_MSG
 static volatile int hellos;
 static void on_hello(rvx_am_token_t *t, const uint64_t *a, unsigned n, void *p, size_t len)
@@ -375,7 +411,7 @@ int main(void)
     rvx_mem_t *mem;
     rvx_ep_t **eps;
     sim_counts_t c0, c1, c2;
-    double t0, t1, t2, u0, u1, p0, p1, h0, h1, o0, o1, v[F_N], *all;
+    double t0, t1, t2, u0, u1, p0, p1, h0, h1, o0, o1, m0, m1, v[F_N], *all;
     struct rusage ru;
     int n, r, f, sim, bad;
 
@@ -393,6 +429,7 @@ int main(void)
     h0 = heap_bytes();
     own_on = 1;
     o0 = (double)own_live;
+    m0 = (double)own_mapped;
     t0 = now_s();
     u0 = cpu_s();
     p0 = proc_cpu_s();
@@ -411,6 +448,7 @@ int main(void)
     h1 = heap_bytes();
     own_on = 0;
     o1 = (double)own_live;
+    m1 = (double)own_mapped;
     if (own_full) fprintf(stderr, "scale: rank %d: too many blocks to follow; heap_kib is wrong\n", me);
     getrusage(RUSAGE_SELF, &ru);
 
@@ -422,8 +460,8 @@ int main(void)
     v[F_CQE] = c2.cqes - c0.cqes;
     v[F_SRQ] = c2.srq_wqes - c0.srq_wqes;
     v[F_VERBS] = c1.verbs - c0.verbs;
-    v[F_HEAP] = (o1 - o0 - (c2.mr_now - c0.mr_now)) / 1024.0;
-    v[F_HEAPP] = (h1 - h0 - (c2.model_bytes - c0.model_bytes) - (c2.mr_now - c0.mr_now)) / 1024.0;
+    v[F_HEAP] = (o1 - o0 - (c2.mr_now - c0.mr_now - (m1 - m0))) / 1024.0;
+    v[F_HEAPP] = (h1 - h0 - (c2.model_bytes - c0.model_bytes) - (c2.mr_now - c0.mr_now - (m1 - m0))) / 1024.0;
     v[F_RSS] = (double)ru.ru_maxrss / 1024.0;
     v[F_EXCH] = t2 - t1;
     v[F_OPS] = 0;

@@ -62,7 +62,7 @@ RVX_COLD void rvx__dc_iface_fini(rvx__dc_iface_t *ifc)
     }
 #endif
     if (ifc->bounce_mr) ibv_dereg_mr(ifc->bounce_mr);
-    free(ifc->bounce);
+    rvx__unmap(ifc->bounce, (size_t)RVX_DC_NUM_DCI * RVX_DC_BOUNCE_BYTES);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     rvx__mlx5_bf_free(&ifc->bfs);
     rvx__mlx5_txpool_fini(&ifc->txrecs); /* after the DCIs have given their records back */
@@ -93,7 +93,7 @@ RVX_COLD rvx_status_t rvx__dc_iface_init(rvx__dc_iface_t *ifc, rvx__mlx5_ctx_t *
         memcpy(ifc->scratch, &pre, sizeof(pre));
     }
 #endif
-    ifc->bounce = (uint8_t *)rvx__mlx5_alloc(ctx, bytes);
+    ifc->bounce = (uint8_t *)rvx__map(bytes);
     if (!ifc->bounce) return RVX_ERR_NO_MEMORY;
     ifc->bounce_mr = rvx__mlx5_reg(ctx, ifc->bounce, bytes, "the DCI bounce rings");
     if (!ifc->bounce_mr) { st = RVX_ERR_NO_RESOURCE; goto fail; }

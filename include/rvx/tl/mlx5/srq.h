@@ -130,7 +130,7 @@ RVX_COLD void rvx__mlx5_srq_destroy(rvx__mlx5_srq_t *s)
 {
     if (s->srq) ibv_destroy_srq(s->srq);
     if (s->mr) ibv_dereg_mr(s->mr);
-    free(s->bufs);
+    rvx__unmap(s->bufs, (size_t)(s->mask + 1) * s->frame);
     memset(s, 0, sizeof(*s));
 }
 
@@ -173,7 +173,7 @@ RVX_COLD rvx_status_t rvx__mlx5_srq_create(rvx__mlx5_ctx_t *ctx, rvx__mlx5_srq_t
     s->frame = frame;
     s->head = (uint16_t)ds.head;
     s->tail = (uint16_t)ds.tail;
-    s->bufs = (uint8_t *)rvx__mlx5_alloc(ctx, (size_t)cnt * frame);
+    s->bufs = (uint8_t *)rvx__map((size_t)cnt * frame); /* the NIC fills them, as used */
     if (!s->bufs) { rvx__mlx5_srq_destroy(s); return RVX_ERR_NO_MEMORY; }
     s->mr = rvx__mlx5_reg(ctx, s->bufs, (size_t)cnt * frame, "the receive buffers");
     if (!s->mr) { rvx__mlx5_srq_destroy(s); return RVX_ERR_NO_RESOURCE; }

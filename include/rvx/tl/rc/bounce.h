@@ -30,7 +30,7 @@ RVX_INLINE void rvx__rc_bounce_back(rvx__rc_conn_t *c, uint64_t b)
 RVX_COLD rvx_status_t rvx__rc_bpool_init(rvx__rc_iface_t *ifc)
 {
     unsigned i, n = RVX__RC_BOUNCE_BYTES / RVX__RC_BOUNCE_SEG;
-    ifc->bpool = (uint8_t *)rvx__mlx5_alloc(ifc->ctx, RVX__RC_BOUNCE_BYTES);
+    ifc->bpool = (uint8_t *)rvx__map(RVX__RC_BOUNCE_BYTES);
     ifc->bfree = (uint32_t *)calloc(n, sizeof(*ifc->bfree));
     ifc->bsegs = (rvx__rc_bseg_t *)calloc(n, sizeof(*ifc->bsegs));
     if (!ifc->bpool || !ifc->bfree || !ifc->bsegs) return RVX_ERR_NO_MEMORY;
