@@ -96,8 +96,9 @@ static double destroy_quietly(rvx_worker_t *w, double *cpu, int *bad)
 /* dc_mlx5 and its pair: a neighbour whose worker is gone said so in its last report
  * (RVX__DC_LEFT), and the endpoint to it then gives nothing back, its pool being gone: nothing
  * released, nothing held. Where the report did not come (the neighbour's DCIs can be destroyed
- * before their engine sent it, on a loaded machine) nothing is checked, and the line says so;
- * in the pair, a neighbour on this node holds no dc_mlx5 credits and is not checked either. */
+ * before their engine sent it, on a loaded machine) nothing is checked, and the line says so.
+ * In the pair, a neighbour on this node sends its messages through shm and holds no dc_mlx5
+ * credits: its worker sends no dc_mlx5 report at all (rvx__dc_ep_no_msgs). */
 static void check_left(rvx_worker_t *w, rvx_ep_t *ep, int rank)
 {
 #if RVX_TL == RVX_TL_DC_MLX5
@@ -108,6 +109,14 @@ static void check_left(rvx_worker_t *w, rvx_ep_t *ep, int rank)
 #endif
     unsigned long released = ifc->released;
     uint32_t held = ifc->peers[rank].claimed;
+#if RVX_PAIR
+    if (ep->tl[0].intra) {
+        T_CHECK(!rvx__dc_peer_left(ifc, rank) && !held,
+                "rank %d, on this node, %s", rank, held ? "holds dc_mlx5 credits" :
+                "sent a dc_mlx5 report as its worker went (its messages go through shm)");
+        return;
+    }
+#endif
     if (!rvx__dc_peer_left(ifc, rank)) {
         printf("rank %d was not told that rank %d left: not checked\n", rvx_rank(w->ctx), rank);
         return;
@@ -120,6 +129,31 @@ static void check_left(rvx_worker_t *w, rvx_ep_t *ep, int rank)
             ifc->released - released, ifc->peers[rank].claimed);
 #else
     (void)w; (void)ep; (void)rank;
+#endif
+}
+
+/* dc_mlx5 (and the pair's network lane): the worker's first step of going gives back every
+ * credit it holds, each right behind that peer's last report, so that no endpoint's teardown
+ * has a give-back left to post. Called while every peer is there: each holds credits. */
+static void check_leave_gives_back(rvx_worker_t *w)
+{
+#if RVX_TL == RVX_TL_DC_MLX5
+#if RVX_PAIR
+    rvx__dc_iface_t *ifc = &w->iface[0].net;
+#else
+    rvx__dc_iface_t *ifc = &w->iface[0];
+#endif
+    uint64_t held = 0;
+    int r;
+    for (r = 0; r < ifc->nranks; r++) held += ifc->peers[r].claimed;
+    T_CHECK(held > 0, "rank %d holds no credits after pinging every rank", rvx_rank(w->ctx));
+    rvx__tl_iface_leave(&w->iface[0]); /* what rvx_worker_destroy does first (once) */
+    for (r = 0; r < ifc->nranks; r++)
+        T_CHECK(ifc->peers[r].claimed == 0 || rvx__dc_peer_left(ifc, r),
+                "rank %d's %u credits are still held once the worker began to go", r,
+                ifc->peers[r].claimed);
+#else
+    (void)w;
 #endif
 }
 
@@ -144,6 +178,7 @@ int main(int argc, char **argv)
     for (i = 1; i < n; i++) ping(w, eps[i], ROUNDS + i); /* more peers hold credits than DCIs */
     T_OK(rvx_barrier(ctx)); /* every rank has had its pongs: the exchange is over */
     if (me % 2) {
+        check_leave_gives_back(w);
         took = destroy_quietly(w, &cpu, &bad);
         T_OK(rvx_barrier(ctx));
     } else {

@@ -373,7 +373,8 @@ RVX_COLD void rvx__dc_tick(rvx__dc_iface_t *ifc)
     rvx__dc_sweep(ifc, NULL, 0);
 }
 
-/* At endpoint destruction every credit goes back at once, with nothing waited for and nothing
+/* At endpoint destruction (or, when the worker goes, behind the endpoint's last report:
+ * rvx__dc_iface_leave) every credit goes back at once, with nothing waited for and nothing
  * read from the peer (which may have left already): the unused ones, and those covering frames
  * the peer has not reported yet. The pool's fetch-add goes on the endpoint's DCI after its SENDs,
  * so when the peer's NIC adds them those frames are in its receive buffers; until its CPU takes
@@ -392,13 +393,14 @@ RVX_COLD void rvx__dc_give_back(rvx__dc_ep_t *ep)
     }
     if (!ep->failed && p->claimed) { /* the unused ones and the rest: one fetch-add */
         uint32_t held = p->claimed;
+        uint8_t closing = ep->ifc->closing; /* already set when the worker goes */
         ep->tx_limit -= ep->tx_left; /* the frames sent stay counted (rvx__dc_tx_sent) */
         ep->tx_left = 0;
         p->claimed = 0;
         ep->ifc->released += held;
         ep->ifc->closing = 1;
         rvx__dc_pool_add(ep, held);
-        ep->ifc->closing = 0;
+        ep->ifc->closing = closing;
     }
     rvx__dc_hold_del(ep);
 }

@@ -165,7 +165,10 @@ typedef struct rvx__dc_peer {
     uint32_t tx_sent;     /* frames sent to it (an endpoint's tx_sent, kept while none exists) */
     uint32_t claimed;     /* credits taken from its pool: frames of ours it may hold at once */
     uint32_t rx_reported; /* its frames taken here, as last told to it */
-    uint32_t dirty;       /* on the list of ranks whose taken count is not reported yet */
+    uint16_t dirty;       /* on the list of ranks whose taken count is not reported yet */
+    uint8_t  no_msgs;     /* its messages go another way (a pair's on-node peer): neither side
+                           * takes credits from the other's pool (rvx__dc_ep_no_msgs) */
+    uint8_t  pad;
 } rvx__dc_peer_t;
 
 /* A message as the DCT receives it: a SEND with immediate (info | chan << 16) whose first 8 bytes

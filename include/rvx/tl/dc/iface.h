@@ -217,6 +217,7 @@ RVX_COLD rvx_status_t rvx__dc_ep_connect(rvx__dc_iface_t *ifc, rvx__dc_ep_t *ep,
      * arriving now change nothing (rvx__dc_give_back) */
     if (!ifc->peers[rank].claimed && (int32_t)(ep->tx_limit - ep->piggy) > 0) ep->piggy = ep->tx_limit;
     ifc->eps[rank] = ep;
+    ifc->peers[rank].no_msgs = 0;
     if (ifc->peers[rank].claimed) rvx__dc_hold_add(ep); /* the sweep gives them back */
     /* frames the rank sent while there was no endpoint: their credits go back now */
     if ((uint32_t)*rvx__dc_taken(ifc, rank) != ifc->peers[rank].rx_reported) rvx__dc_credit_return(ep);
@@ -224,6 +225,12 @@ RVX_COLD rvx_status_t rvx__dc_ep_connect(rvx__dc_iface_t *ifc, rvx__dc_ep_t *ep,
     ifc->nlive++;
     return RVX_OK;
 }
+
+#if RVX_CAN_RECEIVE
+/* The endpoint will send no messages (a pair's on-node peer: they go through shared memory), nor
+ * will its peer's to this worker: the worker's last reports skip it (rvx__dc_iface_leave). */
+RVX_COLD void rvx__dc_ep_no_msgs(rvx__dc_ep_t *ep) { ep->ifc->peers[ep->rank].no_msgs = 1; }
+#endif
 
 /* The endpoint's work that completes into the caller's memory (a request, a copy, a fetch)
  * finishes, by its CQE or its DCI's error; a peer that does not answer costs at most the DCI's
@@ -279,15 +286,23 @@ RVX_COLD void rvx__dc_disown(rvx__dc_ep_t *ep)
  * gives nothing back to this worker (rvx__dc_give_back), so it holds no DCI for the grace once
  * this worker's DCT is gone; and ranks that leave together hear of each other before any of
  * them destroys its DCT, so they give nothing back to each other either. Not to a peer that
- * said it left first; posted, not waited for (the iface's quiesce retires the reports). */
+ * said it left first, nor to one no message goes to (neither holds the other's credits). The
+ * credits this worker holds at a peer go back right behind its report, on the DCI the report
+ * took, so that a DCI changes target once per peer (a change waits for the last target's
+ * answers) and no endpoint's teardown has a give-back left. Posted, not waited for (the iface's
+ * quiesce retires them). */
 RVX_COLD void rvx__dc_iface_leave(rvx__dc_iface_t *ifc)
 {
     int r;
+    if (ifc->leaving) return; /* once */
     ifc->leaving = 1;
     ifc->closing = 1; /* a DCI with a destroyed endpoint's work will do */
     for (r = 0; r < ifc->nranks; r++) {
         rvx__dc_ep_t *ep = ifc->eps[r];
-        if (ep && ep->live && !ep->failed && !rvx__dc_peer_left(ifc, r)) rvx__dc_report(ep);
+        if (!ep || !ep->live || ep->failed || rvx__dc_peer_left(ifc, r) || ifc->peers[r].no_msgs)
+            continue;
+        rvx__dc_report(ep);
+        rvx__dc_give_back(ep);
     }
     ifc->closing = 0;
 }

@@ -149,6 +149,9 @@ RVX_COLD rvx_status_t rvx__pair_ep_connect(rvx__pair_iface_t *ifc, rvx__pair_ep_
         if (ep->intra) rvx__shm_ep_disconnect(&ep->shm);
         return st;
     }
+#if RVX_TL == RVX_TL_DC_MLX5 && RVX_CAN_RECEIVE
+    if (ep->intra) rvx__dc_ep_no_msgs(&ep->net); /* messages on the node go through shm */
+#endif
     ifc->nlive++;
     if (!ep->intra) ifc->noff++;
     return RVX_OK;
