@@ -93,6 +93,18 @@ static double destroy_quietly(rvx_worker_t *w, double *cpu, int *bad)
     return took;
 }
 
+#if RVX_TL == RVX_TL_DC_MLX5
+/* The worker's dc_mlx5 interface (in a pair, its network side). */
+static rvx__dc_iface_t *dc_iface(rvx_worker_t *w)
+{
+#if RVX_PAIR
+    return &w->iface[0].net;
+#else
+    return &w->iface[0];
+#endif
+}
+#endif
+
 /* dc_mlx5 and its pair: a neighbour whose worker is gone said so in its last report
  * (RVX__DC_LEFT), and the endpoint to it then gives nothing back, its pool being gone: nothing
  * released, nothing held. Where the report did not come (the neighbour's DCIs can be destroyed
@@ -102,11 +114,7 @@ static double destroy_quietly(rvx_worker_t *w, double *cpu, int *bad)
 static void check_left(rvx_worker_t *w, rvx_ep_t *ep, int rank)
 {
 #if RVX_TL == RVX_TL_DC_MLX5
-#if RVX_PAIR
-    rvx__dc_iface_t *ifc = &w->iface[0].net;
-#else
-    rvx__dc_iface_t *ifc = &w->iface[0];
-#endif
+    rvx__dc_iface_t *ifc = dc_iface(w);
     unsigned long released = ifc->released;
     uint32_t held = ifc->peers[rank].claimed;
 #if RVX_PAIR
@@ -138,11 +146,7 @@ static void check_left(rvx_worker_t *w, rvx_ep_t *ep, int rank)
 static void check_leave_gives_back(rvx_worker_t *w)
 {
 #if RVX_TL == RVX_TL_DC_MLX5
-#if RVX_PAIR
-    rvx__dc_iface_t *ifc = &w->iface[0].net;
-#else
-    rvx__dc_iface_t *ifc = &w->iface[0];
-#endif
+    rvx__dc_iface_t *ifc = dc_iface(w);
     uint64_t held = 0;
     int r;
     for (r = 0; r < ifc->nranks; r++) held += ifc->peers[r].claimed;
