@@ -126,11 +126,17 @@ RVX_COLD void rvx__mlx5_defer(rvx__mlx5_deferred_t **head, rvx__mlx5_deferred_t 
 
 /* ---- set-up (cold) -------------------------------------------------------------------------- */
 
+/* The receive buffers' bytes: one frame per WQE of the ring. */
+RVX_INLINE size_t rvx__mlx5_srq_bytes(const rvx__mlx5_srq_t *s)
+{
+    return (size_t)(s->mask + 1) * s->frame;
+}
+
 RVX_COLD void rvx__mlx5_srq_destroy(rvx__mlx5_srq_t *s)
 {
     if (s->srq) ibv_destroy_srq(s->srq);
     if (s->mr) ibv_dereg_mr(s->mr);
-    rvx__unmap(s->bufs, (size_t)(s->mask + 1) * s->frame);
+    rvx__unmap(s->bufs, rvx__mlx5_srq_bytes(s));
     memset(s, 0, sizeof(*s));
 }
 
@@ -173,9 +179,9 @@ RVX_COLD rvx_status_t rvx__mlx5_srq_create(rvx__mlx5_ctx_t *ctx, rvx__mlx5_srq_t
     s->frame = frame;
     s->head = (uint16_t)ds.head;
     s->tail = (uint16_t)ds.tail;
-    s->bufs = (uint8_t *)rvx__map((size_t)cnt * frame); /* the NIC fills them, as used */
+    s->bufs = (uint8_t *)rvx__map(rvx__mlx5_srq_bytes(s)); /* the NIC fills them, as used */
     if (!s->bufs) { rvx__mlx5_srq_destroy(s); return RVX_ERR_NO_MEMORY; }
-    s->mr = rvx__mlx5_reg(ctx, s->bufs, (size_t)cnt * frame, "the receive buffers");
+    s->mr = rvx__mlx5_reg(ctx, s->bufs, rvx__mlx5_srq_bytes(s), "the receive buffers");
     if (!s->mr) { rvx__mlx5_srq_destroy(s); return RVX_ERR_NO_RESOURCE; }
     s->lkey = s->mr->lkey;
     for (i = 0; i < cnt; i++) { /* each WQE's segments, for good: its buffer, then a terminator */
