@@ -43,7 +43,7 @@ RVX_NOINLINE int rvx_explain_progress(rvx_worker_t *w)
     return rvx_progress(w);
 }
 
-/* A blocking 8-byte get (no request: done on return): one READ into a bounce slot, the wait for
+/* A blocking 8-byte get (no request: done on return): one READ into the fetch slot, the wait for
  * its own CQE, the answer copied out (tl/mlx5/fetch.h; as bench_get8 in bench/icount_fetch.h). */
 RVX_NOINLINE rvx_status_t rvx_explain_get8(rvx_ep_t *ep, uint64_t *dst, uint64_t raddr,
                                            const rvx_rkey_t *rk)

@@ -4,7 +4,7 @@
 # instruction (dc's address vector too), the flush and progress paths show their checks, the CQ
 # poll its CQE owner check and consumer index; the batch of 16 loads and syncs its copy of the
 # queue's state, stores WQEs and rings once (doorbell record and doorbell write); the blocking get
-# and fetching add (in line or in their .cold part) check the fetch path, use a bounce slot, wait
+# and fetching add (in line or in their .cold part) check the fetch path, use the fetch slot, wait
 # for the CQE, match it and copy the answer; and almost nothing is "unclassified" (a re-cut of the
 # transport files that the purpose table in tools/explain.sh no longer recognises fails here).
 # The per-purpose counts must add up to each function's total, in both tables. Each binary also
@@ -80,7 +80,7 @@ check() { # binary transport
   [ "$tl" = dc ] && need batch16 "address vector" 1
 
   for fn in get8 amo_fadd8; do
-    for p in "fetch-path check" "bounce slot" "CQE wait" "completion match" "consumer index" \
+    for p in "fetch-path check" "fetch slot" "CQE wait" "completion match" "consumer index" \
              "answer copy" "doorbell record"; do
       need_any $fn "$p" 1
     done

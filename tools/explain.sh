@@ -3,7 +3,7 @@
 # 8-byte put, a batch of 16, flush, progress, a blocking 8-byte get, a blocking fetching add),
 # each instruction annotated with the source line it comes from and grouped by what it is for
 # (ctrl segment, address vector, raddr segment, inline data, WQE store, producer index, doorbell
-# record, barrier, BlueFlame copy, batch state load/sync, bounce slot, CQE wait, completion match,
+# record, barrier, BlueFlame copy, batch state load/sync, fetch slot, CQE wait, completion match,
 # answer copy, ...). For teaching: where the instructions of an operation go. `make explain`
 # builds build/bench/explain_rc and explain_dc (bench/explain.c: noinline wrappers, -O2 -g) and
 # runs this on each.
@@ -41,11 +41,11 @@ q\[[23]\] = _mm_setzero_si128|memset\(	inline data
 ~c = _mm_set_epi64x	ctrl segment
 _gen\(	out-of-line path
 rvx__mlx5_cq_await|fetch_ifc\)\(ep\)->cq	CQE wait
-tx\.head == RVX__MLX5_REC_NIL|tx\.flush_head|fetch_quiet|return !ep->(c->)?ifc->wflush|bs->lim - |b_head == d->b_tail|!c->failed &&|fetch_ok\(	fetch-path check
+tx\.head == RVX__MLX5_REC_NIL|tx\.flush_head|fetch_quiet|return !ep->(c->)?ifc->wflush|\(uintptr_t\)ifc->wflush|bs->lim - |b_head == d->b_tail|!c->failed &&|fetch_ok\(	fetch-path check
 CQW_MASK|rvx__mlx5_cqw|next_op_own - 7|qpn8 << 24|~end = q->sq\.pi|~pi = end - nbb	completion match
-sq_retired|last_sig_pi = end	retire completed WQEs
-memcpy\(dst, slot	answer copy
-fetch_slot|bs->buf|bs->head|b_head|RVX__RC_BOUNCE_SEG|RVX_DC_BOUNCE_BYTES|chunk_lkey|\(uintptr_t\)slot	bounce slot
+sq_retired|last_sig_pi = end|sq\.ci = end|!q->sq\.hold	retire completed WQEs
+memcpy\(dst, (slot|RVX__MLX5_NET\(fetch_slot\))	answer copy
+fetch_slot|fs->dseg|_mm_cvtsi32_si128\(\(int\)rvx_htobe32\(len\)\)|bs->buf|bs->head|b_head|RVX__RC_BOUNCE_SEG|RVX_DC_BOUNCE_BYTES|chunk_lkey|\(uintptr_t\)slot	fetch slot
 atomic\[|operands\[	atomic segment
 ep->c~|->ifc~|ep->dci~|&w->iface|~rvx__tl_progress~|~rvx__tl_ep_flush~|~rvx_progress~|~rvx_ep_flush_nb~	connection lookup
 b->(ep|q|buf|mask|fast|ctrl_w8) = |b->pi = [a-z]+->sq\.pi|_batch_reload|_batch_begin|\(ep_q\)|(~|_)q_fast	batch state load
@@ -77,7 +77,7 @@ RULES
 )
 export EXPLAIN_RULES
 # Display order (the path an operation takes), then the rest.
-order="connection lookup|batch state load|limit check|fetch-path check|moderation|producer index|ctrl segment|address vector|raddr segment|inline data|atomic segment|bounce slot|WQE store|barrier|doorbell record|BlueFlame copy|doorbell write|batch state sync|nothing-to-do check|CQE wait|CQE owner check|completion match|consumer index|retire completed WQEs|answer copy|completion dispatch|worker flush|out-of-line path|return value|register saves|call and return|loop of the wrapper|alignment padding|unclassified"
+order="connection lookup|batch state load|limit check|fetch-path check|moderation|producer index|ctrl segment|address vector|raddr segment|inline data|atomic segment|fetch slot|WQE store|barrier|doorbell record|BlueFlame copy|doorbell write|batch state sync|nothing-to-do check|CQE wait|CQE owner check|completion match|consumer index|retire completed WQEs|answer copy|completion dispatch|worker flush|out-of-line path|return value|register saves|call and return|loop of the wrapper|alignment padding|unclassified"
 
 # The functions: the rvx_explain_* wrappers the binary has, in the order below (others after
 # them), then the out-of-line CQ poll that progress calls when a CQE is there.

@@ -368,6 +368,8 @@ RVX_COLD rvx_status_t rvx__dc_dci_create(rvx__dc_iface_t *ifc, rvx__dc_dci_t *d,
     ia.cap.max_inline_data = RVX__TL_SHORT_MAX;
     d->ifc = ifc;
     d->bounce = ifc->bounce + (size_t)i * RVX_DC_BOUNCE_BYTES;
+    rvx__mlx5_fslot_init(&d->fs, ifc->bounce + RVX__DC_BOUNCE_ALL + (size_t)i * RVX__MLX5_FSLOT,
+                         ifc->bounce_lkey);
     d->qp = mlx5dv_create_qp(ctx->ib, &ia, &da);
     if (!d->qp) {
         rvx__log("dc_mlx5: cannot create a DCI on %s: %s", ctx->name, strerror(errno));

@@ -14,6 +14,9 @@
 #define RVX__DC_SQ_RESERVE 4u                    /* WQEBBs kept for a flush NOP */
 #define RVX__DC_AV_BASE    16u                   /* the address segment without GRH (IB) */
 #define RVX__DC_AV_EXT     48u                   /* with GRH (RoCE): mlx5_wqe_datagram_seg */
+/* The bounce rings of all DCIs, then each DCI's fetch slot: one mapping (rvx__map). */
+#define RVX__DC_BOUNCE_ALL ((size_t)RVX_DC_NUM_DCI * RVX_DC_BOUNCE_BYTES)
+#define RVX__DC_BOUNCE_MAP (RVX__DC_BOUNCE_ALL + (size_t)RVX_DC_NUM_DCI * RVX__MLX5_FSLOT)
 /* Which DCI an endpoint's WQEs go to (the top of tl/dc/dci.h says how each works). */
 #define RVX_DC_DCI_POOLED 0 /* held while work is outstanding, handed over when done (default) */
 #define RVX_DC_DCI_FIXED  1 /* always DCI rank % RVX_DC_NUM_DCI, shared with the ranks alike */
@@ -85,6 +88,7 @@ typedef struct rvx__dc_dci {
                                         * the DCI stays with its endpoint */
     uint8_t              *bounce;      /* its slice of the iface's registered bounce memory */
     uint64_t              b_head, b_tail;
+    rvx__mlx5_fslot_t     fs;          /* its blocking fetches land here (tl/mlx5/fetch.h) */
     const struct rvx__dc_ep *ka_ep;    /* the endpoint whose keepalive went last on it, and pi */
     uint32_t              ka_pi;       /* after it: in flight while ci is before this */
     struct ibv_qp        *qp;

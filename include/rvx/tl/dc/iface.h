@@ -13,8 +13,6 @@
  * RVX__DC_FINI_GRACE_S, and its failure is not reported (rvx__dc_req_err). */
 #define RVX__DC_FINI_GRACE_S 0.01
 
-/* The bounce rings of all DCIs: one mapping (rvx__map). */
-#define RVX__DC_BOUNCE_ALL ((size_t)RVX_DC_NUM_DCI * RVX_DC_BOUNCE_BYTES)
 RVX_COLD void rvx__dc_iface_quiesce(rvx__dc_iface_t *ifc)
 {
     double t0 = rvx__now_s();
@@ -65,7 +63,7 @@ RVX_COLD void rvx__dc_iface_fini(rvx__dc_iface_t *ifc)
     }
 #endif
     if (ifc->bounce_mr) ibv_dereg_mr(ifc->bounce_mr);
-    rvx__unmap(ifc->bounce, RVX__DC_BOUNCE_ALL);
+    rvx__unmap(ifc->bounce, RVX__DC_BOUNCE_MAP);
     if (ifc->ibcq) ibv_destroy_cq(ifc->ibcq);
     rvx__mlx5_bf_free(&ifc->bfs);
     rvx__mlx5_txpool_fini(&ifc->txrecs); /* after the DCIs have given their records back */
@@ -75,7 +73,7 @@ RVX_COLD void rvx__dc_iface_fini(rvx__dc_iface_t *ifc)
 RVX_COLD rvx_status_t rvx__dc_iface_init(rvx__dc_iface_t *ifc, rvx__mlx5_ctx_t *ctx, int rank,
                                          int nranks, int node)
 {
-    size_t bytes = RVX__DC_BOUNCE_ALL;
+    size_t bytes = RVX__DC_BOUNCE_MAP;
     unsigned i;
     rvx_status_t st;
     (void)node; /* one transport for every peer: where a peer runs changes nothing */

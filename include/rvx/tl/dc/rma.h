@@ -230,14 +230,15 @@ RVX_INLINE int rvx__dc_fetch_ok(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t nbb
     return rvx__mlx5_sq_room_for(&d->sq, nbb) && !d->sq.hold && d->b_head == d->b_tail;
 }
 
-/* The slot at the head of the DCI's bounce ring. */
-RVX_INLINE uint8_t *rvx__dc_fetch_slot(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+/* The DCI's fetch slot. */
+RVX_INLINE const rvx__mlx5_fslot_t *rvx__dc_fetch_slot(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
 {
     (void)ep;
-    return d->bounce + d->b_head % RVX_DC_BOUNCE_BYTES;
+    return &d->fs;
 }
 
-/* The slot becomes the ring's, as rvx__dc_bounce(d, ep, 8) would have made it. */
+/* The ring is in use, as rvx__dc_bounce(d, ep, 8) would have made it: no fetch takes the slot
+ * until the record retires. */
 RVX_COLD uint64_t rvx__dc_fetch_take(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
 {
     (void)ep;

@@ -13,6 +13,7 @@
 typedef struct rvx__mlx5_cq {
     const volatile uint8_t *next_op_own; /* op_own of the CQE at the consumer index */
     uint32_t           owner;  /* the owner bit a valid CQE there has: pass parity of ci */
+    uint32_t           stride; /* bytes from one CQE to the next: 1 << shift */
     uint8_t           *buf;    /* first CQE's 64-byte part (the second half of 128-byte CQEs) */
     uint32_t           ci;
     uint32_t           mask;

@@ -2,8 +2,9 @@
  * constant length and a 64-bit fetching atomic (add, compare-and-swap) with no request, the calls
  * that wait for their own answer.
  *
- * Such a call posts one signaled WQE, built in registers, that lands its answer in the next slot
- * of a bounce ring holding nothing in flight, and waits for exactly its own CQE: when the CQE at
+ * Such a call posts one signaled WQE, built in registers, that lands its answer in the queue's
+ * fetch slot (rvx__mlx5_fslot_t: its data segment built once) while the queue's bounce ring
+ * holds nothing in flight, and waits for exactly its own CQE: when the CQE at
  * the consumer index is that one (owner, opcode, QPN and WQE index in one 8-byte word) and
  * nothing else waits on the queue (no op record, no flush), the call retires it inline and copies
  * the answer out: no op record, no chunk loop, no CQ drain. Anything else (no room, a ring in
@@ -17,17 +18,17 @@
  *   ep_q(ep)                the queue the endpoint's next WQE goes to
  *   fetch_ok(ep, q, nbb)    room for nbb WQEBBs on its fast path, and a bounce ring with nothing
  *                           in flight (else the general path)
- *   fetch_slot(ep, q)       the slot at the head of that ring
- *   fetch_take(ep, q)       the slot becomes the ring's (general path): the op record's position
+ *   fetch_slot(ep, q)       the queue's fetch slot
+ *   fetch_take(ep, q)       the ring is in use until the op record retires (general path): the
+ *                           record's position
  *   ep_av(ep, &seg)         1 with the address segment in seg; 0: none (rc_mlx5)
  *   fetch_commit(ep, q, pi, nbb, wqe, bb)   the transport's commit of the WQE
  *   fetch_quiet(ep)         no worker flush or re-connection waits on a CQE
- *   fetch_ifc(ep)           the iface (its CQ, the general wait)
- *   chunk_lkey(ep, q)       the ring's lkey (tl/mlx5/chunk.h) */
+ *   fetch_ifc(ep)           the iface (its CQ, the general wait) */
 #ifndef RVX_TL_MLX5_FETCH_H
 #define RVX_TL_MLX5_FETCH_H
 
-#define RVX__MLX5_FETCH_MAX 64u /* a get this small (a bounce slot) may take the fetch path */
+#define RVX__MLX5_FETCH_MAX RVX__MLX5_FSLOT /* a get this small (the fetch slot) may take the fetch path */
 
 #define RVX__MLX5_FEP RVX__MLX5_NET(ep_t)
 #define RVX__MLX5_FQ  RVX__MLX5_NET(q_t)
@@ -47,8 +48,8 @@ static RVX_NOINLINE RVX_UNUSED int rvx__mlx5_cq_await(const rvx__mlx5_cq_t *cq)
 }
 
 /* The general path for the fetch just posted (the newest WQE on q: nbb WQEBBs, its answer of len
- * bytes in the slot at the head of q's bounce ring): the op record and signaled book-keeping its
- * post skipped, then the general wait. Nothing ran since the post, so this is the state the
+ * bytes in q's fetch slot): the op record and signaled book-keeping its post skipped, then the
+ * general wait. Nothing ran since the post, so this is the state the
  * general post would have left. */
 RVX_COLD rvx_status_t rvx__mlx5_fetch_slow(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, void *dst,
                                            uint32_t len, uint32_t nbb)
@@ -61,7 +62,7 @@ RVX_COLD rvx_status_t rvx__mlx5_fetch_slow(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, v
     o.part = RVX__MLX5_PART_NONE;
     o.len = len;
     o.dst = dst;
-    o.src = RVX__MLX5_NET(fetch_slot)(ep, q);
+    o.src = RVX__MLX5_NET(fetch_slot)(ep, q)->buf;
     o.req = &own;
     o.bounce = RVX__MLX5_NET(fetch_take)(ep, q);
     rvx__mlx5_tx_on_retire(&q->sq, &q->tx, pi, &o);
@@ -86,7 +87,7 @@ RVX_INLINE void rvx__mlx5_cq_step(rvx__mlx5_cq_t *cq)
     uint32_t ci = cq->ci + 1;
     if (RVX_LIKELY(ci & cq->mask)) {
         cq->ci = ci;
-        cq->next_op_own += (size_t)1 << cq->shift;
+        cq->next_op_own += cq->stride;
     } else {
         rvx__mlx5_cq_advance(cq);
     }
@@ -98,47 +99,51 @@ RVX_INLINE void rvx__mlx5_cq_step(rvx__mlx5_cq_t *cq)
  * (rvx__mlx5_cq_await); then the CQE at the consumer index is its own (QPN, WQE index, opcode,
  * owner in one compare) and retires here (rvx__mlx5_fetch_ok made sure nothing else waits on q,
  * and only the NIC ran since); anything else takes the general path. */
-RVX_INLINE rvx_status_t rvx__mlx5_fetch_wait(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, void *dst,
-                                             uint32_t len, uint32_t nbb)
+RVX_INLINE rvx_status_t rvx__mlx5_fetch_wait(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q,
+                                             rvx__mlx5_cq_t *cq, void *dst, uint32_t len,
+                                             uint32_t nbb)
 {
-    rvx__mlx5_cq_t *cq = &RVX__MLX5_NET(fetch_ifc)(ep)->cq;
     uint32_t pi, end;
-    const uint8_t *slot;
     if (RVX_UNLIKELY(!rvx__mlx5_cq_await(cq))) return rvx__mlx5_fetch_slow(ep, q, dst, len, nbb);
     end = q->sq.pi;
     pi = end - nbb;
+    /* the 32-bit shift keeps the WQE index's low 16 bits, wqe_counter's width */
     if (RVX_UNLIKELY((rvx__mlx5_cqw(cq) & RVX__MLX5_CQW_MASK) !=
-                     ((uint64_t)q->sq.qpn8 << 24 | (uint64_t)(uint16_t)pi << 16 | cq->owner)))
+                     ((uint64_t)q->sq.qpn8 << 24 | (uint32_t)(pi << 16) | cq->owner)))
         return rvx__mlx5_fetch_slow(ep, q, dst, len, nbb);
     rvx_from_device_barrier(); /* the CQE before the answer it announces */
     rvx__mlx5_cq_step(cq);
-    rvx__mlx5_sq_retired(&q->sq, end);
+    q->sq.ci = end;
+    /* a held queue's limit stays at or before pi (every post goes its slow way), as it was */
+    if (!q->sq.hold) rvx__mlx5_sq_restop(&q->sq);
     q->tx.last_sig_pi = end;
-    slot = RVX__MLX5_NET(fetch_slot)(ep, q);
-    memcpy(dst, slot, len); /* len is a constant of the call */
+    memcpy(dst, RVX__MLX5_NET(fetch_slot)(ep, q)->buf, len); /* len is a constant of the call */
     return RVX_OK;
 }
 
-/* Post the fetch (nbb WQEBBs at pi, in registers: bb[0..nbb)), then its wait. */
+/* Post the fetch (nbb WQEBBs at pi, in registers: bb[0..nbb)), then its wait. The CQ is found
+ * before the doorbell's stores, after which the compiler would read the pointers to it again. */
 RVX_INLINE rvx_status_t rvx__mlx5_fetch_run(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, uint32_t pi,
                                             uint32_t nbb, rvx__mlx5_bb_t *bb, void *dst,
                                             uint32_t len)
 {
+    rvx__mlx5_cq_t *cq = &RVX__MLX5_NET(fetch_ifc)(ep)->cq;
     uint8_t *wqe = rvx__mlx5_slot(&q->sq, pi);
     rvx__mlx5_bb_store(wqe, &bb[0]);
     if (nbb > 1) rvx__mlx5_bb_store(rvx__mlx5_slot(&q->sq, pi + 1), &bb[1]);
     RVX__MLX5_NET(fetch_commit)(ep, q, pi, nbb, wqe, bb);
-    return rvx__mlx5_fetch_wait(ep, q, dst, len, nbb);
+    return rvx__mlx5_fetch_wait(ep, q, cq, dst, len, nbb);
 }
 
 /* The fetch's WQE in registers (bb[0..nbb)): ctrl at pi (signaled), the address segment if the
- * transport has one, raddr, [the atomic segment], the data segment for the answer at slot;
- * zeros to the end. a: 1 with the address segment av, 0 without. Returns nbb. */
+ * transport has one, raddr, [the atomic segment], the data segment for the answer (the fetch
+ * slot's, with len); zeros to the end. a: 1 with the address segment av, 0 without. Returns nbb. */
 RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, rvx__mlx5_bb_t *bb,
                                         unsigned a, __m128i av, unsigned opcode,
-                                        const uint64_t *atomic, uint32_t len, const uint8_t *slot,
-                                        uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
+                                        const uint64_t *atomic, uint32_t len, uint64_t raddr,
+                                        const rvx__mlx5_rkey_t *rkey)
 {
+    const rvx__mlx5_fslot_t *fs = RVX__MLX5_NET(fetch_slot)(ep, q);
     __m128i z = _mm_setzero_si128(), c, r, t, d;
     unsigned ds = RVX__MLX5_DS_RDMA + a + (atomic ? 1 : 0);
     uint32_t nbb = RVX__MLX5_NBB(ds);
@@ -149,9 +154,8 @@ RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, rvx_
     r = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(_mm_cvtsi64_si128((long long)rvx_htobe64(raddr))),
                                       (const double *)(const void *)&rkey->rkey_word));
     t = atomic ? _mm_set_epi64x((long long)rvx_htobe64(atomic[1]), (long long)rvx_htobe64(atomic[0])) : z;
-    d = _mm_set_epi64x((long long)rvx_htobe64((uint64_t)(uintptr_t)slot),
-                       (long long)((uint64_t)rvx_htobe32(RVX__MLX5_NET(chunk_lkey)(ep, q)) << 32 |
-                                   rvx_htobe32(len)));
+    d = _mm_or_si128(_mm_load_si128((const __m128i *)(const void *)&fs->dseg),
+                     _mm_cvtsi32_si128((int)rvx_htobe32(len)));
     /* laid out by hand (a and atomic are constants): ctrl, [av], raddr, [atomic], data, zeros */
     bb[0].q[0] = c;
     bb[0].q[1] = a ? av : r;
@@ -202,12 +206,10 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_get(RVX__MLX5_FEP *ep, void *dst, uint32
     unsigned a = RVX__MLX5_NET(ep_av)(ep, &av);
     RVX__MLX5_FQ *q = RVX__MLX5_NET(ep_q)(ep);
     uint32_t pi, nbb;
-    uint8_t *slot;
     if (RVX_UNLIKELY(!rvx__mlx5_fetch_ok(ep, q, RVX__MLX5_NBB(RVX__MLX5_DS_RDMA + a))))
         return rvx__mlx5_fetch_get_gen(ep, dst, len, raddr, rkey);
-    slot = RVX__MLX5_NET(fetch_slot)(ep, q);
     pi = q->sq.pi;
-    nbb = rvx__mlx5_fetch_wqe(ep, q, bb, a, av, MLX5_OPCODE_RDMA_READ, NULL, len, slot, raddr, rkey);
+    nbb = rvx__mlx5_fetch_wqe(ep, q, bb, a, av, MLX5_OPCODE_RDMA_READ, NULL, len, raddr, rkey);
     return rvx__mlx5_fetch_run(ep, q, pi, nbb, bb, dst, len);
 }
 
@@ -223,15 +225,13 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_amo8(RVX__MLX5_FEP *ep, unsigned opcode,
     unsigned n_av = RVX__MLX5_NET(ep_av)(ep, &av);
     RVX__MLX5_FQ *q = RVX__MLX5_NET(ep_q)(ep);
     uint32_t pi, nbb;
-    uint8_t *slot;
     if (RVX_UNLIKELY(!rvx__mlx5_fetch_ok(ep, q, RVX__MLX5_NBB(RVX__MLX5_DS_ATOMIC + n_av))))
         return opcode == MLX5_OPCODE_ATOMIC_FA ? rvx__mlx5_fetch_fa_gen(ep, a, raddr, rkey, fetch)
                                                : rvx__mlx5_fetch_cs_gen(ep, a, b, raddr, rkey, fetch);
-    slot = RVX__MLX5_NET(fetch_slot)(ep, q);
     operands[0] = a;
     operands[1] = b;
     pi = q->sq.pi;
-    nbb = rvx__mlx5_fetch_wqe(ep, q, bb, n_av, av, opcode, operands, 8, slot, raddr, rkey);
+    nbb = rvx__mlx5_fetch_wqe(ep, q, bb, n_av, av, opcode, operands, 8, raddr, rkey);
     return rvx__mlx5_fetch_run(ep, q, pi, nbb, bb, fetch, 8);
 }
 

@@ -402,6 +402,7 @@ RVX_COLD rvx_status_t rvx__mlx5_cq_init(rvx__mlx5_cq_t *cq, struct ibv_cq *ibcq)
     cq->cnt = dc.cqe_cnt;
     cq->mask = dc.cqe_cnt - 1;
     cq->shift = dc.cqe_size == 128 ? 7 : 6;
+    cq->stride = 1u << cq->shift;
     cq->dbrec = &dc.dbrec[0];
     cq->ci = 0;
     cq->next_op_own = &((struct mlx5_cqe64 *)(void *)cq->buf)->op_own;

@@ -91,6 +91,22 @@ RVX_INLINE void rvx__mlx5_set_data(void *seg, uint32_t len, uint32_t lkey, const
     d->addr = rvx_htobe64((uint64_t)(uintptr_t)addr);
 }
 
+/* The 64 registered bytes a queue's blocking fetches land in (tl/mlx5/fetch.h), outside its
+ * bounce ring, and the data segment that names them, built once with byte count 0: the fetch
+ * ORs in its length. One per queue: only a fetch that finds the queue's ring idle uses it, and
+ * while its READ or atomic is in flight the queue's ring is not idle or the call has not left. */
+#define RVX__MLX5_FSLOT 64u
+typedef struct rvx__mlx5_fslot {
+    RVX_ALIGNAS(16) struct mlx5_wqe_data_seg dseg;
+    uint8_t *buf;
+} rvx__mlx5_fslot_t;
+
+RVX_COLD void rvx__mlx5_fslot_init(rvx__mlx5_fslot_t *fs, uint8_t *buf, uint32_t lkey)
+{
+    rvx__mlx5_set_data(&fs->dseg, 0, lkey, buf);
+    fs->buf = buf;
+}
+
 /* The atomic segment of ATOMIC_FA (add in swap_add, compare unused) and ATOMIC_CS, and of the
  * 8-byte masked FA (add, field boundary: the same two words). */
 RVX_INLINE void rvx__mlx5_set_atomic(void *seg, uint64_t swap_add, uint64_t compare)

@@ -29,17 +29,20 @@ RVX_INLINE void rvx__rc_bounce_back(rvx__rc_conn_t *c, uint64_t b)
 /* The bounce pool's memory, registered at the first copy (lanes that never copy never pay). */
 RVX_COLD rvx_status_t rvx__rc_bpool_init(rvx__rc_iface_t *ifc)
 {
-    unsigned i, n = RVX__RC_BOUNCE_BYTES / RVX__RC_BOUNCE_SEG;
-    ifc->bpool = (uint8_t *)rvx__map(RVX__RC_BOUNCE_BYTES);
+    unsigned i, n = RVX__RC_BOUNCE_NSEG;
+    ifc->bpool = (uint8_t *)rvx__map(RVX__RC_BPOOL_BYTES);
     ifc->bfree = (uint32_t *)calloc(n, sizeof(*ifc->bfree));
     ifc->bsegs = (rvx__rc_bseg_t *)calloc(n, sizeof(*ifc->bsegs));
     if (!ifc->bpool || !ifc->bfree || !ifc->bsegs) return RVX_ERR_NO_MEMORY;
-    ifc->bpool_mr = rvx__mlx5_reg(ifc->ctx, ifc->bpool, RVX__RC_BOUNCE_BYTES, "the bounce pool");
+    ifc->bpool_mr = rvx__mlx5_reg(ifc->ctx, ifc->bpool, RVX__RC_BPOOL_BYTES, "the bounce pool");
     if (!ifc->bpool_mr) return RVX_ERR_NO_RESOURCE;
     for (i = 0; i < n; i++) {
         ifc->bfree[i] = n - 1 - i;
         ifc->bsegs[i].buf = ifc->bpool + (size_t)i * RVX__RC_BOUNCE_SEG;
         ifc->bsegs[i].lkey = ifc->bpool_mr->lkey;
+        rvx__mlx5_fslot_init(&ifc->bsegs[i].fs,
+                             ifc->bpool + RVX__RC_BOUNCE_BYTES + (size_t)i * RVX__MLX5_FSLOT,
+                             ifc->bpool_mr->lkey);
     }
     ifc->nbfree = n;
     return RVX_OK;
@@ -58,7 +61,7 @@ RVX_COLD void rvx__rc_bounce_put(rvx__rc_iface_t *ifc, rvx__rc_bseg_t *s)
  * segments are looked at, never every peer. 1: c has one. */
 RVX_COLD int rvx__rc_bounce_take(rvx__rc_iface_t *ifc, rvx__rc_conn_t *c)
 {
-    unsigned i, n = RVX__RC_BOUNCE_BYTES / RVX__RC_BOUNCE_SEG;
+    unsigned i, n = RVX__RC_BOUNCE_NSEG;
     rvx__rc_bseg_t *s;
     if (!ifc->bpool && rvx__rc_bpool_init(ifc) != RVX_OK) return 0;
     for (i = 0; i < n && !ifc->nbfree; i++) {

@@ -57,6 +57,9 @@
 #define RVX__RC_BOUNCE_BYTES RVX_MLX5_BOUNCE_BYTES /* the worker's pool */
 #define RVX__RC_BOUNCE_SEG   RVX_MLX5_BOUNCE_SEG   /* the ring a conn holds while it copies */
 #define RVX__RC_BOUNCE_CHUNK RVX_PUT_BCOPY_MAX
+#define RVX__RC_BOUNCE_NSEG  (RVX__RC_BOUNCE_BYTES / RVX__RC_BOUNCE_SEG)
+/* the pool's mapping: the segments, then each segment's fetch slot */
+#define RVX__RC_BPOOL_BYTES  (RVX__RC_BOUNCE_BYTES + RVX__RC_BOUNCE_NSEG * RVX__MLX5_FSLOT)
 
 /* ---- types ---------------------------------------------------------------------------------- */
 
@@ -162,6 +165,7 @@ typedef struct rvx__rc_bseg {
     uint32_t          lkey;
     uint32_t          rsvd;
     rvx__rc_conn_t *holder;      /* NULL: free */
+    rvx__mlx5_fslot_t fs;          /* its holder's blocking fetches land here (tl/mlx5/fetch.h) */
 } rvx__rc_bseg_t;
 
 typedef struct rvx__rc_ep {

@@ -13,7 +13,7 @@ RVX_COLD void rvx__rc_iface_free(rvx__rc_iface_t *ifc)
     rvx__rc_hello_fini(ifc); /* QPs before their CQ and receive queue */
     rvx__mlx5_bf_free(&ifc->bfs);
     if (ifc->bpool_mr) ibv_dereg_mr(ifc->bpool_mr);
-    rvx__unmap(ifc->bpool, RVX__RC_BOUNCE_BYTES);
+    rvx__unmap(ifc->bpool, RVX__RC_BPOOL_BYTES);
     free(ifc->bfree);
     free(ifc->bsegs);
     if (ifc->ctrl_mr) ibv_dereg_mr(ifc->ctrl_mr);

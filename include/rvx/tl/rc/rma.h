@@ -237,14 +237,15 @@ RVX_INLINE int rvx__rc_fetch_ok(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t nb
            c->bs->lim - c->bs->head == RVX__RC_BOUNCE_SEG;
 }
 
-/* The slot at the head of the conn's bounce segment. */
-RVX_INLINE uint8_t *rvx__rc_fetch_slot(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+/* The fetch slot of the conn's bounce segment. */
+RVX_INLINE const rvx__mlx5_fslot_t *rvx__rc_fetch_slot(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
 {
     (void)ep;
-    return c->bs->buf + c->bs->head % RVX__RC_BOUNCE_SEG;
+    return &c->bs->fs;
 }
 
-/* The slot becomes the segment's, as rvx__rc_bounce(c, 8) would have made it. */
+/* The segment is in use, as rvx__rc_bounce(c, 8) would have made it: no fetch takes the slot and
+ * no other conn takes the segment until the record retires. */
 RVX_COLD uint64_t rvx__rc_fetch_take(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
 {
     (void)ep;
@@ -260,7 +261,8 @@ RVX_INLINE void rvx__rc_fetch_commit(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32
 
 RVX_INLINE int rvx__rc_fetch_quiet(rvx__rc_ep_t *ep)
 {
-    return !ep->c->ifc->wflush && !ep->c->ifc->nrec;
+    const rvx__rc_iface_t *ifc = ep->c->ifc;
+    return !((uintptr_t)ifc->wflush | ifc->nrec); /* one branch for both */
 }
 
 RVX_INLINE rvx__rc_iface_t *rvx__rc_fetch_ifc(rvx__rc_ep_t *ep)
