@@ -40,7 +40,7 @@ q\[[23]\] = _mm_setzero_si128|memset\(	inline data
 ~z = _mm_setzero_si128|bb\[[01]\]\.q\[	WQE store
 ~c = _mm_set_epi64x	ctrl segment
 _gen\(	out-of-line path
-rvx__mlx5_cq_await|fetch_ifc\)\(ep\)->cq	CQE wait
+rvx__mlx5_cq_await|fetch_ifc\)\((ep|q)\)->cq	CQE wait
 tx\.head == RVX__MLX5_REC_NIL|tx\.flush_head|fetch_quiet|return !ep->(c->)?ifc->wflush|\(uintptr_t\)ifc->wflush|bs->lim - |b_head == d->b_tail|!c->failed &&|fetch_ok\(	fetch-path check
 CQW_MASK|rvx__mlx5_cqw|next_op_own - 7|qpn8 << 24|~end = q->sq\.pi|~pi = end - nbb	completion match
 sq_retired|last_sig_pi = end|sq\.ci = end|!q->sq\.hold	retire completed WQEs

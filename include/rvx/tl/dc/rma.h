@@ -231,17 +231,15 @@ RVX_INLINE int rvx__dc_fetch_ok(rvx__dc_ep_t *ep, rvx__dc_dci_t *d, uint32_t nbb
 }
 
 /* The DCI's fetch slot. */
-RVX_INLINE const rvx__mlx5_fslot_t *rvx__dc_fetch_slot(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+RVX_INLINE const rvx__mlx5_fslot_t *rvx__dc_fetch_slot(const rvx__dc_dci_t *d)
 {
-    (void)ep;
     return &d->fs;
 }
 
 /* The ring is in use, as rvx__dc_bounce(d, ep, 8) would have made it: no fetch takes the slot
  * until the record retires. */
-RVX_COLD uint64_t rvx__dc_fetch_take(rvx__dc_ep_t *ep, rvx__dc_dci_t *d)
+RVX_COLD uint64_t rvx__dc_fetch_take(rvx__dc_dci_t *d)
 {
-    (void)ep;
     return d->b_head += 64;
 }
 
@@ -261,9 +259,9 @@ RVX_INLINE int rvx__dc_fetch_quiet(rvx__dc_ep_t *ep)
     return !ep->ifc->wflush;
 }
 
-RVX_INLINE rvx__dc_iface_t *rvx__dc_fetch_ifc(rvx__dc_ep_t *ep)
+RVX_INLINE rvx__dc_iface_t *rvx__dc_fetch_ifc(const rvx__dc_dci_t *d)
 {
-    return ep->ifc;
+    return d->ifc;
 }
 
 #include "../mlx5/fetch.h"

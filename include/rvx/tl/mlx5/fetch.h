@@ -18,13 +18,14 @@
  *   ep_q(ep)                the queue the endpoint's next WQE goes to
  *   fetch_ok(ep, q, nbb)    room for nbb WQEBBs on its fast path, and a bounce ring with nothing
  *                           in flight (else the general path)
- *   fetch_slot(ep, q)       the queue's fetch slot
- *   fetch_take(ep, q)       the ring is in use until the op record retires (general path): the
+ *   fetch_slot(q)           the queue's fetch slot
+ *   fetch_take(q)           the ring is in use until the op record retires (general path): the
  *                           record's position
  *   ep_av(ep, &seg)         1 with the address segment in seg; 0: none (rc_mlx5)
  *   fetch_commit(ep, q, pi, nbb, wqe, bb)   the transport's commit of the WQE
  *   fetch_quiet(ep)         no worker flush or re-connection waits on a CQE
- *   fetch_ifc(ep)           the iface (its CQ, the general wait) */
+ *   fetch_ifc(q)            the iface (its CQ, the general wait)
+ * After the post the call needs only q (the endpoint's register is free across the wait). */
 #ifndef RVX_TL_MLX5_FETCH_H
 #define RVX_TL_MLX5_FETCH_H
 
@@ -51,8 +52,8 @@ static RVX_NOINLINE RVX_UNUSED int rvx__mlx5_cq_await(const rvx__mlx5_cq_t *cq)
  * bytes in q's fetch slot): the op record and signaled book-keeping its post skipped, then the
  * general wait. Nothing ran since the post, so this is the state the
  * general post would have left. */
-RVX_COLD rvx_status_t rvx__mlx5_fetch_slow(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, void *dst,
-                                           uint32_t len, uint32_t nbb)
+RVX_COLD rvx_status_t rvx__mlx5_fetch_slow(RVX__MLX5_FQ *q, void *dst, uint32_t len,
+                                           uint32_t nbb)
 {
     uint32_t pi = q->sq.pi - nbb;
     rvx_request_t own;
@@ -62,12 +63,12 @@ RVX_COLD rvx_status_t rvx__mlx5_fetch_slow(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, v
     o.part = RVX__MLX5_PART_NONE;
     o.len = len;
     o.dst = dst;
-    o.src = RVX__MLX5_NET(fetch_slot)(ep, q)->buf;
+    o.src = RVX__MLX5_NET(fetch_slot)(q)->buf;
     o.req = &own;
-    o.bounce = RVX__MLX5_NET(fetch_take)(ep, q);
+    o.bounce = RVX__MLX5_NET(fetch_take)(q);
     rvx__mlx5_tx_on_retire(&q->sq, &q->tx, pi, &o);
     rvx__mlx5_tx_mark_sig(&q->sq, &q->tx, pi, pi + nbb);
-    return rvx__mlx5_wait_req(RVX__MLX5_NET(fetch_ifc)(ep), &own);
+    return rvx__mlx5_wait_req(RVX__MLX5_NET(fetch_ifc)(q), &own);
 }
 
 #if defined(__x86_64__)
@@ -99,51 +100,48 @@ RVX_INLINE void rvx__mlx5_cq_step(rvx__mlx5_cq_t *cq)
  * (rvx__mlx5_cq_await); then the CQE at the consumer index is its own (QPN, WQE index, opcode,
  * owner in one compare) and retires here (rvx__mlx5_fetch_ok made sure nothing else waits on q,
  * and only the NIC ran since); anything else takes the general path. */
-RVX_INLINE rvx_status_t rvx__mlx5_fetch_wait(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q,
-                                             rvx__mlx5_cq_t *cq, void *dst, uint32_t len,
+RVX_INLINE rvx_status_t rvx__mlx5_fetch_wait(RVX__MLX5_FQ *q, void *dst, uint32_t len,
                                              uint32_t nbb)
 {
+    rvx__mlx5_cq_t *cq = &RVX__MLX5_NET(fetch_ifc)(q)->cq;
     uint32_t pi, end;
-    if (RVX_UNLIKELY(!rvx__mlx5_cq_await(cq))) return rvx__mlx5_fetch_slow(ep, q, dst, len, nbb);
+    if (RVX_UNLIKELY(!rvx__mlx5_cq_await(cq))) return rvx__mlx5_fetch_slow(q, dst, len, nbb);
     end = q->sq.pi;
     pi = end - nbb;
     /* the 32-bit shift keeps the WQE index's low 16 bits, wqe_counter's width */
     if (RVX_UNLIKELY((rvx__mlx5_cqw(cq) & RVX__MLX5_CQW_MASK) !=
                      ((uint64_t)q->sq.qpn8 << 24 | (uint32_t)(pi << 16) | cq->owner)))
-        return rvx__mlx5_fetch_slow(ep, q, dst, len, nbb);
+        return rvx__mlx5_fetch_slow(q, dst, len, nbb);
     rvx_from_device_barrier(); /* the CQE before the answer it announces */
     rvx__mlx5_cq_step(cq);
     q->sq.ci = end;
     /* a held queue's limit stays at or before pi (every post goes its slow way), as it was */
     if (!q->sq.hold) rvx__mlx5_sq_restop(&q->sq);
     q->tx.last_sig_pi = end;
-    memcpy(dst, RVX__MLX5_NET(fetch_slot)(ep, q)->buf, len); /* len is a constant of the call */
+    memcpy(dst, RVX__MLX5_NET(fetch_slot)(q)->buf, len); /* len is a constant of the call */
     return RVX_OK;
 }
 
-/* Post the fetch (nbb WQEBBs at pi, in registers: bb[0..nbb)), then its wait. The CQ is found
- * before the doorbell's stores, after which the compiler would read the pointers to it again. */
+/* Post the fetch (nbb WQEBBs at pi, in registers: bb[0..nbb)), then its wait. */
 RVX_INLINE rvx_status_t rvx__mlx5_fetch_run(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, uint32_t pi,
                                             uint32_t nbb, rvx__mlx5_bb_t *bb, void *dst,
                                             uint32_t len)
 {
-    rvx__mlx5_cq_t *cq = &RVX__MLX5_NET(fetch_ifc)(ep)->cq;
     uint8_t *wqe = rvx__mlx5_slot(&q->sq, pi);
     rvx__mlx5_bb_store(wqe, &bb[0]);
     if (nbb > 1) rvx__mlx5_bb_store(rvx__mlx5_slot(&q->sq, pi + 1), &bb[1]);
     RVX__MLX5_NET(fetch_commit)(ep, q, pi, nbb, wqe, bb);
-    return rvx__mlx5_fetch_wait(ep, q, cq, dst, len, nbb);
+    return rvx__mlx5_fetch_wait(q, dst, len, nbb);
 }
 
 /* The fetch's WQE in registers (bb[0..nbb)): ctrl at pi (signaled), the address segment if the
  * transport has one, raddr, [the atomic segment], the data segment for the answer (the fetch
  * slot's, with len); zeros to the end. a: 1 with the address segment av, 0 without. Returns nbb. */
-RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FEP *ep, RVX__MLX5_FQ *q, rvx__mlx5_bb_t *bb,
-                                        unsigned a, __m128i av, unsigned opcode,
-                                        const uint64_t *atomic, uint32_t len, uint64_t raddr,
-                                        const rvx__mlx5_rkey_t *rkey)
+RVX_INLINE uint32_t rvx__mlx5_fetch_wqe(RVX__MLX5_FQ *q, rvx__mlx5_bb_t *bb, unsigned a, __m128i av,
+                                        unsigned opcode, const uint64_t *atomic, uint32_t len,
+                                        uint64_t raddr, const rvx__mlx5_rkey_t *rkey)
 {
-    const rvx__mlx5_fslot_t *fs = RVX__MLX5_NET(fetch_slot)(ep, q);
+    const rvx__mlx5_fslot_t *fs = RVX__MLX5_NET(fetch_slot)(q);
     __m128i z = _mm_setzero_si128(), c, r, t, d;
     unsigned ds = RVX__MLX5_DS_RDMA + a + (atomic ? 1 : 0);
     uint32_t nbb = RVX__MLX5_NBB(ds);
@@ -209,7 +207,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_get(RVX__MLX5_FEP *ep, void *dst, uint32
     if (RVX_UNLIKELY(!rvx__mlx5_fetch_ok(ep, q, RVX__MLX5_NBB(RVX__MLX5_DS_RDMA + a))))
         return rvx__mlx5_fetch_get_gen(ep, dst, len, raddr, rkey);
     pi = q->sq.pi;
-    nbb = rvx__mlx5_fetch_wqe(ep, q, bb, a, av, MLX5_OPCODE_RDMA_READ, NULL, len, raddr, rkey);
+    nbb = rvx__mlx5_fetch_wqe(q, bb, a, av, MLX5_OPCODE_RDMA_READ, NULL, len, raddr, rkey);
     return rvx__mlx5_fetch_run(ep, q, pi, nbb, bb, dst, len);
 }
 
@@ -231,7 +229,7 @@ RVX_INLINE rvx_status_t rvx__mlx5_fetch_amo8(RVX__MLX5_FEP *ep, unsigned opcode,
     operands[0] = a;
     operands[1] = b;
     pi = q->sq.pi;
-    nbb = rvx__mlx5_fetch_wqe(ep, q, bb, n_av, av, opcode, operands, 8, raddr, rkey);
+    nbb = rvx__mlx5_fetch_wqe(q, bb, n_av, av, opcode, operands, 8, raddr, rkey);
     return rvx__mlx5_fetch_run(ep, q, pi, nbb, bb, fetch, 8);
 }
 

@@ -238,17 +238,15 @@ RVX_INLINE int rvx__rc_fetch_ok(rvx__rc_ep_t *ep, rvx__rc_conn_t *c, uint32_t nb
 }
 
 /* The fetch slot of the conn's bounce segment. */
-RVX_INLINE const rvx__mlx5_fslot_t *rvx__rc_fetch_slot(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+RVX_INLINE const rvx__mlx5_fslot_t *rvx__rc_fetch_slot(const rvx__rc_conn_t *c)
 {
-    (void)ep;
     return &c->bs->fs;
 }
 
 /* The segment is in use, as rvx__rc_bounce(c, 8) would have made it: no fetch takes the slot and
  * no other conn takes the segment until the record retires. */
-RVX_COLD uint64_t rvx__rc_fetch_take(rvx__rc_ep_t *ep, rvx__rc_conn_t *c)
+RVX_COLD uint64_t rvx__rc_fetch_take(rvx__rc_conn_t *c)
 {
-    (void)ep;
     return c->bs->head += 64;
 }
 
@@ -265,9 +263,9 @@ RVX_INLINE int rvx__rc_fetch_quiet(rvx__rc_ep_t *ep)
     return !((uintptr_t)ifc->wflush | ifc->nrec); /* one branch for both */
 }
 
-RVX_INLINE rvx__rc_iface_t *rvx__rc_fetch_ifc(rvx__rc_ep_t *ep)
+RVX_INLINE rvx__rc_iface_t *rvx__rc_fetch_ifc(const rvx__rc_conn_t *c)
 {
-    return ep->c->ifc;
+    return c->ifc;
 }
 
 #include "../mlx5/fetch.h"
