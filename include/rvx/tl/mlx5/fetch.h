@@ -4,10 +4,10 @@
  *
  * Such a call posts one signaled WQE, built in registers, that lands its answer in the queue's
  * fetch slot (rvx__mlx5_fslot_t: its data segment built once) while the queue's bounce ring
- * holds nothing in flight, and waits for exactly its own CQE: when the CQE at
- * the consumer index is that one (owner, opcode, QPN and WQE index in one 8-byte word) and
- * nothing else waits on the queue (no op record, no flush), the call retires it inline and copies
- * the answer out: no op record, no chunk loop, no CQ drain. Anything else (no room, a ring in
+ * holds nothing in flight, and waits for exactly its own CQE: when the CQE at the consumer
+ * index is that one (owner, opcode, QPN and WQE index in one 8-byte word) and nothing else
+ * waits on the queue (no op record, no flush), the call retires it inline and copies the answer
+ * out: no op record, no chunk loop, no CQ drain. Anything else (no room, a ring in
  * use, a failed queue, another CQE first, an error CQE, a long wait) takes the general path: the
  * WQE then gets the op record the general post would have given it, and the general wait
  * (tl/mlx5/wait.h) retires it with everything else. No fence follows: the call returns after its
@@ -29,7 +29,7 @@
 #ifndef RVX_TL_MLX5_FETCH_H
 #define RVX_TL_MLX5_FETCH_H
 
-#define RVX__MLX5_FETCH_MAX RVX__MLX5_FSLOT /* a get this small (the fetch slot) may take the fetch path */
+#define RVX__MLX5_FETCH_MAX RVX__MLX5_FSLOT /* a get this small may take the fetch path */
 
 #define RVX__MLX5_FEP RVX__MLX5_NET(ep_t)
 #define RVX__MLX5_FQ  RVX__MLX5_NET(q_t)
@@ -50,8 +50,8 @@ static RVX_NOINLINE RVX_UNUSED int rvx__mlx5_cq_await(const rvx__mlx5_cq_t *cq)
 
 /* The general path for the fetch just posted (the newest WQE on q: nbb WQEBBs, its answer of len
  * bytes in q's fetch slot): the op record and signaled book-keeping its post skipped, then the
- * general wait. Nothing ran since the post, so this is the state the
- * general post would have left. */
+ * general wait. Nothing ran since the post, so this is the state the general post would have
+ * left. */
 RVX_COLD rvx_status_t rvx__mlx5_fetch_slow(RVX__MLX5_FQ *q, void *dst, uint32_t len,
                                            uint32_t nbb)
 {
