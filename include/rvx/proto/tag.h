@@ -468,7 +468,7 @@ static inline void rvx_tag_mem_invalidate(rvx_worker_t *w, void *addr, size_t le
 
 RVX_COLD void rvx__tag_rx_eager(struct rvx__tag_state *t, rvx_ep_t *ep, const uint8_t *body, size_t len)
 {
-    uint64_t tag = rvx__tag_ld64(body);
+    uint64_t tag = rvx__load_u64(body);
     size_t plen = len - 8;
     rvx__tag_rop_t *r = rvx__tag_match(t, tag, ep->rank);
     rvx__tag_op_t *op;
@@ -491,7 +491,7 @@ RVX_COLD void rvx__tag_rx_eager(struct rvx__tag_state *t, rvx_ep_t *ep, const ui
 RVX_COLD void rvx__tag_rx_first(struct rvx__tag_state *t, rvx_ep_t *ep, const uint8_t *body, size_t len)
 {
     rvx__tag_peer_t *p = &t->peers[ep->rank];
-    uint64_t tag = rvx__tag_ld64(body), mlen = rvx__tag_ld64(body + 8);
+    uint64_t tag = rvx__load_u64(body), mlen = rvx__load_u64(body + 8);
     size_t n = len - 16;
     rvx__tag_rop_t *r;
     rvx__tag_op_t *op;
@@ -593,12 +593,12 @@ RVX_INLINE void rvx__tag_rx_eager_fast(rvx_ep_t *ep, unsigned chan, void *body, 
     rvx_request_t *req = t->lone;
     if (RVX_LIKELY(plen - 8 <= 8 && (uintptr_t)req > 1)) {
         rvx__tag_rop_t *op = &t->lone_op;
-        uint64_t tag = rvx__tag_ld64(b);
+        uint64_t tag = rvx__load_u64(b);
         if (RVX_LIKELY(op->tag == tag && plen <= RVX__TAG_RQ_LEN(req))) {
             rvx_tag_info_t *ti = RVX__TAG_RQ_INFO(req);
             uint8_t *d = RVX__TAG_RQ_BUF(req);
-            rvx__tag_st64(d, rvx__tag_ld64(b + 8));
-            rvx__tag_st64(d + plen - 8, rvx__tag_ld64(b + len - 8));
+            rvx__tag_st64(d, rvx__load_u64(b + 8));
+            rvx__tag_st64(d + plen - 8, rvx__load_u64(b + len - 8));
             t->lone = NULL;
             if (ti) {
                 RVX__TAG_SCALAR(tag, plen); /* two plain stores; SSE would pack them first */

@@ -314,7 +314,6 @@ RVX_INLINE void rvx__tag_copy(uint8_t *d, const uint8_t *s, size_t n)
 #define RVX__TAG_SCALAR(x, y) __asm__("" : "+r"(x), "+r"(y))
 
 RVX_INLINE uint32_t rvx__tag_ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-RVX_INLINE uint64_t rvx__tag_ld64(const uint8_t *p) { return rvx__load_u64(p); } /* sys/compiler.h */
 RVX_INLINE void rvx__tag_st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 RVX_INLINE void rvx__tag_st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 

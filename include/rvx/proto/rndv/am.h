@@ -50,7 +50,7 @@ RVX_COLD int rvx__am_rx_rtr(struct rvx__tag_state *t, rvx_ep_t *ep, const uint8_
     rvx__tag_op_t *op;
     if (len != RVX__RNDV_RTR_LEN || !(op = rvx__rndv_rtr_op(t, ep, b, len, RVX__RNDV_RTR_LEN))) return 0;
     op->peer_id = rvx__tag_ld32(b + 4);
-    op->eff = (size_t)rvx__tag_ld64(b + 8);
+    op->eff = (size_t)rvx__load_u64(b + 8);
     if (!op->eff) {
         rvx__tag_done(t, op, RVX_OK);
     } else {
@@ -70,7 +70,7 @@ RVX_COLD int rvx__am_rx_data(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned ch
     if (chan != RVX__CHAN_REQUEST || len <= 16 ||
         !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__KIND_RECV)) || op->state != RVX__RS_WAIT)
         return 0;
-    off = rvx__tag_ld64(b + 8);
+    off = rvx__load_u64(b + 8);
     if (off > op->eff || n > op->eff - off || n > op->eff - op->done) return 0;
     memcpy(op->buf + off, b + 16, n);
     op->done += n;

@@ -234,7 +234,7 @@ RVX_COLD rvx__tag_op_t *rvx__rndv_rtr_op(struct rvx__tag_state *t, rvx_ep_t *ep,
 {
     rvx__tag_op_t *op;
     if (len < min_len || !(op = rvx__tag_id_find(t, rvx__tag_ld32(b), ep, RVX__KIND_SEND)) ||
-        op->state != RVX__SS_WAIT || rvx__tag_ld64(b + 8) > op->mlen)
+        op->state != RVX__SS_WAIT || rvx__load_u64(b + 8) > op->mlen)
         return NULL;
     return op;
 }
@@ -270,8 +270,8 @@ RVX_COLD int rvx__rndv_rx_rts(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned c
     rvx__tag_op_t *op;
     uint64_t tag, mlen;
     if (chan != RVX__CHAN_REQUEST || len < RVX__TAG_RTS_HDR) return 0;
-    tag = rvx__tag_ld64(b);
-    mlen = rvx__tag_ld64(b + 8);
+    tag = rvx__load_u64(b);
+    mlen = rvx__load_u64(b + 8);
     if (!mlen || mlen >= RVX__TAG_MLEN_MAX || len != RVX__RNDV_RTS_LEN(mlen) || !rvx__tag_ld32(b + 16))
         return 0;
     if ((r = rvx__tag_match(t, tag, ep->rank)) != NULL) {
@@ -284,7 +284,7 @@ RVX_COLD int rvx__rndv_rx_rts(struct rvx__tag_state *t, rvx_ep_t *ep, unsigned c
     op->mlen = (size_t)mlen;
     op->peer_id = rvx__tag_ld32(b + 16);
     if (RVX__RNDV_RTS_ADDR) {
-        op->raddr = rvx__tag_ld64(b + 24);
+        op->raddr = rvx__load_u64(b + 24);
         memcpy(op->packed, b + 32, RVX_RKEY_PACKED_SIZE);
     }
     if (op->kind == RVX__KIND_RECV) {

@@ -52,7 +52,7 @@ static int rvx__pipe_keys_ok(const rvx__tag_op_t *op, const uint8_t *b, unsigned
     unsigned i;
     if (op->nrk + (size_t)nk > RVX__PIPE_KCAP(eff)) return 0;
     for (i = 0; i < nk; i++) {
-        uint64_t end = rvx__tag_ld64(b + i * RVX__PIPE_KEY_LEN);
+        uint64_t end = rvx__load_u64(b + i * RVX__PIPE_KEY_LEN);
         if (end <= prev || end > eff) return 0;
         prev = (size_t)end;
     }
@@ -69,7 +69,7 @@ RVX_COLD rvx_status_t rvx__pipe_keys_add(rvx__tag_op_t *op, const uint8_t *b, un
         const uint8_t *e = b + i * RVX__PIPE_KEY_LEN;
         struct rvx__pipe_rkey *k = &op->rk[op->nrk];
         rvx_status_t st = RVX_OK;
-        k->end = (size_t)rvx__tag_ld64(e);
+        k->end = (size_t)rvx__load_u64(e);
         for (l = 0; l < RVX_LANES && st == RVX_OK; l++)
             st = rvx__tl_rkey_unpack(&op->ep->tl[l], e + 8 + l * RVX__TL_RKEY_PACKED_SIZE, &k->key[l]);
         if (st != RVX_OK) {
@@ -122,7 +122,7 @@ RVX_COLD int rvx__pipe_rx_rtr(struct rvx__tag_state *t, rvx_ep_t *ep, const uint
     uint64_t eff;
     unsigned nk;
     if (!(op = rvx__rndv_rtr_op(t, ep, b, len, RVX__RNDV_RTR_LEN))) return 0;
-    eff = rvx__tag_ld64(b + 8);
+    eff = rvx__load_u64(b + 8);
     nk = rvx__tag_ld32(b + 24);
     if (nk > RVX__PIPE_KEYS_MAX || len != RVX__RNDV_RTR_LEN + nk * RVX__PIPE_KEY_LEN ||
         (eff > op->done && !nk) || /* more wanted: the first piece's key comes with the CTS */
@@ -130,7 +130,7 @@ RVX_COLD int rvx__pipe_rx_rtr(struct rvx__tag_state *t, rvx_ep_t *ep, const uint
         return 0;
     op->peer_id = rvx__tag_ld32(b + 4);
     op->eff = (size_t)eff;
-    op->raddr = rvx__tag_ld64(b + 16);
+    op->raddr = rvx__load_u64(b + 16);
     if (eff <= op->done) { /* phase 1 carried all the receiver wanted */
         rvx__tag_done(t, op, RVX_OK);
     } else {

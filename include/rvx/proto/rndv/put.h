@@ -31,8 +31,8 @@ RVX_COLD int rvx__put_rx_rtr(struct rvx__tag_state *t, rvx_ep_t *ep, const uint8
     rvx__tag_op_t *op;
     if (len != RVX__RNDV_RTR_LEN || !(op = rvx__rndv_rtr_op(t, ep, b, len, RVX__RNDV_RTR_LEN))) return 0;
     op->peer_id = rvx__tag_ld32(b + 4);
-    op->eff = (size_t)rvx__tag_ld64(b + 8);
-    op->raddr = rvx__tag_ld64(b + 16);
+    op->eff = (size_t)rvx__load_u64(b + 8);
+    op->raddr = rvx__load_u64(b + 16);
     memcpy(op->packed, b + 24, RVX_RKEY_PACKED_SIZE);
     if (!op->eff) {
         rvx__tag_done(t, op, RVX_OK);
