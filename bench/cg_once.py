@@ -41,9 +41,8 @@ def parse(path):
                 npos = len(line.split()) - 1
             elif line.startswith('fn='):
                 fn = name(line[3:])
-            elif line.startswith(('cfn=', 'cfi=', 'cob=')):
-                if line.startswith('cfn='):
-                    name(line[4:])  # defines the id for later fn= lines
+            elif line.startswith('cfn='):
+                name(line[4:])  # may define the id a later fn= line uses
             elif line.startswith('calls='):
                 call_line = True  # the next cost line is the call's inclusive cost
             elif line[0].isdigit() or line[0] in '+-*':

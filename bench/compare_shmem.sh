@@ -14,8 +14,8 @@
 # every 100 turns: no function holds just the wait, so bench/cg_once.py counts them with the loop
 # as one turn (every instruction at most once per call, from --dump-instr of the N and 2N runs;
 # opal_progress left out), the turn whose progress finds the answer included. Lazy binding is
-# off there (LD_BIND_NOW), so that no symbol lookup falls into one run's calls and not the
-# other's (set for every OSHMEM row). Where OSHMEM does not run, its rows say so. Only the PE that ran the wrapper is
+# off for every OSHMEM row (LD_BIND_NOW), so that no symbol lookup falls into one run's calls and
+# not the other's. Where OSHMEM does not run, its rows say so. Only the PE that ran the wrapper is
 # counted (the other's waits would toggle collection on).
 # Writes the "OpenSHMEM" section of bench/RESULTS.md and prints its lines.
 # Usage: bench/compare_shmem.sh [N]      (make compare-shmem; COMPARE_SHMEM_REPS: runs per
